@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds tern, and runs every test: the unit and
+# integration tests in a Release build, then the unit tests again under
+# AddressSanitizer + UndefinedBehaviorSanitizer.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+scripts/fetch-test-data.sh
+jobs=$(nproc)
+
+echo "== Release build and tests"
+scripts/build.sh build
+ctest --test-dir build --output-on-failure -j"$jobs"
+
+echo "== AddressSanitizer + UndefinedBehaviorSanitizer build and unit tests"
+scripts/build.sh build-asan -DTERN_SANITIZE=ON -DTERN_BUILD_BENCHMARKS=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  ctest --test-dir build-asan --output-on-failure -j"$jobs" -L unit

@@ -1,0 +1,41 @@
+// MappedFile: a read-only memory map of a whole file (RAII).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "base/status.h"
+
+namespace tern {
+
+class MappedFile {
+ public:
+  // Maps `path` read-only. Errors name the path and the OS reason.
+  static Result<MappedFile> Open(const std::string& path);
+
+  MappedFile() = default;
+  MappedFile(MappedFile&& o) noexcept { *this = std::move(o); }
+  MappedFile& operator=(MappedFile&& o) noexcept;
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  ~MappedFile();
+
+  std::span<const uint8_t> bytes() const { return {data_, size_}; }
+  const uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  const uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+  std::string path_;
+};
+
+// Reads a whole (small) file into a string.
+Result<std::string> ReadFileToString(const std::string& path);
+// Writes a string to a file, replacing it.
+Status WriteStringToFile(const std::string& path, std::string_view contents);
+
+}  // namespace tern

@@ -1,0 +1,76 @@
+// ThreadPool: a fixed set of worker threads that run data-parallel loops.
+//
+// Contract: Run(n, fn) calls fn(task, thread) for every task in [0, n) exactly
+// once and returns when all calls have finished. The calling thread takes part
+// as thread 0, so a pool of size 1 runs everything inline. Tasks are claimed
+// dynamically (an atomic counter), which balances uneven work such as MoE
+// experts. Run is not reentrant: fn must not call Run on the same pool, and
+// only one thread may call Run at a time.
+//
+// Workers spin briefly between loops before sleeping (C++20 atomic wait), since
+// a decode step issues hundreds of short loops and a sleep/wake round trip per
+// loop would cost more than the loop itself.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+namespace tern {
+
+class ThreadPool {
+ public:
+  // num_threads: total threads including the caller (>= 1). 0 means all cores.
+  explicit ThreadPool(size_t num_threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  size_t size() const { return workers_.size() + 1; }
+
+  template <typename F>
+  void Run(size_t num_tasks, F&& fn) {
+    using Fn = std::remove_reference_t<F>;
+    RunErased(num_tasks, [](void* ctx, size_t task, size_t thread) { (*static_cast<Fn*>(ctx))(task, thread); },
+              const_cast<void*>(static_cast<const void*>(&fn)));
+  }
+
+  // Splits [0, n) into at most size() contiguous ranges of whole multiples of
+  // `grain` and calls fn(begin, end, thread) once per range.
+  template <typename F>
+  void ParallelFor(size_t n, size_t grain, F&& fn) {
+    if (n == 0) return;
+    if (grain == 0) grain = 1;
+    const size_t units = (n + grain - 1) / grain;
+    const size_t parts = units < size() ? units : size();
+    const size_t per = (units + parts - 1) / parts;
+    Run(parts, [&](size_t p, size_t thread) {
+      const size_t b = p * per * grain;
+      size_t e = (p + 1) * per * grain;
+      if (e > n) e = n;
+      if (b < e) fn(b, e, thread);
+    });
+  }
+
+  static size_t HardwareThreads();
+
+ private:
+  using TaskFn = void (*)(void*, size_t, size_t);
+  void RunErased(size_t num_tasks, TaskFn fn, void* ctx);
+  void WorkerLoop(size_t thread_index);
+  void DrainTasks(size_t thread_index);
+
+  std::vector<std::thread> workers_;
+  // The current loop. Written by Run before epoch_ is bumped.
+  TaskFn fn_ = nullptr;
+  void* ctx_ = nullptr;
+  size_t num_tasks_ = 0;
+  alignas(64) std::atomic<size_t> next_task_{0};
+  alignas(64) std::atomic<size_t> busy_workers_{0};
+  alignas(64) std::atomic<uint64_t> epoch_{0};
+  std::atomic<bool> stop_{false};
+};
+
+}  // namespace tern
