@@ -1,0 +1,92 @@
+// CPU kernels used by the model layer. Every function here has a scalar
+// reference in reference.h with the same contract; the optimized versions are
+// written once with Highway and dispatched at run time to the best target the
+// CPU supports (see simd_target.h).
+//
+// Conventions: activations are float32 row-major; weights keep the dtype and
+// layout of the checkpoint (a Linear's weight is [N, K] = [out, in], row-major)
+// unless a kernel says otherwise. Shapes are written as [rows, cols].
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "base/dtype.h"
+#include "base/thread_pool.h"
+
+namespace tern::kernels {
+
+// A read-only matrix W[N, K] in the checkpoint's dtype (F32, BF16 or F16).
+// Row n starts at data + n * row_stride elements (row_stride >= K).
+struct MatrixView {
+  DType dtype = DType::kF32;
+  const void* data = nullptr;
+  int64_t rows = 0;        // N
+  int64_t cols = 0;        // K
+  int64_t row_stride = 0;  // in elements
+};
+
+// y[M, N] = x[M, K] · W[N, K]^T.
+// x: rows of K floats, row m at x + m * ldx; y: row m at y + m * ldy (ldy >= N).
+// y must not alias x. Uses every thread of `pool`.
+void MatMul(const float* x, int64_t M, int64_t ldx, const MatrixView& w, float* y, int64_t ldy,
+            ThreadPool& pool);
+
+// out[r, :] = x[r, :] / sqrt(mean(x[r, :]^2) + eps) * weight   for r in [0, rows).
+// x and out: [rows, dim] contiguous (out may equal x); weight: [dim] f32.
+void RmsNorm(const float* x, const float* weight, int64_t rows, int64_t dim, float eps, float* out);
+
+// Rotary embedding, NeoX (rotate_half) style, in place on the first rotary_dim
+// entries of every head: for i < rotary_dim/2, with c = cos[t, i], s = sin[t, i],
+//   (x[i], x[i + rotary_dim/2]) <- (x[i] c - x[i + h] s, x[i + h] c + x[i] s).
+// x: [tokens, heads, head_dim]; cos, sin: [tokens, rotary_dim / 2].
+void RopeNeox(float* x, int64_t tokens, int64_t heads, int64_t head_dim, int64_t rotary_dim,
+              const float* cos, const float* sin);
+
+// out[i] = silu(gate[i]) * up[i] = gate[i] / (1 + exp(-gate[i])) * up[i], n elements.
+void SiluMul(const float* gate, const float* up, int64_t n, float* out);
+
+// a[i] += b[i], n elements.
+void AddInPlace(float* a, const float* b, int64_t n);
+
+// out[i] = float(src[i]) for n elements of dtype F32, BF16, F16 or F8_E4M3.
+void ConvertToF32(DType dtype, const void* src, int64_t n, float* out);
+
+// --- Paged attention -------------------------------------------------------
+
+// One layer's keys and values of one sequence, stored in fixed-size blocks of a
+// pool: block b holds positions [b*block_size, (b+1)*block_size) of the
+// sequence at pool block block_table[b]. Pool layout for K and V alike:
+// [num_pool_blocks, block_size, kv_heads, head_dim] in `dtype` (F32 or BF16).
+struct KvPages {
+  void* k = nullptr;
+  void* v = nullptr;
+  DType dtype = DType::kF32;
+  const int32_t* block_table = nullptr;
+  int32_t block_size = 16;
+  int32_t kv_heads = 0;
+  int32_t head_dim = 0;
+};
+
+// Writes k, v: [tokens, kv_heads, head_dim] f32 at positions [start, start + tokens).
+// The block table must already cover those positions.
+void KvWrite(const KvPages& kv, int64_t start, int64_t tokens, const float* k, const float* v);
+
+// Causal attention for the last `num_queries` positions of a sequence whose
+// context (including those positions) has length ctx_len: query t sits at
+// position ctx_len - num_queries + t and attends to positions 0..that one.
+// q, out: [num_queries, q_heads, head_dim] f32. q_heads is a multiple of
+// kv_heads (grouped-query attention: q head h reads kv head h / (q_heads/kv_heads)).
+struct AttentionJob {
+  const float* q = nullptr;
+  float* out = nullptr;
+  int64_t num_queries = 0;
+  int64_t ctx_len = 0;
+  KvPages kv;
+};
+// Runs every job (typically one per sequence of a batch) across the pool.
+// softmax(q·k * scale) · v, accumulated in f32.
+void PagedAttention(std::span<const AttentionJob> jobs, int64_t q_heads, float scale, ThreadPool& pool);
+
+}  // namespace tern::kernels

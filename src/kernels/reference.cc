@@ -1,0 +1,127 @@
+#include "kernels/reference.h"
+
+#include <cassert>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+namespace tern::kernels::ref {
+namespace {
+
+float LoadAs(DType dtype, const void* base, int64_t i) {
+  switch (dtype) {
+    case DType::kF32: return static_cast<const float*>(base)[i];
+    case DType::kBF16: return Bf16ToF32(static_cast<const uint16_t*>(base)[i]);
+    case DType::kF16: return F16ToF32(static_cast<const uint16_t*>(base)[i]);
+    case DType::kF8E4M3: return E4M3ToF32(static_cast<const uint8_t*>(base)[i]);
+    default: assert(false && "unsupported dtype"); return 0.0f;
+  }
+}
+
+void StoreAs(DType dtype, void* base, int64_t i, float v) {
+  switch (dtype) {
+    case DType::kF32: static_cast<float*>(base)[i] = v; break;
+    case DType::kBF16: static_cast<uint16_t*>(base)[i] = F32ToBf16(v); break;
+    default: assert(false && "unsupported KV dtype");
+  }
+}
+
+// Offset in elements of (pos, head, 0) in a KV pool.
+int64_t KvOffset(const KvPages& kv, int64_t pos, int64_t head) {
+  const int64_t block = kv.block_table[pos / kv.block_size];
+  const int64_t slot = pos % kv.block_size;
+  return ((block * kv.block_size + slot) * kv.kv_heads + head) * kv.head_dim;
+}
+
+}  // namespace
+
+float MatrixAt(const MatrixView& w, int64_t n, int64_t k) { return LoadAs(w.dtype, w.data, n * w.row_stride + k); }
+
+void MatMul(const float* x, int64_t M, int64_t ldx, const MatrixView& w, float* y, int64_t ldy) {
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < w.rows; ++n) {
+      double acc = 0;
+      for (int64_t k = 0; k < w.cols; ++k) acc += double(x[m * ldx + k]) * double(MatrixAt(w, n, k));
+      y[m * ldy + n] = float(acc);
+    }
+}
+
+void RmsNorm(const float* x, const float* weight, int64_t rows, int64_t dim, float eps, float* out) {
+  for (int64_t r = 0; r < rows; ++r) {
+    double ss = 0;
+    for (int64_t i = 0; i < dim; ++i) ss += double(x[r * dim + i]) * x[r * dim + i];
+    const float inv = float(1.0 / std::sqrt(ss / double(dim) + double(eps)));
+    for (int64_t i = 0; i < dim; ++i) out[r * dim + i] = x[r * dim + i] * inv * weight[i];
+  }
+}
+
+void RopeNeox(float* x, int64_t tokens, int64_t heads, int64_t head_dim, int64_t rotary_dim,
+              const float* cos, const float* sin) {
+  const int64_t half = rotary_dim / 2;
+  for (int64_t t = 0; t < tokens; ++t)
+    for (int64_t h = 0; h < heads; ++h) {
+      float* v = x + (t * heads + h) * head_dim;
+      for (int64_t i = 0; i < half; ++i) {
+        const float c = cos[t * half + i], s = sin[t * half + i];
+        const float a = v[i], b = v[i + half];
+        v[i] = a * c - b * s;
+        v[i + half] = b * c + a * s;
+      }
+    }
+}
+
+void SiluMul(const float* gate, const float* up, int64_t n, float* out) {
+  for (int64_t i = 0; i < n; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+}
+
+void AddInPlace(float* a, const float* b, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) a[i] += b[i];
+}
+
+void ConvertToF32(DType dtype, const void* src, int64_t n, float* out) {
+  for (int64_t i = 0; i < n; ++i) out[i] = LoadAs(dtype, src, i);
+}
+
+void KvWrite(const KvPages& kv, int64_t start, int64_t tokens, const float* k, const float* v) {
+  for (int64_t t = 0; t < tokens; ++t)
+    for (int64_t h = 0; h < kv.kv_heads; ++h) {
+      const int64_t off = KvOffset(kv, start + t, h);
+      for (int64_t d = 0; d < kv.head_dim; ++d) {
+        StoreAs(kv.dtype, kv.k, off + d, k[(t * kv.kv_heads + h) * kv.head_dim + d]);
+        StoreAs(kv.dtype, kv.v, off + d, v[(t * kv.kv_heads + h) * kv.head_dim + d]);
+      }
+    }
+}
+
+void PagedAttention(std::span<const AttentionJob> jobs, int64_t q_heads, float scale) {
+  for (const AttentionJob& job : jobs) {
+    const KvPages& kv = job.kv;
+    const int64_t D = kv.head_dim, group = q_heads / kv.kv_heads;
+    std::vector<double> scores(size_t(job.ctx_len));
+    for (int64_t t = 0; t < job.num_queries; ++t) {
+      const int64_t pos = job.ctx_len - job.num_queries + t;
+      for (int64_t h = 0; h < q_heads; ++h) {
+        const float* q = job.q + (t * q_heads + h) * D;
+        const int64_t kvh = h / group;
+        double mx = -INFINITY;
+        for (int64_t p = 0; p <= pos; ++p) {
+          const int64_t off = KvOffset(kv, p, kvh);
+          double s = 0;
+          for (int64_t d = 0; d < D; ++d) s += double(q[d]) * LoadAs(kv.dtype, kv.k, off + d);
+          scores[p] = s * scale;
+          mx = std::max(mx, scores[p]);
+        }
+        double sum = 0;
+        for (int64_t p = 0; p <= pos; ++p) sum += (scores[p] = std::exp(scores[p] - mx));
+        float* o = job.out + (t * q_heads + h) * D;
+        for (int64_t d = 0; d < D; ++d) {
+          double acc = 0;
+          for (int64_t p = 0; p <= pos; ++p) acc += scores[p] * LoadAs(kv.dtype, kv.v, KvOffset(kv, p, kvh) + d);
+          o[d] = float(acc / sum);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace tern::kernels::ref
