@@ -1,0 +1,223 @@
+#!/usr/bin/python3
+"""Checks tern's greedy generation against the float64 reference (qwen3_ref.py).
+
+Usage (CTest runs it with /usr/bin/python3):
+  compare.py --tern PATH_TO_TERN --model DIR --prompt-ids 1,2,3 [--steps 32] [--tol 1e-3]
+             [--tie-rel 1e-4] [--tern-arg=--threads=2 ...] [--timeout 600] [--verbose]
+
+What it expects from tern. It runs
+  TERN generate --model DIR --prompt-ids 1,2,3 --max-tokens STEPS --temperature 0
+       --logits-out TMP/logits.npy [TERN_ARGS...]
+which must exit 0, print the generated ids as a JSON array of ints on the LAST non-empty
+line of stdout (other lines before it are ignored), and write TMP/logits.npy: a float32
+(float64 accepted) .npy of shape [n, vocab] where n = number of generated ids (<= STEPS;
+fewer when tern stops at an end token). Row 0 holds the logits after the prompt (they
+chose ids[0]); row i holds the logits after feeding ids[i-1] (they chose ids[i]).
+
+What it checks (teacher forcing: ONE reference forward over prompt + ids[:-1], whose
+last n rows line up with tern's rows):
+  (a) for every row, normalised RMS error rms(l_tern - l_ref) / rms(l_ref) <= --tol;
+  (b) for every step, ids[i] == argmax(l_ref[i]). Tie rule: if the reference logit of
+      ids[i] is within --tie-rel (relative, default 1e-4) of the reference maximum, i.e.
+      max - l_ref[ids[i]] <= tie_rel * max(|max|, |l_ref[ids[i]]|), the step is reported as
+      a TIE and accepted: a float32 engine cannot be expected to break such ties like a
+      float64 one. Because of teacher forcing, later rows stay comparable either way;
+  (c) ids[i] == argmax(l_tern[i]) (tern samples what its own logits say), same tie rule.
+Prints a per-row table (always with --verbose; otherwise rows that fail) and a summary;
+exits 0 when every check passes, 1 otherwise (including tern failing to run).
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from qwen3_ref import Model  # noqa: E402
+
+
+def parse_ids(text):
+    try:
+        ids = [int(t) for t in text.split(",") if t.strip()]
+    except ValueError:
+        raise SystemExit(f"compare.py: --prompt-ids must be comma-separated integers, got {text!r}")
+    if not ids:
+        raise SystemExit("compare.py: --prompt-ids is empty")
+    return ids
+
+
+def run_tern(args, prompt_ids, logits_path):
+    """-> (generated ids list, logits [n, vocab] float64). Raises RuntimeError on failure."""
+    cmd = [args.tern, "generate", "--model", args.model,
+           "--prompt-ids", ",".join(str(t) for t in prompt_ids),
+           "--max-tokens", str(args.steps), "--temperature", "0",
+           "--logits-out", logits_path] + list(args.tern_arg)
+    print("running:", " ".join(cmd), flush=True)
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise RuntimeError(f"could not run tern: {e}") from None
+    if proc.returncode != 0:
+        raise RuntimeError(f"tern exited with status {proc.returncode}\n--- stdout\n{proc.stdout}"
+                           f"\n--- stderr\n{proc.stderr}")
+    lines = [ln for ln in proc.stdout.splitlines() if ln.strip()]
+    if not lines:
+        raise RuntimeError(f"tern printed nothing on stdout\n--- stderr\n{proc.stderr}")
+    try:
+        ids = json.loads(lines[-1])
+    except json.JSONDecodeError:
+        ids = None
+    if not isinstance(ids, list) or not all(isinstance(t, int) and not isinstance(t, bool) for t in ids):
+        raise RuntimeError(f"last stdout line of tern is not a JSON array of ints: {lines[-1]!r}")
+    if not os.path.exists(logits_path):
+        raise RuntimeError(f"tern did not write {logits_path}")
+    logits = np.load(logits_path, allow_pickle=False)
+    if logits.dtype not in (np.float32, np.float64) or logits.ndim != 2:
+        raise RuntimeError(f"logits file: dtype {logits.dtype} shape {logits.shape}, "
+                           "expected float32 [n, vocab]")
+    return ids, logits.astype(np.float64)
+
+
+def is_tie(row, token, rel):
+    """True when row[token] is within rel (relative) of max(row)."""
+    top = float(np.max(row))
+    val = float(row[token])
+    return top - val <= rel * max(abs(top), abs(val))
+
+
+def nrms(a, ref):
+    """rms(a - ref) / rms(ref); inf when the reference row is all zeros but a is not."""
+    den = np.sqrt(np.mean(ref * ref))
+    num = np.sqrt(np.mean((a - ref) ** 2))
+    if den == 0.0:
+        return 0.0 if num == 0.0 else float("inf")
+    return float(num / den)
+
+
+def compare(ids, tern_logits, ref_logits, tol, tie_rel):
+    """ids: [n]; tern_logits, ref_logits: [n, vocab] float64.
+    -> (ok: bool, rows: one dict per step with the values and the verdict of each check)"""
+    ok = True
+    rows = []
+    for i, tok in enumerate(ids):
+        lt, lr = tern_logits[i], ref_logits[i]
+        ref_arg, tern_arg = int(np.argmax(lr)), int(np.argmax(lt))
+        err = nrms(lt, lr)
+        r = {"step": i, "id": tok, "ref_argmax": ref_arg, "tern_argmax": tern_arg, "nrms": err,
+             "err_ok": bool(np.isfinite(err) and err <= tol) and bool(np.all(np.isfinite(lt))),
+             "ref_tie": False, "self_tie": False}
+        r["ref_ok"] = tok == ref_arg
+        if not r["ref_ok"] and is_tie(lr, tok, tie_rel):
+            r["ref_ok"] = r["ref_tie"] = True
+        r["self_ok"] = tok == tern_arg
+        if not r["self_ok"] and np.all(np.isfinite(lt)) and is_tie(lt, tok, tie_rel):
+            r["self_ok"] = r["self_tie"] = True
+        ok = ok and r["err_ok"] and r["ref_ok"] and r["self_ok"]
+        rows.append(r)
+    return ok, rows
+
+
+def print_report(rows, tol, verbose):
+    """Prints one line per row that fails or is a tie (every row when verbose)."""
+    shown = [r for r in rows if verbose or r["ref_tie"] or r["self_tie"]
+             or not (r["err_ok"] and r["ref_ok"] and r["self_ok"])]
+    if not shown:
+        print("every row passes (--verbose lists them)")
+        return
+    print(f"{'step':>4} {'id':>7} {'ref_argmax':>10} {'tern_argmax':>11} {'nrms':>10}  status")
+    for r in shown:
+        notes = []
+        if not r["err_ok"]:
+            notes.append(f"NRMS>{tol:g}")
+        if not r["ref_ok"]:
+            notes.append("TOKEN!=REF")
+        elif r["ref_tie"]:
+            notes.append("tie with reference argmax (accepted)")
+        if not r["self_ok"]:
+            notes.append("TOKEN!=ARGMAX(TERN LOGITS)")
+        elif r["self_tie"]:
+            notes.append("tie in tern's own logits (accepted)")
+        print(f"{r['step']:>4} {r['id']:>7} {r['ref_argmax']:>10} {r['tern_argmax']:>11} "
+              f"{r['nrms']:>10.3e}  {'; '.join(notes) or 'ok'}")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--tern", required=True, help="path to the tern binary")
+    ap.add_argument("--model", required=True, help="Hugging Face model directory")
+    ap.add_argument("--prompt-ids", required=True, help="comma-separated prompt token ids")
+    ap.add_argument("--steps", type=int, default=32, help="tokens to generate (default 32)")
+    ap.add_argument("--tol", type=float, default=1e-3, help="max normalised RMS error per row (default 1e-3)")
+    ap.add_argument("--tie-rel", type=float, default=1e-4,
+                    help="relative gap under which a token is a tie with the argmax (default 1e-4)")
+    ap.add_argument("--tern-arg", action="append", default=[],
+                    help="extra argument for tern generate (repeatable; use --tern-arg=--flag)")
+    ap.add_argument("--timeout", type=float, default=600, help="seconds allowed for tern (default 600)")
+    ap.add_argument("--verbose", action="store_true", help="print every row")
+    args = ap.parse_args(argv)
+    if args.steps < 1:
+        ap.error("--steps must be >= 1")
+    prompt = parse_ids(args.prompt_ids)
+
+    try:
+        model = Model(args.model, cache_weights=False)
+    except Exception as e:  # a bad model dir is a test failure with a readable reason
+        print(f"FAIL: reference cannot load {args.model}: {type(e).__name__}: {e}")
+        return 1
+    vocab = model.cfg.vocab_size
+    if min(prompt) < 0 or max(prompt) >= vocab:
+        print(f"FAIL: prompt id outside [0, {vocab})")
+        return 1
+
+    with tempfile.TemporaryDirectory(prefix="tern-compare-") as tmp:
+        try:
+            ids, tern_logits = run_tern(args, prompt, os.path.join(tmp, "logits.npy"))
+        except RuntimeError as e:
+            print(f"FAIL: {e}")
+            return 1
+
+    n = len(ids)
+    problems = []
+    if n == 0:
+        problems.append("tern generated no tokens")
+    if n > args.steps:
+        problems.append(f"tern generated {n} tokens, more than --max-tokens {args.steps}")
+    if tern_logits.shape != (n, vocab):
+        problems.append(f"logits shape {list(tern_logits.shape)}, expected [{n}, {vocab}] "
+                        "(one row per generated id)")
+    if any(t < 0 or t >= vocab for t in ids):
+        problems.append(f"generated id outside [0, {vocab})")
+    if problems:
+        print("tern ids:", json.dumps(ids))
+        for p in problems:
+            print("FAIL:", p)
+        return 1
+
+    # Teacher forcing: row i of the result predicts ids[i].
+    seq = prompt + ids[:-1]
+    ref_logits = model.forward(seq)[len(prompt) - 1:]  # [n, vocab]
+    ok, rows = compare(ids, tern_logits, ref_logits, args.tol, args.tie_rel)
+
+    print_report(rows, args.tol, args.verbose)
+    errs = [r["nrms"] for r in rows]
+    worst = int(np.argmax(errs))
+    ref_greedy_match = sum(r["id"] == r["ref_argmax"] for r in rows)
+    ties = sum(r["ref_tie"] for r in rows)
+    print(f"model {args.model} ({model.cfg.model_type}), prompt {len(prompt)} tokens, "
+          f"{n} generated (asked {args.steps})")
+    print("tern ids:", json.dumps(ids))
+    print(f"(a) nrms: max {max(errs):.3e} at step {worst}, mean {float(np.mean(errs)):.3e}, tol {args.tol:g}: "
+          f"{sum(not r['err_ok'] for r in rows)} rows over")
+    print(f"(b) tokens == reference argmax: {ref_greedy_match}/{n}, accepted ties {ties}, "
+          f"mismatches {sum(not r['ref_ok'] for r in rows)}")
+    print(f"(c) tokens == argmax of tern's logits: mismatches {sum(not r['self_ok'] for r in rows)}")
+    print("PASS" if ok else "FAIL")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
