@@ -1,0 +1,138 @@
+// `tern bench`: prefill and decode speed of a model, with the bytes of weights
+// read per decoded token and the memory bandwidth measured in the same run.
+#include <algorithm>
+#include <chrono>
+#include <random>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "app/bandwidth.h"
+#include "app/commands.h"
+#include "app/session.h"
+#include "base/mapped_file.h"
+#include "engine/block_allocator.h"
+#include "kernels/simd_target.h"
+
+namespace tern::app {
+namespace {
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+struct RunTimes {
+  double prefill_s = 0, decode_s = 0;
+};
+
+// One prefill of `prompt` and `gen` greedy decode steps.
+Result<RunTimes> RunOnce(Model& model, KvCache& cache, const std::vector<int32_t>& prompt, int64_t gen, int64_t chunk) {
+  BlockAllocator alloc(cache.num_blocks());
+  std::vector<int32_t> blocks;
+  if (!alloc.Allocate(BlocksFor(int64_t(prompt.size()) + gen, cache.block_size()), blocks))
+    return Status::Error("bench: KV cache too small");
+  std::vector<float> logits;
+  RunTimes t;
+  auto t0 = std::chrono::steady_clock::now();
+  for (int64_t pos = 0; pos < int64_t(prompt.size()); pos += chunk) {
+    const int64_t n = std::min<int64_t>(chunk, int64_t(prompt.size()) - pos);
+    SequenceChunk c{.tokens = std::span<const int32_t>(prompt).subspan(size_t(pos), size_t(n)), .start_pos = pos,
+                    .block_table = blocks};
+    TERN_RETURN_IF_ERROR(model.Forward({&c, 1}, cache, logits));
+  }
+  auto t1 = std::chrono::steady_clock::now();
+  const int64_t V = model.config().vocab_size;
+  int32_t tok = int32_t(std::max_element(logits.begin(), logits.begin() + V) - logits.begin());
+  for (int64_t i = 0; i < gen; ++i) {
+    SequenceChunk c{.tokens = {&tok, 1}, .start_pos = int64_t(prompt.size()) + i, .block_table = blocks};
+    TERN_RETURN_IF_ERROR(model.Forward({&c, 1}, cache, logits));
+    tok = int32_t(std::max_element(logits.begin(), logits.begin() + V) - logits.begin());
+  }
+  auto t2 = std::chrono::steady_clock::now();
+  t.prefill_s = std::chrono::duration<double>(t1 - t0).count();
+  t.decode_s = std::chrono::duration<double>(t2 - t1).count();
+  return t;
+}
+
+}  // namespace
+
+Command RegisterBench(CLI::App& app) {
+  struct Opts {
+    std::string model, json_out;
+    int64_t prompt_tokens = 512, gen_tokens = 64, chunk = 512;
+    size_t threads = 0;
+    int reps = 3;
+    bool bandwidth_only = false;
+  };
+  auto o = std::make_shared<Opts>();
+  app.add_option("--model", o->model, "model directory");
+  app.add_option("--prompt-tokens", o->prompt_tokens, "prompt length")->default_val(512);
+  app.add_option("--gen-tokens", o->gen_tokens, "tokens to decode")->default_val(64);
+  app.add_option("--prefill-chunk", o->chunk, "prompt tokens per forward")->default_val(512);
+  app.add_option("--threads", o->threads, "threads (0: all cores)")->default_val(0);
+  app.add_option("--reps", o->reps, "measured repetitions (medians are reported)")->default_val(3);
+  app.add_flag("--bandwidth", o->bandwidth_only, "only measure the memory read bandwidth");
+  app.add_option("--json", o->json_out, "also write the results as JSON to this file");
+  return [o]() {
+    if (o->bandwidth_only) {
+      ThreadPool pool(o->threads);
+      BandwidthResult bw = MeasureReadBandwidth(pool);
+      fmt::print("memory read bandwidth ({} threads): median {:.1f} GB/s, best {:.1f} GB/s\n", pool.size(),
+                 bw.median_gbps, bw.best_gbps);
+      return 0;
+    }
+    if (o->model.empty()) return Fail("bench: --model is required (or --bandwidth)");
+    if (o->prompt_tokens <= 0 || o->gen_tokens <= 0 || o->reps <= 0 || o->chunk <= 0)
+      return Fail("bench: --prompt-tokens, --gen-tokens, --prefill-chunk and --reps must be positive");
+    auto session = Session::Open(o->model, o->threads, /*need_tokenizer=*/false);
+    if (!session.ok()) return Fail(session.status().message());
+    Model& model = *(*session)->model;
+    const ModelConfig& cfg = model.config();
+    std::mt19937 rng(1234);
+    std::vector<int32_t> prompt(size_t(o->prompt_tokens));
+    for (auto& t : prompt) t = int32_t(rng() % uint32_t(cfg.vocab_size));
+    auto cache = (*session)->MakeCache(o->prompt_tokens + o->gen_tokens);
+    if (!cache.ok()) return Fail(cache.status().message());
+
+    fmt::print(stderr, "tern bench: warming up (pages in the weights)\n");
+    auto warm = RunOnce(model, **cache, prompt, std::min<int64_t>(o->gen_tokens, 8), o->chunk);
+    if (!warm.ok()) return Fail(warm.status().message());
+    BandwidthResult bw = MeasureReadBandwidth(model.pool());
+    std::vector<double> prefill, decode;
+    for (int r = 0; r < o->reps; ++r) {
+      auto t = RunOnce(model, **cache, prompt, o->gen_tokens, o->chunk);
+      if (!t.ok()) return Fail(t.status().message());
+      prefill.push_back(double(o->prompt_tokens) / t->prefill_s);
+      decode.push_back(double(o->gen_tokens) / t->decode_s);
+    }
+    BandwidthResult bw2 = MeasureReadBandwidth(model.pool());
+    const double bw_gbps = Median({bw.median_gbps, bw2.median_gbps, std::max(bw.median_gbps, bw2.median_gbps)});
+    const double prefill_tps = Median(prefill), decode_tps = Median(decode);
+    const double bytes_per_tok = double(model.WeightBytesPerToken());
+    const double read_gbps = bytes_per_tok * decode_tps / 1e9;
+    fmt::print("model            {} ({}, {} layers, hidden {}, {})\n", o->model, cfg.model_type, cfg.num_hidden_layers,
+               cfg.hidden_size, cfg.torch_dtype.empty() ? "?" : cfg.torch_dtype);
+    fmt::print("threads          {}   simd {}\n", model.pool().size(), kernels::SimdTargetName());
+    fmt::print("prefill          {:.1f} tokens/s  ({} tokens, chunk {}, median of {})\n", prefill_tps, o->prompt_tokens,
+               o->chunk, o->reps);
+    fmt::print("decode           {:.2f} tokens/s  ({} tokens after the prompt, median of {})\n", decode_tps,
+               o->gen_tokens, o->reps);
+    fmt::print("weights/token    {:.1f} MB read per decoded token\n", bytes_per_tok / 1e6);
+    fmt::print("decode reads     {:.1f} GB/s = {:.0f}% of the measured bandwidth {:.1f} GB/s (roofline {:.1f} tokens/s)\n",
+               read_gbps, 100.0 * read_gbps / bw_gbps, bw_gbps, bw_gbps * 1e9 / bytes_per_tok);
+    if (!o->json_out.empty()) {
+      nlohmann::json j = {{"model", o->model}, {"threads", model.pool().size()},
+                          {"simd", kernels::SimdTargetName()}, {"prompt_tokens", o->prompt_tokens},
+                          {"gen_tokens", o->gen_tokens}, {"prefill_tokens_per_s", prefill_tps},
+                          {"decode_tokens_per_s", decode_tps}, {"weight_bytes_per_token", bytes_per_tok},
+                          {"bandwidth_gbps", bw_gbps}, {"decode_read_gbps", read_gbps},
+                          {"roofline_fraction", read_gbps / bw_gbps}, {"prefill_all", prefill}, {"decode_all", decode}};
+      Status s = WriteStringToFile(o->json_out, j.dump(2) + "\n");
+      if (!s.ok()) return Fail(s.message());
+    }
+    return 0;
+  };
+}
+
+}  // namespace tern::app

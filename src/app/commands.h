@@ -1,0 +1,22 @@
+// The `tern` subcommands. Each Register* adds its options to the CLI and
+// returns the function that runs it; the function returns the process exit code.
+#pragma once
+
+#include <functional>
+
+#include <CLI/CLI.hpp>
+
+namespace tern::app {
+
+using Command = std::function<int()>;
+
+Command RegisterGenerate(CLI::App& app);
+Command RegisterTokenize(CLI::App& app);
+Command RegisterDetokenize(CLI::App& app);
+Command RegisterSynth(CLI::App& app);
+Command RegisterBench(CLI::App& app);
+
+// Prints "tern: <message>" to stderr and returns 1.
+int Fail(const std::string& message);
+
+}  // namespace tern::app

@@ -1,0 +1,39 @@
+// tern: one binary, one subcommand per job.
+#include <cstdio>
+#include <map>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "app/commands.h"
+
+namespace tern::app {
+int Fail(const std::string& message) {
+  fmt::print(stderr, "tern: {}\n", message);
+  return 1;
+}
+}  // namespace tern::app
+
+int main(int argc, char** argv) {
+  using namespace tern::app;
+  CLI::App app{"tern: serve Mixture-of-Experts language models from Hugging Face checkpoints"};
+  app.require_subcommand(1);
+  std::map<CLI::App*, Command> commands;
+  auto add = [&](const char* name, const char* help, Command (*reg)(CLI::App&)) {
+    CLI::App* sub = app.add_subcommand(name, help);
+    commands[sub] = reg(*sub);
+  };
+  add("generate", "generate text from a prompt", RegisterGenerate);
+  add("tokenize", "print the token ids of a text as a JSON array", RegisterTokenize);
+  add("detokenize", "print the text of token ids", RegisterDetokenize);
+  add("synth", "write a synthetic Hugging Face checkpoint with random weights", RegisterSynth);
+  add("bench", "measure prefill and decode speed against the memory bandwidth", RegisterBench);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  for (auto& [sub, run] : commands)
+    if (sub->parsed()) return run();
+  return 2;
+}

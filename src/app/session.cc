@@ -1,0 +1,52 @@
+#include "app/session.h"
+
+#include <filesystem>
+
+#include <fmt/format.h>
+
+namespace tern::app {
+
+Result<std::unique_ptr<Session>> Session::Open(const std::string& dir, size_t threads, bool need_tokenizer) {
+  auto s = std::make_unique<Session>();
+  s->dir = dir;
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) return Status::Errorf("model directory {} does not exist", dir);
+  const std::string tok_path = (std::filesystem::path(dir) / "tokenizer.json").string();
+  if (need_tokenizer || std::filesystem::exists(tok_path, ec)) {
+    TERN_ASSIGN_OR_RETURN(Tokenizer t, Tokenizer::FromFile(tok_path));
+    s->tokenizer.emplace(std::move(t));
+  }
+  TERN_ASSIGN_OR_RETURN(s->generation, LoadGenerationDefaults(dir));
+  TERN_ASSIGN_OR_RETURN(s->model, LoadModel(dir, LoadOptions{.threads = threads}));
+  s->eos_token_ids = s->generation.eos_token_ids.empty() ? s->model->config().eos_token_ids : s->generation.eos_token_ids;
+  return s;
+}
+
+SamplingParams Session::DefaultSampling() const {
+  SamplingParams p;
+  if (generation.do_sample.has_value() && !*generation.do_sample) {
+    p.temperature = 0;
+    return p;
+  }
+  if (generation.temperature) p.temperature = *generation.temperature;
+  if (generation.top_p) p.top_p = *generation.top_p;
+  if (generation.top_k) p.top_k = *generation.top_k;
+  if (generation.min_p) p.min_p = *generation.min_p;
+  if (generation.repetition_penalty) p.repetition_penalty = *generation.repetition_penalty;
+  return p;
+}
+
+Result<std::unique_ptr<KvCache>> Session::MakeCache(int64_t tokens) const {
+  const ModelConfig& c = model->config();
+  KvCacheOptions o;
+  o.dtype = c.torch_dtype == "float32" ? DType::kF32 : DType::kBF16;
+  o.block_size = 16;
+  o.num_blocks = (tokens + o.block_size - 1) / o.block_size;
+  return KvCache::Create(model->cache_spec(), o);
+}
+
+Result<std::string> Session::RenderChatPrompt(const std::string& user_message) const {
+  return Status::Errorf("--chat needs the chat template engine, which this build does not have yet");
+}
+
+}  // namespace tern::app

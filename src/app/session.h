@@ -1,0 +1,37 @@
+// Session: a loaded model directory — weights, tokenizer, chat template,
+// generation defaults — as the commands use it.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "engine/sampler.h"
+#include "model/config.h"
+#include "model/model.h"
+#include "tokenize/tokenizer.h"
+
+namespace tern::app {
+
+struct Session {
+  std::string dir;
+  std::unique_ptr<Model> model;
+  std::optional<Tokenizer> tokenizer;
+  GenerationDefaults generation;
+  std::vector<int32_t> eos_token_ids;  // generation_config's, else config's
+  std::string chat_template;           // from tokenizer_config.json / chat_template.jinja; may be empty
+
+  // need_tokenizer: fail when tokenizer.json is missing or bad (else load it if present).
+  static Result<std::unique_ptr<Session>> Open(const std::string& dir, size_t threads, bool need_tokenizer);
+
+  // Sampling defaults from generation_config.json (greedy when it says do_sample false).
+  SamplingParams DefaultSampling() const;
+  // A KV cache for one sequence of `tokens` positions, in the model's dtype.
+  Result<std::unique_ptr<KvCache>> MakeCache(int64_t tokens) const;
+  // The prompt text for one user message under the model's chat template.
+  Result<std::string> RenderChatPrompt(const std::string& user_message) const;
+};
+
+}  // namespace tern::app

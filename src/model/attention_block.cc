@@ -1,0 +1,60 @@
+#include "model/attention_block.h"
+
+#include <cmath>
+
+namespace tern {
+
+Result<AttentionBlock> AttentionBlock::Load(const TensorStore& store, const std::string& prefix,
+                                            const ModelConfig& cfg, int64_t cache_layer, bool qk_norm) {
+  AttentionBlock a;
+  a.q_heads = cfg.num_attention_heads;
+  a.kv_heads = cfg.num_key_value_heads;
+  a.head_dim = cfg.head_dim;
+  a.rotary_dim = int64_t(std::llround(double(cfg.head_dim) * cfg.partial_rotary_factor));
+  a.norm_eps = float(cfg.rms_norm_eps);
+  a.cache_layer = cache_layer;
+  const int64_t H = cfg.hidden_size, D = cfg.head_dim;
+  const bool bias = cfg.attention_bias;
+  TERN_ASSIGN_OR_RETURN(a.q_proj, LoadLinear(store, prefix + "q_proj", a.q_heads * D, H, bias));
+  TERN_ASSIGN_OR_RETURN(a.k_proj, LoadLinear(store, prefix + "k_proj", a.kv_heads * D, H, bias));
+  TERN_ASSIGN_OR_RETURN(a.v_proj, LoadLinear(store, prefix + "v_proj", a.kv_heads * D, H, bias));
+  TERN_ASSIGN_OR_RETURN(a.o_proj, LoadLinear(store, prefix + "o_proj", H, a.q_heads * D, bias));
+  if (qk_norm) {
+    TERN_ASSIGN_OR_RETURN(a.q_norm, LoadVector(store, prefix + "q_norm.weight", D));
+    TERN_ASSIGN_OR_RETURN(a.k_norm, LoadVector(store, prefix + "k_norm.weight", D));
+  }
+  return a;
+}
+
+void AttentionBlock::Forward(const BatchLayout& batch, const float* x, float* out, KvCache& cache, Scratch& s,
+                             ThreadPool& pool) const {
+  const int64_t T = batch.rows, D = head_dim;
+  float* q = Scratch::Get(s.q, T * q_heads * D);  // [T, q_heads, D]
+  float* k = Scratch::Get(s.k, T * kv_heads * D);  // [T, kv_heads, D]
+  float* v = Scratch::Get(s.v, T * kv_heads * D);  // [T, kv_heads, D]
+  float* attn = Scratch::Get(s.attn, T * q_heads * D);
+  q_proj.Forward(x, T, q, pool);
+  k_proj.Forward(x, T, k, pool);
+  v_proj.Forward(x, T, v, pool);
+  if (!q_norm.empty()) {
+    kernels::RmsNorm(q, q_norm.data(), T * q_heads, D, norm_eps, q);
+    kernels::RmsNorm(k, k_norm.data(), T * kv_heads, D, norm_eps, k);
+  }
+  kernels::RopeNeox(q, T, q_heads, D, rotary_dim, batch.rope_cos.data(), batch.rope_sin.data());
+  kernels::RopeNeox(k, T, kv_heads, D, rotary_dim, batch.rope_cos.data(), batch.rope_sin.data());
+
+  std::vector<kernels::AttentionJob> jobs;
+  jobs.reserve(batch.seqs.size());
+  for (size_t i = 0; i < batch.seqs.size(); ++i) {
+    const SequenceChunk& c = batch.seqs[i];
+    const int64_t r0 = batch.row_begin[i], n = int64_t(c.tokens.size());
+    kernels::KvPages pages = cache.Pages(cache_layer, c.block_table);
+    kernels::KvWrite(pages, c.start_pos, n, k + r0 * kv_heads * D, v + r0 * kv_heads * D);
+    jobs.push_back({.q = q + r0 * q_heads * D, .out = attn + r0 * q_heads * D, .num_queries = n,
+                    .ctx_len = c.start_pos + n, .kv = pages});
+  }
+  kernels::PagedAttention(jobs, q_heads, float(1.0 / std::sqrt(double(D))), pool);
+  o_proj.Forward(attn, T, out, pool);
+}
+
+}  // namespace tern

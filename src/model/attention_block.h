@@ -1,0 +1,32 @@
+// Grouped-query self-attention with per-head q/k RMSNorm and NeoX RoPE
+// (Qwen3), reading and writing the paged KV cache.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "model/batch.h"
+#include "model/config.h"
+#include "model/kv_cache.h"
+#include "model/linear.h"
+
+namespace tern {
+
+struct AttentionBlock {
+  Linear q_proj, k_proj, v_proj, o_proj;
+  std::vector<float> q_norm, k_norm;  // [head_dim] each; empty when the model has none
+  int64_t q_heads = 0, kv_heads = 0, head_dim = 0, rotary_dim = 0;
+  float norm_eps = 1e-6f;
+  int64_t cache_layer = 0;  // index among the model's attention layers
+
+  // Loads `<prefix>q_proj` etc. (prefix like "model.layers.3.self_attn.").
+  static Result<AttentionBlock> Load(const TensorStore& store, const std::string& prefix, const ModelConfig& cfg,
+                                     int64_t cache_layer, bool qk_norm);
+
+  // x: [rows, hidden] (already normed); out: [rows, hidden].
+  void Forward(const BatchLayout& batch, const float* x, float* out, KvCache& cache, Scratch& s,
+               ThreadPool& pool) const;
+  int64_t bytes() const { return q_proj.bytes() + k_proj.bytes() + v_proj.bytes() + o_proj.bytes(); }
+};
+
+}  // namespace tern

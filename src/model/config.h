@@ -1,0 +1,60 @@
+// Model configuration read from a Hugging Face directory: config.json (plain or
+// the VLM wrapper with "text_config") and generation_config.json.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+
+namespace tern {
+
+struct ModelConfig {
+  std::string model_type;  // "qwen3", "qwen3_moe", ...
+  std::string torch_dtype;  // as written ("bfloat16", "float32", ...), may be empty
+  int64_t hidden_size = 0;
+  int64_t num_hidden_layers = 0;
+  int64_t num_attention_heads = 0;
+  int64_t num_key_value_heads = 0;
+  int64_t head_dim = 0;
+  int64_t intermediate_size = 0;
+  int64_t vocab_size = 0;
+  int64_t max_position_embeddings = 0;
+  double rms_norm_eps = 1e-6;
+  double rope_theta = 10000.0;
+  double partial_rotary_factor = 1.0;
+  bool tie_word_embeddings = false;
+  bool attention_bias = false;
+  // Mixture of experts (qwen3_moe).
+  int64_t num_experts = 0;
+  int64_t num_experts_per_tok = 0;
+  int64_t moe_intermediate_size = 0;
+  bool norm_topk_prob = true;
+  int64_t decoder_sparse_step = 1;
+  std::vector<int64_t> mlp_only_layers;
+  // Token ids from config.json (may be overridden by generation_config.json).
+  std::vector<int32_t> eos_token_ids;
+  std::optional<int32_t> bos_token_id;
+
+  // Whether layer i uses the sparse MoE block (HF Qwen3-MoE rule).
+  bool IsMoeLayer(int64_t layer) const;
+};
+
+// Sampling defaults and stop ids from generation_config.json (all optional).
+struct GenerationDefaults {
+  std::vector<int32_t> eos_token_ids;
+  std::optional<double> temperature, top_p, min_p, repetition_penalty;
+  std::optional<int64_t> top_k;
+  std::optional<bool> do_sample;
+};
+
+// Parses the text of a config.json. Errors name `source`.
+Result<ModelConfig> ParseModelConfig(const std::string& json_text, const std::string& source);
+// Reads DIR/config.json.
+Result<ModelConfig> LoadModelConfig(const std::string& dir);
+// Reads DIR/generation_config.json; an absent file gives empty defaults.
+Result<GenerationDefaults> LoadGenerationDefaults(const std::string& dir);
+
+}  // namespace tern

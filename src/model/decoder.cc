@@ -1,0 +1,110 @@
+#include "model/decoder.h"
+
+#include <cstring>
+
+#include <fmt/format.h>
+
+namespace tern {
+
+DecoderModel::DecoderModel(ModelConfig cfg, TensorStore store, size_t threads)
+    : cfg_(std::move(cfg)), store_(std::move(store)), pool_(threads) {}
+
+CacheSpec DecoderModel::cache_spec() const {
+  return CacheSpec{.attention_layers = int64_t(layers.size()), .kv_heads = cfg_.num_key_value_heads,
+                   .head_dim = cfg_.head_dim, .recurrent_state_bytes = 0};
+}
+
+Status DecoderModel::CheckAllTensorsUsed(const std::vector<std::string>& ignored_prefixes) const {
+  for (const std::string& name : store_.Unused()) {
+    bool ignored = false;
+    for (const auto& p : ignored_prefixes) ignored |= name.rfind(p, 0) == 0;
+    if (!ignored)
+      return Status::Errorf("{}: unexpected tensor '{}' for architecture {}", *store_.Find(name)->file, name,
+                            cfg_.model_type);
+  }
+  return Status::Ok();
+}
+
+Status DecoderModel::Validate(std::span<const SequenceChunk> batch, const KvCache& cache) const {
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const SequenceChunk& c = batch[i];
+    if (c.tokens.empty()) return Status::Errorf("batch entry {} has no tokens", i);
+    for (int32_t t : c.tokens)
+      if (t < 0 || t >= cfg_.vocab_size)
+        return Status::Errorf("token id {} is out of range [0, {})", t, cfg_.vocab_size);
+    const int64_t end = c.start_pos + int64_t(c.tokens.size());
+    const int64_t need = (end + cache.block_size() - 1) / cache.block_size();
+    if (int64_t(c.block_table.size()) < need)
+      return Status::Errorf("batch entry {}: {} KV blocks cover fewer than {} positions", i, c.block_table.size(), end);
+    for (int64_t b = 0; b < need; ++b)
+      if (c.block_table[size_t(b)] < 0 || c.block_table[size_t(b)] >= cache.num_blocks())
+        return Status::Errorf("batch entry {}: KV block id {} out of range", i, c.block_table[size_t(b)]);
+    if (cfg_.max_position_embeddings > 0 && end > cfg_.max_position_embeddings)
+      return Status::Errorf("sequence of {} tokens exceeds the context length {}", end, cfg_.max_position_embeddings);
+  }
+  return Status::Ok();
+}
+
+Status DecoderModel::Forward(std::span<const SequenceChunk> batch, KvCache& cache, std::vector<float>& logits) {
+  TERN_RETURN_IF_ERROR(Validate(batch, cache));
+  const int64_t H = cfg_.hidden_size, V = cfg_.vocab_size;
+  layout_.Build(batch, layers.empty() ? cfg_.head_dim : layers[0].attention.rotary_dim, cfg_.rope_theta);
+  const int64_t T = layout_.rows;
+  const float eps = float(cfg_.rms_norm_eps);
+
+  // x: [T, H] residual stream, from the embedding rows.
+  float* x = Scratch::Get(x_, T * H);
+  const size_t row_bytes = size_t(H) * DTypeSize(embed_tokens->dtype);
+  for (size_t i = 0; i < batch.size(); ++i)
+    for (size_t t = 0; t < batch[i].tokens.size(); ++t)
+      kernels::ConvertToF32(embed_tokens->dtype, embed_tokens->data + size_t(batch[i].tokens[t]) * row_bytes, H,
+                            x + (layout_.row_begin[i] + int64_t(t)) * H);
+
+  float* h = Scratch::Get(scratch_.h, T * H);
+  float* y = Scratch::Get(scratch_.tmp, T * H);
+  for (const DecoderLayer& layer : layers) {
+    kernels::RmsNorm(x, layer.input_norm.data(), T, H, eps, h);
+    layer.attention.Forward(layout_, h, y, cache, scratch_, pool_);
+    kernels::AddInPlace(x, y, T * H);
+    kernels::RmsNorm(x, layer.post_attn_norm.data(), T, H, eps, h);
+    std::visit([&](const auto& ffn) { ffn.Forward(h, T, y, scratch_, pool_); }, layer.ffn);
+    kernels::AddInPlace(x, y, T * H);
+  }
+
+  // Gather the rows that need logits, normalise, project.
+  int64_t out_rows = 0;
+  for (const auto& c : batch) out_rows += c.all_logits ? int64_t(c.tokens.size()) : 1;
+  float* sel = h;  // reuse: out_rows <= T
+  int64_t r = 0;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const int64_t n = int64_t(batch[i].tokens.size());
+    const int64_t first = batch[i].all_logits ? 0 : n - 1;
+    for (int64_t t = first; t < n; ++t, ++r)
+      std::memcpy(sel + r * H, x + (layout_.row_begin[i] + t) * H, size_t(H) * sizeof(float));
+  }
+  kernels::RmsNorm(sel, final_norm.data(), out_rows, H, eps, sel);
+  logits.resize(size_t(out_rows * V));
+  lm_head.Forward(sel, out_rows, logits.data(), pool_);
+  return Status::Ok();
+}
+
+int64_t DecoderModel::WeightBytesPerToken() const {
+  // One embedding row, every layer's active weights, the LM head.
+  int64_t bytes = lm_head.bytes() + cfg_.hidden_size * int64_t(DTypeSize(embed_tokens->dtype));
+  for (const auto& l : layers) {
+    bytes += l.attention.bytes();
+    bytes += std::visit([](const auto& f) -> int64_t {
+      if constexpr (std::is_same_v<std::decay_t<decltype(f)>, MoeFfn>) return f.active_bytes();
+      else return f.bytes();
+    }, l.ffn);
+  }
+  return bytes;
+}
+
+int64_t DecoderModel::WeightBytes() const {
+  int64_t bytes = 0;
+  for (const auto& [name, t] : store_.all()) bytes += int64_t(t.nbytes);
+  return bytes;
+}
+
+}  // namespace tern

@@ -1,0 +1,56 @@
+// DecoderModel: a pre-norm decoder-only transformer assembled from shared
+// blocks. Each architecture file (qwen3.cc, qwen3_moe.cc, ...) only says which
+// blocks each layer has and what its tensors are called.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "model/attention_block.h"
+#include "model/ffn_block.h"
+#include "model/model.h"
+
+namespace tern {
+
+struct DecoderLayer {
+  std::vector<float> input_norm;      // [hidden]
+  std::vector<float> post_attn_norm;  // [hidden]
+  AttentionBlock attention;
+  std::variant<DenseFfn, MoeFfn> ffn;
+};
+
+class DecoderModel final : public Model {
+ public:
+  DecoderModel(ModelConfig cfg, TensorStore store, size_t threads);
+
+  // Architecture files fill these during loading.
+  TensorStore& store() { return store_; }
+  const TensorView* embed_tokens = nullptr;  // [vocab, hidden]
+  std::vector<DecoderLayer> layers;
+  std::vector<float> final_norm;  // [hidden]
+  Linear lm_head;                 // [vocab, hidden]; may view embed_tokens when tied
+
+  // Checks that every tensor in the files was used by the architecture.
+  Status CheckAllTensorsUsed(const std::vector<std::string>& ignored_prefixes) const;
+
+  const ModelConfig& config() const override { return cfg_; }
+  CacheSpec cache_spec() const override;
+  Status Forward(std::span<const SequenceChunk> batch, KvCache& cache, std::vector<float>& logits) override;
+  int64_t WeightBytesPerToken() const override;
+  int64_t WeightBytes() const override;
+  ThreadPool& pool() override { return pool_; }
+
+ private:
+  Status Validate(std::span<const SequenceChunk> batch, const KvCache& cache) const;
+
+  ModelConfig cfg_;
+  TensorStore store_;
+  ThreadPool pool_;
+  BatchLayout layout_;
+  Scratch scratch_;
+  std::vector<float> x_;  // residual stream [rows, hidden]
+};
+
+}  // namespace tern

@@ -1,0 +1,102 @@
+#include "model/ffn_block.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+
+#include <fmt/format.h>
+
+namespace tern {
+
+Result<DenseFfn> DenseFfn::Load(const TensorStore& store, const std::string& prefix, int64_t hidden, int64_t ffn) {
+  DenseFfn f;
+  TERN_ASSIGN_OR_RETURN(f.gate_proj, LoadLinear(store, prefix + "gate_proj", ffn, hidden));
+  TERN_ASSIGN_OR_RETURN(f.up_proj, LoadLinear(store, prefix + "up_proj", ffn, hidden));
+  TERN_ASSIGN_OR_RETURN(f.down_proj, LoadLinear(store, prefix + "down_proj", hidden, ffn));
+  return f;
+}
+
+void DenseFfn::Forward(const float* x, int64_t rows, float* out, Scratch& s, ThreadPool& pool) const {
+  const int64_t F = gate_proj.out();
+  float* g = Scratch::Get(s.gate, rows * F);
+  float* u = Scratch::Get(s.up, rows * F);
+  gate_proj.Forward(x, rows, g, pool);
+  up_proj.Forward(x, rows, u, pool);
+  kernels::SiluMul(g, u, rows * F, g);
+  down_proj.Forward(g, rows, out, pool);
+}
+
+Result<MoeFfn> MoeFfn::Load(const TensorStore& store, const std::string& prefix, const ModelConfig& cfg) {
+  MoeFfn m;
+  m.top_k = cfg.num_experts_per_tok;
+  m.norm_topk_prob = cfg.norm_topk_prob;
+  if (cfg.moe_intermediate_size <= 0)
+    return Status::Errorf("{}: moe_intermediate_size must be positive for a MoE layer", prefix);
+  TERN_ASSIGN_OR_RETURN(m.router, LoadLinear(store, prefix + "gate", cfg.num_experts, cfg.hidden_size));
+  m.experts.reserve(size_t(cfg.num_experts));
+  for (int64_t e = 0; e < cfg.num_experts; ++e) {
+    TERN_ASSIGN_OR_RETURN(DenseFfn f, DenseFfn::Load(store, fmt::format("{}experts.{}.", prefix, e), cfg.hidden_size,
+                                                     cfg.moe_intermediate_size));
+    m.experts.push_back(std::move(f));
+  }
+  return m;
+}
+
+void RouteTopK(const float* logits, int64_t num_experts, int64_t k, bool renormalize, int32_t* ids, float* weights) {
+  float mx = -INFINITY;
+  for (int64_t e = 0; e < num_experts; ++e) mx = std::max(mx, logits[e]);
+  std::vector<float> p(static_cast<size_t>(num_experts));
+  double sum = 0;
+  for (int64_t e = 0; e < num_experts; ++e) sum += (p[size_t(e)] = std::exp(logits[e] - mx));
+  for (auto& v : p) v = float(v / sum);
+  std::vector<int32_t> order(static_cast<size_t>(num_experts));
+  std::iota(order.begin(), order.end(), 0);
+  std::partial_sort(order.begin(), order.begin() + k, order.end(),
+                    [&](int32_t a, int32_t b) { return p[size_t(a)] > p[size_t(b)] || (p[size_t(a)] == p[size_t(b)] && a < b); });
+  double top_sum = 0;
+  for (int64_t i = 0; i < k; ++i) top_sum += p[size_t(order[size_t(i)])];
+  for (int64_t i = 0; i < k; ++i) {
+    ids[i] = order[size_t(i)];
+    weights[i] = renormalize ? float(p[size_t(order[size_t(i)])] / top_sum) : p[size_t(order[size_t(i)])];
+  }
+}
+
+void MoeFfn::Forward(const float* x, int64_t rows, float* out, Scratch& s, ThreadPool& pool) const {
+  const int64_t E = int64_t(experts.size()), H = router.in();
+  float* logits = Scratch::Get(s.router, rows * E);
+  router.Forward(x, rows, logits, pool);
+  // Route every token, then group the (token, weight) pairs by expert.
+  std::vector<int32_t> ids(static_cast<size_t>(rows * top_k));
+  std::vector<float> weights(static_cast<size_t>(rows * top_k));
+  for (int64_t t = 0; t < rows; ++t)
+    RouteTopK(logits + t * E, E, top_k, norm_topk_prob, &ids[size_t(t * top_k)], &weights[size_t(t * top_k)]);
+  std::vector<int32_t> count(size_t(E) + 1, 0);
+  for (int32_t id : ids) count[size_t(id) + 1]++;
+  std::partial_sum(count.begin(), count.end(), count.begin());  // count[e] = first slot of expert e
+  std::vector<int32_t> slot_token(ids.size());
+  std::vector<float> slot_weight(ids.size());
+  std::vector<int32_t> fill(count.begin(), count.end() - 1);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const int32_t pos = fill[size_t(ids[i])]++;
+    slot_token[size_t(pos)] = int32_t(i / size_t(top_k));
+    slot_weight[size_t(pos)] = weights[i];
+  }
+  std::memset(out, 0, size_t(rows * H) * sizeof(float));
+  for (int64_t e = 0; e < E; ++e) {
+    const int32_t b = count[size_t(e)], n = count[size_t(e) + 1] - b;
+    if (n == 0) continue;
+    // in: [n, H] gathered rows; y: [n, H].
+    float* in = Scratch::Get(s.moe_in, int64_t(n) * H);
+    for (int32_t i = 0; i < n; ++i) std::memcpy(in + i * H, x + slot_token[size_t(b + i)] * H, size_t(H) * sizeof(float));
+    float* y = Scratch::Get(s.moe_out, int64_t(n) * H);
+    experts[size_t(e)].Forward(in, n, y, s, pool);
+    for (int32_t i = 0; i < n; ++i) {
+      float* o = out + slot_token[size_t(b + i)] * H;
+      const float w = slot_weight[size_t(b + i)];
+      for (int64_t j = 0; j < H; ++j) o[j] += w * y[i * H + j];
+    }
+  }
+}
+
+}  // namespace tern

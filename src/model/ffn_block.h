@@ -1,0 +1,43 @@
+// Feed-forward blocks: the dense SwiGLU MLP and the sparse mixture of experts
+// (Qwen3-MoE routing: softmax over experts, top-k, optional renormalisation).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "model/batch.h"
+#include "model/config.h"
+#include "model/linear.h"
+
+namespace tern {
+
+// down(silu(gate(x)) * up(x)).
+struct DenseFfn {
+  Linear gate_proj, up_proj, down_proj;
+
+  // Loads `<prefix>gate_proj` etc. (prefix like "model.layers.3.mlp."), intermediate size `ffn`.
+  static Result<DenseFfn> Load(const TensorStore& store, const std::string& prefix, int64_t hidden, int64_t ffn);
+  // x: [rows, hidden]; out: [rows, hidden] (overwritten).
+  void Forward(const float* x, int64_t rows, float* out, Scratch& s, ThreadPool& pool) const;
+  int64_t bytes() const { return gate_proj.bytes() + up_proj.bytes() + down_proj.bytes(); }
+};
+
+struct MoeFfn {
+  Linear router;  // [num_experts, hidden]
+  std::vector<DenseFfn> experts;
+  int64_t top_k = 0;
+  bool norm_topk_prob = true;
+
+  // Loads `<prefix>gate` (router) and `<prefix>experts.{e}.{gate,up,down}_proj`.
+  static Result<MoeFfn> Load(const TensorStore& store, const std::string& prefix, const ModelConfig& cfg);
+  void Forward(const float* x, int64_t rows, float* out, Scratch& s, ThreadPool& pool) const;
+  // Bytes read per decoded token: router + top_k experts.
+  int64_t active_bytes() const { return router.bytes() + top_k * experts[0].bytes(); }
+  int64_t bytes() const { return router.bytes() + int64_t(experts.size()) * experts[0].bytes(); }
+};
+
+// Softmax over the row, top-k (largest first; lower index wins ties), then renormalise if asked.
+// logits: [num_experts]; writes k expert ids and weights.
+void RouteTopK(const float* logits, int64_t num_experts, int64_t k, bool renormalize, int32_t* ids, float* weights);
+
+}  // namespace tern

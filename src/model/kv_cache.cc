@@ -1,0 +1,42 @@
+#include "model/kv_cache.h"
+
+namespace tern {
+
+int64_t KvCache::BytesPerToken(const CacheSpec& spec, DType dtype) {
+  return 2 * spec.attention_layers * spec.kv_heads * spec.head_dim * int64_t(DTypeSize(dtype));
+}
+
+Result<std::unique_ptr<KvCache>> KvCache::Create(const CacheSpec& spec, const KvCacheOptions& opts) {
+  if (opts.dtype != DType::kF32 && opts.dtype != DType::kBF16)
+    return Status::Errorf("KV cache dtype {} is not supported (F32 or BF16)", DTypeName(opts.dtype));
+  if (opts.block_size <= 0 || opts.num_blocks <= 0)
+    return Status::Errorf("KV cache needs positive block_size and num_blocks (got {} and {})", opts.block_size,
+                          opts.num_blocks);
+  auto c = std::unique_ptr<KvCache>(new KvCache());
+  c->spec_ = spec;
+  c->opts_ = opts;
+  c->layer_elems_ = opts.num_blocks * opts.block_size * spec.kv_heads * spec.head_dim;
+  const int64_t bytes = 2 * spec.attention_layers * c->layer_elems_ * int64_t(DTypeSize(opts.dtype));
+  try {
+    c->storage_.resize(size_t(bytes));
+  } catch (const std::bad_alloc&) {
+    return Status::Errorf("cannot allocate {} bytes for the KV cache", bytes);
+  }
+  return c;
+}
+
+kernels::KvPages KvCache::Pages(int64_t layer, std::span<const int32_t> block_table) const {
+  const int64_t esize = int64_t(DTypeSize(opts_.dtype));
+  uint8_t* base = const_cast<uint8_t*>(storage_.data()) + 2 * layer * layer_elems_ * esize;
+  kernels::KvPages p;
+  p.k = base;
+  p.v = base + layer_elems_ * esize;
+  p.dtype = opts_.dtype;
+  p.block_table = block_table.data();
+  p.block_size = opts_.block_size;
+  p.kv_heads = int32_t(spec_.kv_heads);
+  p.head_dim = int32_t(spec_.head_dim);
+  return p;
+}
+
+}  // namespace tern

@@ -1,0 +1,58 @@
+// KvCache: the storage of the paged key/value cache for every attention layer.
+//
+// Layout per attention layer, K and V alike: [num_blocks, block_size, kv_heads,
+// head_dim] in `dtype`. Which block belongs to which sequence is the engine's
+// business (engine/block_allocator.h); the model only reads and writes through
+// the block tables it is given.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "base/dtype.h"
+#include "base/status.h"
+#include "kernels/ops.h"
+
+namespace tern {
+
+// What a model needs cached per sequence.
+struct CacheSpec {
+  int64_t attention_layers = 0;  // layers with a KV cache
+  int64_t kv_heads = 0;
+  int64_t head_dim = 0;
+  // Fixed-size per-sequence state of recurrent (linear-attention) layers, in bytes; 0 for Qwen3.
+  int64_t recurrent_state_bytes = 0;
+};
+
+struct KvCacheOptions {
+  int32_t block_size = 16;  // tokens per block
+  int64_t num_blocks = 0;
+  DType dtype = DType::kBF16;  // F32 or BF16
+};
+
+class KvCache {
+ public:
+  static Result<std::unique_ptr<KvCache>> Create(const CacheSpec& spec, const KvCacheOptions& opts);
+
+  // Bytes of K and V for one token across all attention layers.
+  static int64_t BytesPerToken(const CacheSpec& spec, DType dtype);
+
+  // The pages of attention layer `layer` (0-based among attention layers) for a sequence.
+  kernels::KvPages Pages(int64_t layer, std::span<const int32_t> block_table) const;
+
+  int32_t block_size() const { return opts_.block_size; }
+  int64_t num_blocks() const { return opts_.num_blocks; }
+  DType dtype() const { return opts_.dtype; }
+  const CacheSpec& spec() const { return spec_; }
+  int64_t total_bytes() const { return int64_t(storage_.size()); }
+
+ private:
+  CacheSpec spec_;
+  KvCacheOptions opts_;
+  int64_t layer_elems_ = 0;  // elements of one layer's K (or V) pool
+  std::vector<uint8_t> storage_;
+};
+
+}  // namespace tern

@@ -1,0 +1,30 @@
+#include <functional>
+#include <map>
+
+#include "model/architectures.h"
+
+namespace tern {
+
+Result<std::unique_ptr<Model>> LoadModel(const std::string& dir, const LoadOptions& opts) {
+  static const std::map<std::string, std::function<Status(DecoderModel&)>> kArchitectures = {
+      {"qwen3", LoadQwen3},
+      {"qwen3_moe", LoadQwen3Moe},
+  };
+  TERN_ASSIGN_OR_RETURN(ModelConfig cfg, LoadModelConfig(dir));
+  auto arch = kArchitectures.find(cfg.model_type);
+  if (arch == kArchitectures.end()) {
+    std::string known;
+    for (const auto& [name, fn] : kArchitectures) known += (known.empty() ? "" : ", ") + name;
+    return Status::Errorf("{}/config.json: unknown architecture model_type \"{}\" (supported: {})", dir,
+                          cfg.model_type, known);
+  }
+  TERN_ASSIGN_OR_RETURN(TensorStore store, TensorStore::OpenDir(dir));
+  auto m = std::make_unique<DecoderModel>(std::move(cfg), std::move(store), opts.threads);
+  Status s = arch->second(*m);
+  if (!s.ok()) return s.WithContext(fmt::format("loading {}", dir));
+  // Buffers HF keeps in some checkpoints but that carry no weights we need.
+  TERN_RETURN_IF_ERROR(m->CheckAllTensorsUsed({"model.rotary_emb.", "rotary_emb."}));
+  return std::unique_ptr<Model>(std::move(m));
+}
+
+}  // namespace tern

@@ -1,0 +1,55 @@
+// Model: the interface the engine drives. One forward call processes a batch
+// of sequence chunks (prefill chunks and single decode tokens mixed), so the
+// weights are read once per step for the whole batch.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "base/thread_pool.h"
+#include "model/config.h"
+#include "model/kv_cache.h"
+
+namespace tern {
+
+// One sequence's part of a forward batch.
+struct SequenceChunk {
+  std::span<const int32_t> tokens;       // [n] new tokens of this sequence
+  int64_t start_pos = 0;                 // tokens of the sequence already in the cache
+  std::span<const int32_t> block_table;  // KV blocks covering positions [0, start_pos + n)
+  int32_t state_slot = -1;               // recurrent-state slot (hybrid models); unused by Qwen3
+  bool all_logits = false;               // logits for every new token, else only for the last
+};
+
+struct LoadOptions {
+  size_t threads = 0;  // 0: all cores
+};
+
+class Model {
+ public:
+  virtual ~Model() = default;
+  virtual const ModelConfig& config() const = 0;
+  virtual CacheSpec cache_spec() const = 0;
+
+  // Runs the batch, writing the new tokens' keys/values into `cache`.
+  // logits: resized to [rows, vocab] f32, rows = sum over chunks of (all_logits ? n : 1),
+  // in batch order. Errors (token id out of range, block table too short) leave the cache
+  // contents of this batch undefined but the model usable.
+  virtual Status Forward(std::span<const SequenceChunk> batch, KvCache& cache, std::vector<float>& logits) = 0;
+
+  // Bytes of weights read to decode one token of one sequence (for `tern bench`).
+  virtual int64_t WeightBytesPerToken() const = 0;
+  // Total bytes of weights held.
+  virtual int64_t WeightBytes() const = 0;
+
+  virtual ThreadPool& pool() = 0;
+};
+
+// Loads the model in `dir` (config.json + safetensors), dispatching on model_type.
+Result<std::unique_ptr<Model>> LoadModel(const std::string& dir, const LoadOptions& opts);
+
+}  // namespace tern

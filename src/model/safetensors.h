@@ -1,0 +1,93 @@
+// Safetensors checkpoints: parsing, validation and zero-copy access.
+//
+// Format: 8-byte little-endian header length N, N bytes of JSON
+//   {"name": {"dtype": "BF16", "shape": [..], "data_offsets": [begin, end]}, ...,
+//    "__metadata__": {...}}
+// then the data section; offsets are relative to its start.
+// Everything is validated before any tensor is handed out: header size, JSON
+// size, dtype names, shape x dtype size == byte range, ranges inside the file
+// and not overlapping. Errors name the file and the tensor.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/dtype.h"
+#include "base/mapped_file.h"
+#include "base/status.h"
+
+namespace tern {
+
+// A read-only view of one tensor's bytes inside a mapped file.
+struct TensorView {
+  std::string name;
+  DType dtype = DType::kF32;
+  std::vector<int64_t> shape;
+  const uint8_t* data = nullptr;  // not necessarily aligned
+  size_t nbytes = 0;
+  const std::string* file = nullptr;  // for error messages
+
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    return n;
+  }
+  std::string ShapeString() const;
+};
+
+// Maximum accepted JSON header, as in the reference implementation (100 MB).
+inline constexpr uint64_t kMaxSafetensorsHeader = 100u << 20;
+
+// One .safetensors file, mapped and validated.
+class SafetensorsFile {
+ public:
+  static Result<std::unique_ptr<SafetensorsFile>> Open(const std::string& path);
+  // Validates an in-memory image (used by tests and by Open).
+  static Result<std::vector<TensorView>> ParseHeader(const uint8_t* data, size_t size, const std::string& path);
+
+  const std::vector<TensorView>& tensors() const { return tensors_; }
+  const std::string& path() const { return file_.path(); }
+
+ private:
+  MappedFile file_;
+  std::vector<TensorView> tensors_;
+};
+
+// All tensors of a model directory: model.safetensors, or the shards listed in
+// model.safetensors.index.json, or every *.safetensors file when neither exists.
+class TensorStore {
+ public:
+  static Result<TensorStore> OpenDir(const std::string& dir);
+
+  // nullptr when absent.
+  const TensorView* Find(const std::string& name) const;
+  // The tensor, checked against an expected dtype set and shape; marks it used.
+  Result<const TensorView*> Get(const std::string& name, const std::vector<int64_t>& shape) const;
+  // Marks a tensor as consumed by the architecture (Get does this too).
+  void MarkUsed(const std::string& name) const;
+  // Names of tensors never marked used (the architecture did not expect them).
+  std::vector<std::string> Unused() const;
+
+  const std::map<std::string, TensorView>& all() const { return by_name_; }
+
+ private:
+  std::vector<std::unique_ptr<SafetensorsFile>> files_;
+  std::map<std::string, TensorView> by_name_;
+  std::shared_ptr<std::map<std::string, bool>> used_ = std::make_shared<std::map<std::string, bool>>();
+};
+
+// Writing (for `tern synth` and `tern quantize`): tensors are laid out in the
+// given order, 8-byte aligned ranges, with an optional __metadata__ map.
+struct TensorToWrite {
+  std::string name;
+  DType dtype;
+  std::vector<int64_t> shape;
+  std::string bytes;  // raw little-endian contents
+};
+Status WriteSafetensors(const std::string& path, const std::vector<TensorToWrite>& tensors,
+                        const std::map<std::string, std::string>& metadata = {});
+
+}  // namespace tern
