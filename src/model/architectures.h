@@ -8,6 +8,8 @@
 
 namespace tern {
 
+// "model.language_model." for VLM-wrapped checkpoints, else "model.".
+std::string QwenTextPrefix(const DecoderModel& m);
 // Shared by the Qwen3 family: embedding, final norm, lm_head (tied or not) under `prefix` ("model.").
 Status LoadQwenEmbeddingsAndHead(DecoderModel& m, const std::string& prefix);
 // Loads one Qwen3-style layer's norms and attention; the caller adds the FFN.

@@ -27,6 +27,7 @@ class DecoderModel final : public Model {
 
   // Architecture files fill these during loading.
   TensorStore& store() { return store_; }
+  const TensorStore& store() const { return store_; }
   const TensorView* embed_tokens = nullptr;  // [vocab, hidden]
   std::vector<DecoderLayer> layers;
   std::vector<float> final_norm;  // [hidden]

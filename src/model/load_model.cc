@@ -22,8 +22,9 @@ Result<std::unique_ptr<Model>> LoadModel(const std::string& dir, const LoadOptio
   auto m = std::make_unique<DecoderModel>(std::move(cfg), std::move(store), opts.threads);
   Status s = arch->second(*m);
   if (!s.ok()) return s.WithContext(fmt::format("loading {}", dir));
-  // Buffers HF keeps in some checkpoints but that carry no weights we need.
-  TERN_RETURN_IF_ERROR(m->CheckAllTensorsUsed({"model.rotary_emb.", "rotary_emb."}));
+  // Buffers HF keeps in some checkpoints, and the vision tower and MTP head of
+  // wrapped checkpoints, which text generation does not use.
+  TERN_RETURN_IF_ERROR(m->CheckAllTensorsUsed({"model.rotary_emb.", "rotary_emb.", "model.visual.", "mtp."}));
   return std::unique_ptr<Model>(std::move(m));
 }
 

@@ -36,12 +36,17 @@ Result<DecoderLayer> LoadQwen3LayerCommon(DecoderModel& m, const std::string& p,
   return l;
 }
 
+std::string QwenTextPrefix(const DecoderModel& m) {
+  return m.store().Find("model.language_model.embed_tokens.weight") ? "model.language_model." : "model.";
+}
+
 Status LoadQwen3(DecoderModel& m) {
   const ModelConfig& c = m.config();
   if (c.intermediate_size <= 0) return Status::Error("qwen3: intermediate_size must be positive");
-  TERN_RETURN_IF_ERROR(LoadQwenEmbeddingsAndHead(m, "model."));
+  const std::string prefix = QwenTextPrefix(m);
+  TERN_RETURN_IF_ERROR(LoadQwenEmbeddingsAndHead(m, prefix));
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
-    const std::string p = fmt::format("model.layers.{}.", i);
+    const std::string p = fmt::format("{}layers.{}.", prefix, i);
     TERN_ASSIGN_OR_RETURN(DecoderLayer l, LoadQwen3LayerCommon(m, p, i));
     TERN_ASSIGN_OR_RETURN(l.ffn, DenseFfn::Load(m.store(), p + "mlp.", c.hidden_size, c.intermediate_size));
     m.layers.push_back(std::move(l));

@@ -12,9 +12,10 @@ namespace tern {
 Status LoadQwen3Moe(DecoderModel& m) {
   const ModelConfig& c = m.config();
   if (c.num_experts <= 0) return Status::Error("qwen3_moe: num_experts must be positive");
-  TERN_RETURN_IF_ERROR(LoadQwenEmbeddingsAndHead(m, "model."));
+  const std::string prefix = QwenTextPrefix(m);
+  TERN_RETURN_IF_ERROR(LoadQwenEmbeddingsAndHead(m, prefix));
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
-    const std::string p = fmt::format("model.layers.{}.", i);
+    const std::string p = fmt::format("{}layers.{}.", prefix, i);
     TERN_ASSIGN_OR_RETURN(DecoderLayer l, LoadQwen3LayerCommon(m, p, i));
     if (c.IsMoeLayer(i)) {
       TERN_ASSIGN_OR_RETURN(l.ffn, MoeFfn::Load(m.store(), p + "mlp.", c));

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Every user error ends with a message on stderr and a non-zero exit code, never a crash.
+# Usage: cli_errors.sh TERN WORKDIR
+set -uo pipefail
+tern=$1 work=$2/cli
+rm -rf "$work"; mkdir -p "$work"
+"$tern" synth --arch qwen3 --preset tiny --dtype f32 --out "$work/ok" 2>/dev/null || { echo "synth failed"; exit 1; }
+pass=0 fail=0
+# expect_error FRAGMENT CMD...: the command must exit non-zero (not by a signal) and print FRAGMENT on stderr.
+expect_error() {
+  local fragment=$1; shift
+  local err rc
+  err=$("$@" 2>&1 >/dev/null); rc=$?
+  if [ $rc -ne 0 ] && [ $rc -lt 128 ] && grep -qF -- "$fragment" <<<"$err"; then
+    pass=$((pass + 1))
+  else
+    echo "FAIL: $* -> rc=$rc, stderr: $err (expected: $fragment)"; fail=$((fail + 1))
+  fi
+}
+cp -r "$work/ok" "$work/noconfig"; rm "$work/noconfig/config.json"
+cp -r "$work/ok" "$work/arch"; sed -i 's/"model_type": "qwen3"/"model_type": "llama4"/' "$work/arch/config.json"
+cp -r "$work/ok" "$work/shape"; sed -i 's/"intermediate_size": 128/"intermediate_size": 96/' "$work/shape/config.json"
+cp -r "$work/ok" "$work/trunc"; truncate -s 5000 "$work/trunc/model.safetensors"
+cp -r "$work/ok" "$work/ctx"; sed -i 's/"max_position_embeddings": 40960/"max_position_embeddings": 8/' "$work/ctx/config.json"
+cp -r "$work/ok" "$work/extra"; /usr/bin/python3 - "$work/extra" <<'PY'
+import json, struct, sys, os
+d = sys.argv[1]
+with open(os.path.join(d, "model.safetensors"), "rb") as f:
+    n = struct.unpack("<Q", f.read(8))[0]; header = json.loads(f.read(n)); data = f.read()
+end = max(v["data_offsets"][1] for k, v in header.items() if k != "__metadata__")
+header["model.layers.0.mlp.extra.weight"] = {"dtype": "F32", "shape": [1], "data_offsets": [end, end + 4]}
+h = json.dumps(header).encode(); h += b" " * ((8 - len(h) % 8) % 8)
+with open(os.path.join(d, "model.safetensors"), "wb") as f:
+    f.write(struct.pack("<Q", len(h)) + h + data + b"\0\0\0\0")
+PY
+expect_error "does not exist" "$tern" generate --model "$work/missing" --prompt hi
+expect_error "config.json" "$tern" generate --model "$work/noconfig" --prompt-ids 1,2
+expect_error "unknown architecture model_type \"llama4\"" "$tern" generate --model "$work/arch" --prompt-ids 1,2
+expect_error "expected [96, 64]" "$tern" generate --model "$work/shape" --prompt-ids 1,2
+expect_error "model.safetensors" "$tern" generate --model "$work/trunc" --prompt-ids 1,2
+expect_error "unexpected tensor 'model.layers.0.mlp.extra.weight'" "$tern" generate --model "$work/extra" --prompt-ids 1,2
+expect_error "out of range" "$tern" generate --model "$work/ok" --prompt-ids 1,999999
+expect_error "invalid token id list" "$tern" generate --model "$work/ok" --prompt-ids 1,x
+expect_error "context length is 8" "$tern" generate --model "$work/ctx" --prompt-ids 1,2,3,4,5,6,7,8,9
+expect_error "UTF-8" "$tern" tokenize --model "$work/ok" --text $'ab\xff'
+expect_error "out of range" "$tern" detokenize --model "$work/ok" --ids 1,99999999
+expect_error "--prompt" "$tern" generate --model "$work/ok"
+expect_error "unknown --dtype" "$tern" synth --arch qwen3 --preset tiny --dtype q4 --out "$work/x"
+expect_error "no preset" "$tern" synth --arch qwen3 --preset huge --out "$work/x"
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
