@@ -6,15 +6,6 @@
 
 namespace tern::kernels {
 
-void MatMul(const float* x, int64_t M, int64_t ldx, const MatrixView& w, float* y, int64_t ldy,
-            ThreadPool& pool) {
-  pool.ParallelFor(size_t(w.rows), 8, [&](size_t b, size_t e, size_t) {
-    MatrixView part = w;
-    part.rows = int64_t(e - b);
-    part.data = static_cast<const uint8_t*>(w.data) + int64_t(b) * w.row_stride * int64_t(DTypeSize(w.dtype));
-    ref::MatMul(x, M, ldx, part, y + b, ldy);
-  });
-}
 void RmsNorm(const float* x, const float* weight, int64_t rows, int64_t dim, float eps, float* out) {
   ref::RmsNorm(x, weight, rows, dim, eps, out);
 }

@@ -1,0 +1,130 @@
+// tern_benchmark: kernel timings at Qwen3-0.6B shapes, next to the machine's
+// ceilings measured in the same run.
+//
+//   BM_FmaPeak/threads        GFLOP/s of pure FMA chains (the compute ceiling)
+//   BM_MemoryRead             GB/s reading a 512 MiB buffer with all threads
+//   BM_MatMul<dtype>/M/N/K    GB/s of weights read and GFLOP/s. For M <= 64 the
+//                             weights are cycled through copies totalling
+//                             >= 256 MiB, so they come from memory as in a real
+//                             forward pass, not from the 32 MiB L3.
+#include <benchmark/benchmark.h>
+
+#include <cstring>
+#include <vector>
+
+#include "base/thread_pool.h"
+#include "kernels/bench_peak.h"
+#include "kernels/ops.h"
+#include "kernels/simd_target.h"
+
+namespace tern::kernels {
+namespace {
+
+ThreadPool& Pool() {
+  static ThreadPool pool(0);
+  return pool;
+}
+
+void BM_FmaPeak(benchmark::State& state) {
+  const size_t threads = size_t(state.range(0));
+  ThreadPool pool(threads);
+  constexpr int64_t kIters = 1 << 22;
+  double sink = 0;
+  for (auto _ : state) {
+    pool.Run(threads, [&](size_t t, size_t) {
+      const double r = FmaLoopForBenchmark(kIters, float(t));
+      if (t == 0) sink += r;
+    });
+  }
+  benchmark::DoNotOptimize(sink);
+  state.counters["GFLOP/s"] = benchmark::Counter(double(kIters) * double(FmaFlopsPerIteration()) * double(threads) *
+                                                     double(state.iterations()) * 1e-9,
+                                                 benchmark::Counter::kIsRate);
+  state.SetLabel(SimdTargetName());
+}
+BENCHMARK(BM_FmaPeak)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+void BM_MemoryRead(benchmark::State& state) {
+  const size_t n = (size_t(512) << 20) / sizeof(float);
+  std::vector<float> buf(n, 1.0f);
+  ThreadPool& pool = Pool();
+  float sink = 0;
+  for (auto _ : state) {
+    pool.ParallelFor(n, 4096, [&](size_t b, size_t e, size_t t) {
+      const float s = SumFloatsForBenchmark(buf.data() + b, e - b);
+      if (t == 0) sink += s;
+    });
+  }
+  benchmark::DoNotOptimize(sink);
+  state.counters["GB/s"] =
+      benchmark::Counter(double(n * sizeof(float)) * double(state.iterations()) * 1e-9, benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_MemoryRead)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+// Fills n elements of dtype with values in about [-1, 1) from a cheap LCG.
+void FillRandom(DType dtype, void* data, size_t n) {
+  uint32_t s = 12345;
+  for (size_t i = 0; i < n; ++i) {
+    s = s * 1664525u + 1013904223u;
+    const float f = float(s >> 8) * (2.0f / 16777216.0f) - 1.0f;
+    if (dtype == DType::kF32) {
+      static_cast<float*>(data)[i] = f;
+    } else if (dtype == DType::kBF16) {
+      static_cast<uint16_t*>(data)[i] = F32ToBf16(f);
+    } else {
+      static_cast<uint16_t*>(data)[i] = F32ToF16(f);
+    }
+  }
+}
+
+template <DType kDT>
+void BM_MatMul(benchmark::State& state) {
+  const int64_t M = state.range(0), N = state.range(1), K = state.range(2);
+  const size_t esize = DTypeSize(kDT), wbytes = size_t(N * K) * esize;
+  const size_t copies = M <= 64 ? std::max<size_t>(1, ((size_t(256) << 20) + wbytes - 1) / wbytes) : 1;
+  std::vector<uint8_t> weights(wbytes * copies);
+  FillRandom(kDT, weights.data(), size_t(N * K) * copies);
+  std::vector<float> x(size_t(M * K)), y(size_t(M * N));
+  FillRandom(DType::kF32, x.data(), x.size());
+  ThreadPool& pool = Pool();
+  size_t c = 0;
+  for (auto _ : state) {
+    const MatrixView w{.dtype = kDT, .data = weights.data() + c * wbytes, .rows = N, .cols = K, .row_stride = K};
+    MatMul(x.data(), M, K, w, y.data(), N, pool);
+    benchmark::ClobberMemory();
+    c = (c + 1) % copies;
+  }
+  const double iters = double(state.iterations());
+  state.counters["GB/s"] = benchmark::Counter(double(wbytes) * iters * 1e-9, benchmark::Counter::kIsRate);
+  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * double(M * N) * double(K) * iters * 1e-9,
+                                                 benchmark::Counter::kIsRate);
+  state.SetLabel(SimdTargetName());
+}
+
+// Qwen3-0.6B projections: q, k/v, o, gate/up, down, and the tied lm_head.
+void DecodeShapes(benchmark::internal::Benchmark* b) {
+  for (auto nk : std::vector<std::pair<int64_t, int64_t>>{
+           {2048, 1024}, {1024, 1024}, {1024, 2048}, {3072, 1024}, {1024, 3072}, {151936, 1024}})
+    b->Args({1, nk.first, nk.second});
+  b->UseRealTime()->Unit(benchmark::kMicrosecond);
+}
+void BatchShapes(benchmark::internal::Benchmark* b) {
+  for (int64_t m : {2, 4, 8, 16, 32, 64}) b->Args({m, 3072, 1024});
+  b->UseRealTime()->Unit(benchmark::kMicrosecond);
+}
+void PrefillShapes(benchmark::internal::Benchmark* b) {
+  for (auto nk : std::vector<std::pair<int64_t, int64_t>>{{2048, 1024}, {1024, 1024}, {1024, 2048}, {3072, 1024}, {1024, 3072}})
+    b->Args({512, nk.first, nk.second});
+  b->UseRealTime()->Unit(benchmark::kMillisecond);
+}
+
+BENCHMARK(BM_MatMul<DType::kBF16>)->Apply(DecodeShapes);
+BENCHMARK(BM_MatMul<DType::kBF16>)->Apply(BatchShapes);
+BENCHMARK(BM_MatMul<DType::kBF16>)->Apply(PrefillShapes);
+BENCHMARK(BM_MatMul<DType::kF16>)->Args({1, 3072, 1024})->Args({512, 3072, 1024})->UseRealTime();
+BENCHMARK(BM_MatMul<DType::kF32>)->Args({1, 3072, 1024})->Args({512, 3072, 1024})->UseRealTime();
+
+}  // namespace
+}  // namespace tern::kernels
+
+BENCHMARK_MAIN();

@@ -1,0 +1,145 @@
+// MatMul against the scalar reference on every SIMD target: odd sizes, strides,
+// misaligned pointers, every weight dtype, thread counts.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "kernels/ops.h"
+#include "kernels/reference.h"
+#include "kernels/test_util.h"
+
+namespace tern::kernels {
+namespace {
+
+using testing::ForEachSimdTarget;
+using testing::RandomFloats;
+using testing::TestMatrix;
+
+struct Case {
+  int64_t M, N, K;
+  int64_t ldx_pad = 0, stride_pad = 0, ldy_pad = 0;
+  size_t x_offset = 0, w_byte_offset = 0;  // misalignment, in floats and bytes
+};
+
+// Checks MatMul on one case against ref::MatMul. Each output may differ from
+// the exact result by the f32 rounding of a K-term sum in any order,
+// |err| <= (K + 2 * lanes) * 2^-24 * sum_k |x_k * w_k|; a wrong or missing term
+// is ~sum/K, orders of magnitude above that.
+void CheckCase(const Case& c, DType dtype, ThreadPool& pool, uint32_t seed) {
+  SCOPED_TRACE(::testing::Message() << "M=" << c.M << " N=" << c.N << " K=" << c.K << " dtype="
+                                    << DTypeName(dtype) << " threads=" << pool.size());
+  std::mt19937 rng(seed);
+  const int64_t ldx = c.K + c.ldx_pad, ldy = c.N + c.ldy_pad;
+  std::vector<float> xbuf = RandomFloats(rng, size_t(c.M * ldx) + c.x_offset);
+  const float* x = xbuf.data() + c.x_offset;
+  TestMatrix w(rng, dtype, c.N, c.K, c.K + c.stride_pad, c.w_byte_offset);
+
+  const float kSentinel = -12345.0f;
+  std::vector<float> y(size_t(c.M * ldy), kSentinel), want(size_t(c.M * ldy), kSentinel);
+  MatMul(x, c.M, ldx, w.view, y.data(), ldy, pool);
+  ref::MatMul(x, c.M, ldx, w.view, want.data(), ldy);
+
+  int failures = 0;
+  for (int64_t m = 0; m < c.M && failures < 5; ++m) {
+    for (int64_t n = 0; n < c.N && failures < 5; ++n) {
+      double mag = 0;
+      for (int64_t k = 0; k < c.K; ++k) mag += std::fabs(double(x[m * ldx + k]) * ref::MatrixAt(w.view, n, k));
+      const double tol = double(c.K + 64) * std::ldexp(1.0, -24) * mag + 1e-30;
+      const float got = y[size_t(m * ldy + n)], exp = want[size_t(m * ldy + n)];
+      if (!(std::fabs(double(got) - exp) <= tol)) {
+        ADD_FAILURE() << "y[" << m << "," << n << "] = " << got << ", want " << exp << " (tol " << tol << ")";
+        ++failures;
+      }
+    }
+    for (int64_t n = c.N; n < ldy; ++n) ASSERT_EQ(y[size_t(m * ldy + n)], kSentinel) << "wrote past N";
+  }
+}
+
+TEST(MatMulTest, MatchesReferenceOnOddShapes) {
+  ThreadPool pool(2);
+  const Case cases[] = {
+      {.M = 1, .N = 1, .K = 1},
+      {.M = 1, .N = 7, .K = 31},
+      {.M = 1, .N = 33, .K = 64},
+      {.M = 2, .N = 5, .K = 17},
+      {.M = 3, .N = 13, .K = 100},
+      {.M = 4, .N = 9, .K = 33},
+      {.M = 5, .N = 31, .K = 48},
+      {.M = 6, .N = 10, .K = 65},
+      {.M = 7, .N = 29, .K = 257},
+      {.M = 17, .N = 51, .K = 130},
+      {.M = 33, .N = 7, .K = 9},
+  };
+  uint32_t seed = 1;
+  ForEachSimdTarget([&] {
+    for (DType dt : {DType::kF32, DType::kBF16, DType::kF16})
+      for (const Case& c : cases) CheckCase(c, dt, pool, seed++);
+  });
+}
+
+TEST(MatMulTest, StridesAndMisalignedPointers) {
+  ThreadPool pool(2);
+  const Case cases[] = {
+      {.M = 1, .N = 9, .K = 37, .ldx_pad = 3, .stride_pad = 5, .ldy_pad = 2, .x_offset = 1, .w_byte_offset = 2},
+      {.M = 6, .N = 27, .K = 70, .ldx_pad = 1, .stride_pad = 3, .ldy_pad = 3, .x_offset = 3, .w_byte_offset = 6},
+      {.M = 11, .N = 26, .K = 33, .ldx_pad = 7, .stride_pad = 1, .ldy_pad = 5, .x_offset = 2, .w_byte_offset = 4},
+      // An odd byte offset: 16-bit weights that are not even 2-byte aligned.
+      {.M = 3, .N = 8, .K = 40, .stride_pad = 2, .w_byte_offset = 1},
+  };
+  uint32_t seed = 100;
+  ForEachSimdTarget([&] {
+    for (DType dt : {DType::kF32, DType::kBF16, DType::kF16})
+      for (const Case& c : cases) CheckCase(c, dt, pool, seed++);
+  });
+}
+
+// Large enough for several K blocks (K > 1024), several row blocks and many
+// chunks of N shared by the threads.
+TEST(MatMulTest, BlockedPathsAndThreadCounts) {
+  uint32_t seed = 200;
+  ForEachSimdTarget([&] {
+    for (size_t threads : {1, 3}) {
+      ThreadPool pool(threads);
+      CheckCase({.M = 13, .N = 150, .K = 2100, .ldy_pad = 1}, DType::kBF16, pool, seed++);
+      CheckCase({.M = 2, .N = 301, .K = 1030}, DType::kF32, pool, seed++);
+      CheckCase({.M = 9, .N = 70, .K = 1500, .stride_pad = 4}, DType::kF16, pool, seed++);
+    }
+  });
+}
+
+TEST(MatMulTest, EmptyShapes) {
+  ThreadPool pool(2);
+  std::mt19937 rng(7);
+  TestMatrix w(rng, DType::kBF16, 4, 0, 0);
+  std::vector<float> x(8, 1.0f), y(8, -1.0f);
+  MatMul(x.data(), 2, 0, w.view, y.data(), 4, pool);  // K = 0: y = 0
+  for (float v : y) EXPECT_EQ(v, 0.0f);
+  y.assign(8, -1.0f);
+  MatMul(x.data(), 0, 4, w.view, y.data(), 4, pool);  // M = 0: untouched
+  for (float v : y) EXPECT_EQ(v, -1.0f);
+}
+
+// Formats outside ops.h's contract still give the right answer (via the reference).
+TEST(MatMulTest, OtherDtypesFallBackToReference) {
+  ThreadPool pool(2);
+  CheckCase({.M = 3, .N = 5, .K = 19}, DType::kF8E4M3, pool, 300);
+}
+
+TEST(SimdTargetTest, ReportsAndSwitchesTargets) {
+  const std::vector<int64_t> targets = SimdTargetsForTest();
+  ASSERT_FALSE(targets.empty());
+  const std::string best = SimdTargetName();
+  EXPECT_EQ(best, SimdTargetNameOf(targets.front()));
+  for (int64_t t : targets) {
+    SetSimdTargetForTest(t);
+    EXPECT_STREQ(SimdTargetName(), SimdTargetNameOf(t));
+  }
+  SetSimdTargetForTest(0);
+  EXPECT_EQ(best, SimdTargetName());
+}
+
+}  // namespace
+}  // namespace tern::kernels
