@@ -38,7 +38,7 @@ Result<RunTimes> RunOnce(Model& model, KvCache& cache, const std::vector<int32_t
   for (int64_t pos = 0; pos < int64_t(prompt.size()); pos += chunk) {
     const int64_t n = std::min<int64_t>(chunk, int64_t(prompt.size()) - pos);
     SequenceChunk c{.tokens = std::span<const int32_t>(prompt).subspan(size_t(pos), size_t(n)), .start_pos = pos,
-                    .block_table = blocks};
+                    .block_table = blocks, .skip_logits = pos + n < int64_t(prompt.size())};
     TERN_RETURN_IF_ERROR(model.Forward({&c, 1}, cache, logits));
   }
   auto t1 = std::chrono::steady_clock::now();

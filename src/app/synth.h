@@ -1,6 +1,5 @@
-// `tern synth`: writes a complete Hugging Face-layout checkpoint with random
-// weights (normal, std 0.02; norm weights 1 + 0.1 N(0,1) so that a kernel that
-// ignores them is caught), for tests and benchmarks.
+// `tern synth`: a complete Hugging Face-layout checkpoint with random weights
+// (model/synth_checkpoint.h) and a tokenizer (generated, or copied from a model).
 #pragma once
 
 #include <cstdint>
@@ -9,17 +8,9 @@
 
 #include "base/dtype.h"
 #include "base/status.h"
+#include "model/synth_checkpoint.h"
 
 namespace tern {
-
-struct SynthPreset {
-  std::string name;
-  std::string arch;  // "qwen3" or "qwen3_moe"
-  int64_t hidden = 0, layers = 0, heads = 0, kv_heads = 0, head_dim = 0, ffn = 0, vocab = 0;
-  bool tied = false;
-  int64_t experts = 0, experts_per_tok = 0, moe_ffn = 0;
-  int64_t max_positions = 40960;
-};
 
 struct SynthOptions {
   std::string arch;    // must match the preset's architecture family
@@ -31,8 +22,6 @@ struct SynthOptions {
   int64_t max_shard_bytes = int64_t(2) << 30;  // larger checkpoints are sharded with an index
 };
 
-// Presets known for an architecture.
-std::vector<SynthPreset> SynthPresets();
 Status Synthesize(const SynthOptions& opts);
 
 }  // namespace tern

@@ -40,7 +40,8 @@ Result<GenerateResult> Generate(Model& model, KvCache& cache, BlockAllocator& al
   while (pos < int64_t(req.prompt.size())) {
     const int64_t n = std::min<int64_t>(chunk, int64_t(req.prompt.size()) - pos);
     SequenceChunk c{.tokens = std::span<const int32_t>(req.prompt).subspan(size_t(pos), size_t(n)),
-                    .start_pos = pos, .block_table = lease.blocks};
+                    .start_pos = pos, .block_table = lease.blocks,
+                    .skip_logits = pos + n < int64_t(req.prompt.size())};
     TERN_RETURN_IF_ERROR(model.Forward({&c, 1}, cache, logits));
     pos += n;
   }

@@ -73,17 +73,18 @@ Status DecoderModel::Forward(std::span<const SequenceChunk> batch, KvCache& cach
 
   // Gather the rows that need logits, normalise, project.
   int64_t out_rows = 0;
-  for (const auto& c : batch) out_rows += c.all_logits ? int64_t(c.tokens.size()) : 1;
+  for (const auto& c : batch) out_rows += c.skip_logits ? 0 : c.all_logits ? int64_t(c.tokens.size()) : 1;
   float* sel = h;  // reuse: out_rows <= T
   int64_t r = 0;
   for (size_t i = 0; i < batch.size(); ++i) {
     const int64_t n = int64_t(batch[i].tokens.size());
-    const int64_t first = batch[i].all_logits ? 0 : n - 1;
+    const int64_t first = batch[i].skip_logits ? n : batch[i].all_logits ? 0 : n - 1;
     for (int64_t t = first; t < n; ++t, ++r)
       std::memcpy(sel + r * H, x + (layout_.row_begin[i] + t) * H, size_t(H) * sizeof(float));
   }
-  kernels::RmsNorm(sel, final_norm.data(), out_rows, H, eps, sel);
   logits.resize(size_t(out_rows * V));
+  if (out_rows == 0) return Status::Ok();
+  kernels::RmsNorm(sel, final_norm.data(), out_rows, H, eps, sel);
   lm_head.Forward(sel, out_rows, logits.data(), pool_);
   return Status::Ok();
 }

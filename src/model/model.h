@@ -23,6 +23,7 @@ struct SequenceChunk {
   std::span<const int32_t> block_table;  // KV blocks covering positions [0, start_pos + n)
   int32_t state_slot = -1;               // recurrent-state slot (hybrid models); unused by Qwen3
   bool all_logits = false;               // logits for every new token, else only for the last
+  bool skip_logits = false;              // no logits at all (a prefill chunk that does not end the prompt)
 };
 
 struct LoadOptions {
@@ -36,7 +37,7 @@ class Model {
   virtual CacheSpec cache_spec() const = 0;
 
   // Runs the batch, writing the new tokens' keys/values into `cache`.
-  // logits: resized to [rows, vocab] f32, rows = sum over chunks of (all_logits ? n : 1),
+  // logits: resized to [rows, vocab] f32, rows = sum over chunks of (skip_logits ? 0 : all_logits ? n : 1),
   // in batch order. Errors (token id out of range, block table too short) leave the cache
   // contents of this batch undefined but the model usable.
   virtual Status Forward(std::span<const SequenceChunk> batch, KvCache& cache, std::vector<float>& logits) = 0;

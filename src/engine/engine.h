@@ -1,0 +1,113 @@
+// Engine: continuous batching over a paged KV cache — the one header the
+// server sees.
+//
+// One engine thread runs the loop; HTTP threads only Submit requests and read
+// their RequestStreams. Each step the engine:
+//   1. drops aborted requests (their KV blocks return to the pool at once),
+//   2. admits waiting requests while sequence slots and KV blocks allow,
+//   3. builds one batch: one token for every decoding sequence plus prefill
+//      chunks (at most chunked_prefill_size prompt tokens per step), so a long
+//      prompt never stalls the others,
+//   4. runs one forward over the whole batch (weights read once per step),
+//   5. samples, streams tokens out, and finishes sequences.
+// When the pool runs dry mid-decode, the newest running sequence is retracted:
+// its blocks are freed and it goes back to the queue to be recomputed later
+// (prompt + what it generated so far), never failed.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/block_allocator.h"
+#include "engine/metrics.h"
+#include "engine/request_stream.h"
+#include "engine/sampler.h"
+#include "model/kv_cache.h"
+#include "model/model.h"
+
+namespace tern {
+
+struct EngineOptions {
+  int64_t max_running_requests = 64;
+  int64_t max_queued_requests = -1;  // -1: unbounded
+  int64_t chunked_prefill_size = 512;
+  int64_t context_length = 0;        // 0: the model's max_position_embeddings
+  KvCacheOptions kv;                 // num_blocks, block_size, dtype
+};
+
+struct EngineRequest {
+  std::string id;
+  std::vector<int32_t> prompt;
+  SamplingParams sampling;
+  int64_t max_tokens = 16;
+  std::vector<int32_t> stop_token_ids;  // finish ("stop") after sampling one of these
+  int32_t top_logprobs = -1;            // -1: no logprobs; 0: chosen token only; k > 0: also the top k
+};
+
+struct SubmitResult {
+  std::shared_ptr<RequestStream> stream;  // null on error
+  int http_status = 200;
+  std::string error;
+};
+
+class Engine {
+ public:
+  static Result<std::unique_ptr<Engine>> Create(Model& model, const EngineOptions& opts);
+  ~Engine();
+
+  // Queues a request; fails with 503 when the queue is full or the engine is
+  // draining, 400 when the request cannot fit the context or the cache.
+  SubmitResult Submit(EngineRequest req);
+  // Stops accepting, lets queued and running requests finish for up to `grace`,
+  // then aborts what is left and stops the loop.
+  void Drain(std::chrono::milliseconds grace);
+  // Aborts every request.
+  void AbortAll();
+
+  const EngineMetrics& metrics() const { return metrics_; }
+  const EngineOptions& options() const { return opts_; }
+  int64_t context_length() const { return opts_.context_length; }
+  int64_t max_total_tokens() const { return opts_.kv.num_blocks * opts_.kv.block_size; }
+  // Time of the last step that produced output (for health probes).
+  std::chrono::steady_clock::time_point last_output_time() const;
+
+ private:
+  struct Sequence;
+  Engine(Model& model, const EngineOptions& opts, std::unique_ptr<KvCache> cache);
+  void Loop();
+  void Step();
+  void TakeIncoming();
+  void Admit();
+  bool EnsureBlocks(Sequence& s, int64_t positions);
+  void Retract(Sequence& s);
+  void FinishSequence(Sequence& s, FinishReason reason, int32_t matched, std::string message, int status);
+  void ReleaseBlocks(Sequence& s);
+  void UpdateGauges();
+
+  Model& model_;
+  EngineOptions opts_;
+  std::unique_ptr<KvCache> cache_;
+  BlockAllocator blocks_;
+  EngineMetrics metrics_;
+
+  std::mutex mu_;  // guards incoming_, draining_, stop_
+  std::condition_variable cv_;
+  std::deque<std::unique_ptr<Sequence>> incoming_;
+  bool draining_ = false, stop_ = false, abort_all_ = false;
+  std::atomic<int64_t> pending_count_{0};  // incoming + waiting + running
+
+  // Engine-thread state.
+  std::deque<std::unique_ptr<Sequence>> waiting_;
+  std::vector<std::unique_ptr<Sequence>> running_;
+  std::vector<float> logits_;
+  std::atomic<int64_t> last_output_ns_{0};
+  std::thread thread_;
+};
+
+}  // namespace tern

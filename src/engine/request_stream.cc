@@ -1,0 +1,55 @@
+#include "engine/request_stream.h"
+
+namespace tern {
+
+bool RequestStream::Next(RequestUpdate& out, std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mu_);
+  if (!cv_.wait_for(lock, timeout, [&] { return has_news_; })) return false;
+  out = std::move(pending_);
+  pending_ = RequestUpdate{};
+  pending_.prompt_tokens = out.prompt_tokens;
+  pending_.completion_tokens = out.completion_tokens;
+  pending_.cached_tokens = out.cached_tokens;
+  has_news_ = false;
+  if (finished_) {  // later calls see the finish again, with no tokens
+    pending_.finished = true;
+    pending_.reason = out.reason;
+    pending_.matched_stop_token = out.matched_stop_token;
+    pending_.message = out.message;
+    pending_.abort_status = out.abort_status;
+    has_news_ = true;
+  }
+  return true;
+}
+
+void RequestStream::PushToken(TokenOutput t, int64_t completion_tokens) {
+  {
+    std::lock_guard lock(mu_);
+    if (finished_) return;
+    pending_.tokens.push_back(std::move(t));
+    pending_.completion_tokens = completion_tokens;
+    has_news_ = true;
+  }
+  cv_.notify_all();
+}
+
+void RequestStream::Finish(FinishReason reason, int32_t matched_stop_token, std::string message, int abort_status,
+                           int64_t prompt_tokens, int64_t completion_tokens, int64_t cached_tokens) {
+  {
+    std::lock_guard lock(mu_);
+    if (finished_) return;
+    finished_ = true;
+    pending_.finished = true;
+    pending_.reason = reason;
+    pending_.matched_stop_token = matched_stop_token;
+    pending_.message = std::move(message);
+    pending_.abort_status = abort_status;
+    pending_.prompt_tokens = prompt_tokens;
+    pending_.completion_tokens = completion_tokens;
+    pending_.cached_tokens = cached_tokens;
+    has_news_ = true;
+  }
+  cv_.notify_all();
+}
+
+}  // namespace tern

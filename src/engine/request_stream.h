@@ -1,0 +1,63 @@
+// RequestStream: the channel between one request's HTTP thread and the engine
+// thread. The engine appends tokens and the finish; the HTTP side waits for
+// them and may abort (client gone, stop string matched).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tern {
+
+struct TokenOutput {
+  int32_t id = 0;
+  float logprob = 0;                             // log-softmax of the model's logits (when asked)
+  std::vector<std::pair<int32_t, float>> top;    // the top_logprobs most likely tokens (when asked)
+};
+
+enum class FinishReason { kNone, kStop, kLength, kAbort };
+
+// What arrived since the last Next() call.
+struct RequestUpdate {
+  std::vector<TokenOutput> tokens;
+  bool finished = false;
+  FinishReason reason = FinishReason::kNone;
+  int32_t matched_stop_token = -1;  // with kStop from a stop token
+  std::string message;              // with kAbort: why
+  int abort_status = 0;             // with kAbort: HTTP status to report (0: client abort)
+  int64_t prompt_tokens = 0, completion_tokens = 0, cached_tokens = 0;
+};
+
+class RequestStream {
+ public:
+  explicit RequestStream(std::string id) : id_(std::move(id)) {}
+
+  // HTTP side: waits up to `timeout` for news; returns false on timeout with
+  // nothing new. After a finished update, the stream stays finished.
+  bool Next(RequestUpdate& out, std::chrono::milliseconds timeout);
+  // HTTP side: asks the engine to stop this request and free its cache at the next step.
+  void Abort() { aborted_.store(true, std::memory_order_relaxed); }
+  bool aborted() const { return aborted_.load(std::memory_order_relaxed); }
+  const std::string& id() const { return id_; }
+
+  // Engine side.
+  void PushToken(TokenOutput t, int64_t completion_tokens);
+  void Finish(FinishReason reason, int32_t matched_stop_token, std::string message, int abort_status,
+              int64_t prompt_tokens, int64_t completion_tokens, int64_t cached_tokens);
+
+ private:
+  std::string id_;
+  std::atomic<bool> aborted_{false};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  RequestUpdate pending_;
+  bool has_news_ = false;
+  bool finished_ = false;
+};
+
+}  // namespace tern
