@@ -136,10 +136,12 @@ Result<Regex> Regex::Build(std::string pcre_pattern, uint32_t extra_options,
   auto compiled = std::make_shared<Compiled>();
   int err = 0;
   PCRE2_SIZE err_offset = 0;
+  // PCRE2_LITERAL admits only a few other options (UCP is meaningless there).
+  const uint32_t options = (extra_options & PCRE2_LITERAL)
+                               ? PCRE2_UTF | extra_options
+                               : PCRE2_UTF | PCRE2_UCP | PCRE2_NEVER_BACKSLASH_C | extra_options;
   compiled->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pcre_pattern.data()),
-                                 pcre_pattern.size(),
-                                 PCRE2_UTF | PCRE2_UCP | PCRE2_NEVER_BACKSLASH_C | extra_options,
-                                 &err, &err_offset, nullptr);
+                                 pcre_pattern.size(), options, &err, &err_offset, nullptr);
   if (!compiled->code) {
     return Status::Errorf("regex {:?}: {} at offset {}", std::string(shown_as),
                           Pcre2ErrorText(err), size_t(err_offset));

