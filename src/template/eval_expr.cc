@@ -301,6 +301,9 @@ std::vector<Value> Evaluator::Iterate(const Value& v) {
 }
 
 Value Evaluator::EvalSlice(const SliceExpr& e) {
+  // (Jinja2's compile-time constant folding makes some slices of literals,
+  // like `not 0.1[1:]`, evaluate to undefined instead of failing; tern
+  // always fails on slicing a non-sequence.)
   Value obj = Eval(*e.obj);
   CheckDefined(obj);
   auto bound = [&](const ExprPtr& x) -> std::optional<int64_t> {

@@ -240,8 +240,12 @@ bool CompareValues(CmpOp op, const Value& l, const Value& r) {
 
 Value SliceValue(Evaluator& ev, const Value& obj, std::optional<int64_t> start_opt, std::optional<int64_t> stop_opt,
                  std::optional<int64_t> step_opt) {
-  // Jinja2's getitem turns a TypeError (None[1:], 5[::2]) into undefined.
-  if (!obj.is_string() && !obj.is_list()) return Value();
+  // Jinja2 compiles slices to a plain Python subscript (not through its
+  // forgiving getitem), so slicing anything else is a TypeError.
+  if (obj.is_dict()) ThrowRender("unhashable type: 'slice'");
+  if (!obj.is_string() && !obj.is_list()) {
+    ThrowRender(fmt::format("'{}' object is not subscriptable", TypeName(obj)));
+  }
   const int64_t step = step_opt.value_or(1);
   if (step == 0) ThrowRender("slice step cannot be zero");
   std::vector<size_t> offs;

@@ -273,7 +273,12 @@ Value Indent(Evaluator& ev, const Value& v, CallArgs& args) {
   std::string ind = a.has(0) && a[0].is_string() ? a[0].str()
                                                  : std::string(static_cast<size_t>(std::max<int64_t>(0, a.has(0) ? ToInt(a[0], "width") : 4)), ' ');
   ev.CheckSize(ind.size());
-  const std::string s = PyStr(v) + "\n";
+  // Jinja2 appends "\n" to the value itself: anything but a string fails.
+  if (!v.is_string()) {
+    CheckDefined(v);
+    ThrowRender(fmt::format("unsupported operand type(s) for +=: '{}' and 'str'", TypeName(v)));
+  }
+  const std::string s = v.str() + "\n";
   CallArgs none;
   Value lines_v;
   CallStrMethod(ev, Value::String(s), "splitlines", none, &lines_v);

@@ -72,6 +72,7 @@ bool Less(const Value& a, const Value& b) {
 
 // Shared by select/reject/selectattr/rejectattr.
 Value SelectOrReject(Evaluator& ev, const Value& v, CallArgs& args, bool select, bool lookup_attr) {
+  if (!v.Truthy()) return Value::List({});  // Jinja2: `if value:` before iterating
   size_t off = 0;
   AttrGetter getter(Value(), false);
   if (lookup_attr) {
@@ -156,6 +157,7 @@ Value FilterJoin(Evaluator& ev, const Value& v, CallArgs& args) {
 
 Value FilterMap(Evaluator& ev, const Value& v, CallArgs& args) {
   std::vector<Value> out;
+  if (!v.Truthy()) return Value::List({});  // Jinja2: `if value:` before iterating
   if (args.pos.empty()) {
     Value attribute, dflt;
     for (const auto& [k, val] : args.kw) {

@@ -305,15 +305,14 @@ bool CallStrMethod(Evaluator& ev, const Value& obj, std::string_view name, CallA
     int64_t count = a.has(2) ? ToInt(a[2], "replace() count") : -1;
     std::string r;
     if (from.empty()) {
-      // Python inserts `to` between every code point (and at both ends).
+      // Python inserts `to` before every code point and at the end.
       const auto offs = utf8::Offsets(s);
-      for (size_t k = 0; k + 1 < offs.size() || k == 0; ++k) {
+      for (size_t k = 0; k < offs.size(); ++k) {
         if (count != 0) {
           r += to;
           --count;
         }
-        if (k + 1 >= offs.size()) break;
-        r.append(s, offs[k], offs[k + 1] - offs[k]);
+        if (k + 1 < offs.size()) r.append(s, offs[k], offs[k + 1] - offs[k]);
         ev.CheckSize(r.size());
       }
     } else {

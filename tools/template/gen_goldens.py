@@ -13,6 +13,7 @@ Run: /usr/bin/python3 tools/template/gen_goldens.py
 Optionally --check-js also renders chat_cases with @huggingface/jinja
 (third_party/npm) and reports where the two references disagree.
 """
+import copy
 import datetime
 import json
 import os
@@ -65,7 +66,9 @@ def render(env, source, context):
     except Exception as e:  # noqa: BLE001 - TemplateSyntaxError, or Python's own
         return {"error": "syntax: %s: %s" % (type(e).__name__, e), "raised": False}
     try:
-        return {"output": tpl.render(**context)}
+        # A deep copy: some Jinja2 filters change their argument in place
+        # (indent on a list appends "\n"), which must not leak across cases.
+        return {"output": tpl.render(**copy.deepcopy(context))}
     except RaisedError as e:
         return {"error": e.message, "raised": True}
     except Exception as e:  # noqa: BLE001 - every failure is a golden "error"
