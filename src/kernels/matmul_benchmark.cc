@@ -9,19 +9,37 @@
 //                             forward pass, not from the 32 MiB L3.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
 #include "base/thread_pool.h"
 #include "kernels/bench_peak.h"
+#include "kernels/matmul_internal.h"
 #include "kernels/ops.h"
 #include "kernels/simd_target.h"
 
 namespace tern::kernels {
 namespace {
 
+// TERN_BENCH_THREADS=n runs the kernels on n threads (default: all cores).
+// With n = 1 rates are computed from CPU time, which is steadier than wall
+// time on a machine shared with other work.
+size_t BenchThreads() {
+  const char* env = std::getenv("TERN_BENCH_THREADS");
+  return env != nullptr ? size_t(std::atoi(env)) : 0;
+}
+// With --benchmark_repetitions=n, "_min" of a time and "_max" of a rate are
+// the least disturbed runs, the steadiest figures on a shared machine.
+void Timing(benchmark::internal::Benchmark* b) {
+  if (BenchThreads() != 1) b->UseRealTime();
+  b->ComputeStatistics("min", [](const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); });
+  b->ComputeStatistics("max", [](const std::vector<double>& v) { return *std::max_element(v.begin(), v.end()); });
+}
+
 ThreadPool& Pool() {
-  static ThreadPool pool(0);
+  static ThreadPool pool(BenchThreads());
   return pool;
 }
 
@@ -42,7 +60,7 @@ void BM_FmaPeak(benchmark::State& state) {
                                                  benchmark::Counter::kIsRate);
   state.SetLabel(SimdTargetName());
 }
-BENCHMARK(BM_FmaPeak)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FmaPeak)->Arg(1)->Arg(2)->Apply(Timing)->Unit(benchmark::kMillisecond);
 
 void BM_MemoryRead(benchmark::State& state) {
   const size_t n = (size_t(512) << 20) / sizeof(float);
@@ -59,7 +77,7 @@ void BM_MemoryRead(benchmark::State& state) {
   state.counters["GB/s"] =
       benchmark::Counter(double(n * sizeof(float)) * double(state.iterations()) * 1e-9, benchmark::Counter::kIsRate);
 }
-BENCHMARK(BM_MemoryRead)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_MemoryRead)->Apply(Timing)->Unit(benchmark::kMillisecond);
 
 // Fills n elements of dtype with values in about [-1, 1) from a cheap LCG.
 void FillRandom(DType dtype, void* data, size_t n) {
@@ -77,7 +95,9 @@ void FillRandom(DType dtype, void* data, size_t n) {
   }
 }
 
-template <DType kDT>
+using MatMulFn = void (*)(const float*, int64_t, int64_t, const MatrixView&, float*, int64_t, ThreadPool&);
+
+template <DType kDT, MatMulFn kFn = MatMul>
 void BM_MatMul(benchmark::State& state) {
   const int64_t M = state.range(0), N = state.range(1), K = state.range(2);
   const size_t esize = DTypeSize(kDT), wbytes = size_t(N * K) * esize;
@@ -90,7 +110,7 @@ void BM_MatMul(benchmark::State& state) {
   size_t c = 0;
   for (auto _ : state) {
     const MatrixView w{.dtype = kDT, .data = weights.data() + c * wbytes, .rows = N, .cols = K, .row_stride = K};
-    MatMul(x.data(), M, K, w, y.data(), N, pool);
+    kFn(x.data(), M, K, w, y.data(), N, pool);
     benchmark::ClobberMemory();
     c = (c + 1) % copies;
   }
@@ -106,23 +126,29 @@ void DecodeShapes(benchmark::internal::Benchmark* b) {
   for (auto nk : std::vector<std::pair<int64_t, int64_t>>{
            {2048, 1024}, {1024, 1024}, {1024, 2048}, {3072, 1024}, {1024, 3072}, {151936, 1024}})
     b->Args({1, nk.first, nk.second});
-  b->UseRealTime()->Unit(benchmark::kMicrosecond);
+  Timing(b);
+  b->Unit(benchmark::kMicrosecond);
 }
 void BatchShapes(benchmark::internal::Benchmark* b) {
   for (int64_t m : {2, 4, 8, 16, 32, 64}) b->Args({m, 3072, 1024});
-  b->UseRealTime()->Unit(benchmark::kMicrosecond);
+  Timing(b);
+  b->Unit(benchmark::kMicrosecond);
 }
 void PrefillShapes(benchmark::internal::Benchmark* b) {
   for (auto nk : std::vector<std::pair<int64_t, int64_t>>{{2048, 1024}, {1024, 1024}, {1024, 2048}, {3072, 1024}, {1024, 3072}})
     b->Args({512, nk.first, nk.second});
-  b->UseRealTime()->Unit(benchmark::kMillisecond);
+  Timing(b);
+  b->Unit(benchmark::kMillisecond);
 }
 
 BENCHMARK(BM_MatMul<DType::kBF16>)->Apply(DecodeShapes);
 BENCHMARK(BM_MatMul<DType::kBF16>)->Apply(BatchShapes);
 BENCHMARK(BM_MatMul<DType::kBF16>)->Apply(PrefillShapes);
-BENCHMARK(BM_MatMul<DType::kF16>)->Args({1, 3072, 1024})->Args({512, 3072, 1024})->UseRealTime();
-BENCHMARK(BM_MatMul<DType::kF32>)->Args({1, 3072, 1024})->Args({512, 3072, 1024})->UseRealTime();
+// The two implementations MatMul chooses between, around the crossover.
+BENCHMARK(BM_MatMul<DType::kBF16, MatMulGemv>)->Apply(BatchShapes)->Name("BM_Gemv<BF16>");
+BENCHMARK(BM_MatMul<DType::kBF16, MatMulGemm>)->Apply(BatchShapes)->Name("BM_Gemm<BF16>");
+BENCHMARK(BM_MatMul<DType::kF16>)->Args({1, 3072, 1024})->Args({512, 3072, 1024})->Apply(Timing);
+BENCHMARK(BM_MatMul<DType::kF32>)->Args({1, 3072, 1024})->Args({512, 3072, 1024})->Apply(Timing);
 
 }  // namespace
 }  // namespace tern::kernels

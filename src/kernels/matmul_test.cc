@@ -7,6 +7,7 @@
 #include <random>
 #include <vector>
 
+#include "kernels/matmul_internal.h"
 #include "kernels/ops.h"
 #include "kernels/reference.h"
 #include "kernels/test_util.h"
@@ -28,8 +29,17 @@ struct Case {
 // the exact result by the f32 rounding of a K-term sum in any order,
 // |err| <= (K + 2 * lanes) * 2^-24 * sum_k |x_k * w_k|; a wrong or missing term
 // is ~sum/K, orders of magnitude above that.
-void CheckCase(const Case& c, DType dtype, ThreadPool& pool, uint32_t seed) {
-  SCOPED_TRACE(::testing::Message() << "M=" << c.M << " N=" << c.N << " K=" << c.K << " dtype="
+using MatMulFn = void (*)(const float*, int64_t, int64_t, const MatrixView&, float*, int64_t, ThreadPool&);
+
+struct Impl {
+  const char* name;
+  MatMulFn fn;
+};
+// MatMul itself and both implementations it chooses between, each on every shape.
+constexpr Impl kImpls[] = {{"MatMul", MatMul}, {"MatMulGemv", MatMulGemv}, {"MatMulGemm", MatMulGemm}};
+
+void CheckCaseWith(const Impl& impl, const Case& c, DType dtype, ThreadPool& pool, uint32_t seed) {
+  SCOPED_TRACE(::testing::Message() << impl.name << " M=" << c.M << " N=" << c.N << " K=" << c.K << " dtype="
                                     << DTypeName(dtype) << " threads=" << pool.size());
   std::mt19937 rng(seed);
   const int64_t ldx = c.K + c.ldx_pad, ldy = c.N + c.ldy_pad;
@@ -39,7 +49,7 @@ void CheckCase(const Case& c, DType dtype, ThreadPool& pool, uint32_t seed) {
 
   const float kSentinel = -12345.0f;
   std::vector<float> y(size_t(c.M * ldy), kSentinel), want(size_t(c.M * ldy), kSentinel);
-  MatMul(x, c.M, ldx, w.view, y.data(), ldy, pool);
+  impl.fn(x, c.M, ldx, w.view, y.data(), ldy, pool);
   ref::MatMul(x, c.M, ldx, w.view, want.data(), ldy);
 
   int failures = 0;
@@ -56,6 +66,10 @@ void CheckCase(const Case& c, DType dtype, ThreadPool& pool, uint32_t seed) {
     }
     for (int64_t n = c.N; n < ldy; ++n) ASSERT_EQ(y[size_t(m * ldy + n)], kSentinel) << "wrote past N";
   }
+}
+
+void CheckCase(const Case& c, DType dtype, ThreadPool& pool, uint32_t seed) {
+  for (const Impl& impl : kImpls) CheckCaseWith(impl, c, dtype, pool, seed);
 }
 
 TEST(MatMulTest, MatchesReferenceOnOddShapes) {
@@ -114,12 +128,16 @@ TEST(MatMulTest, EmptyShapes) {
   ThreadPool pool(2);
   std::mt19937 rng(7);
   TestMatrix w(rng, DType::kBF16, 4, 0, 0);
-  std::vector<float> x(8, 1.0f), y(8, -1.0f);
-  MatMul(x.data(), 2, 0, w.view, y.data(), 4, pool);  // K = 0: y = 0
-  for (float v : y) EXPECT_EQ(v, 0.0f);
-  y.assign(8, -1.0f);
-  MatMul(x.data(), 0, 4, w.view, y.data(), 4, pool);  // M = 0: untouched
-  for (float v : y) EXPECT_EQ(v, -1.0f);
+  std::vector<float> x(8, 1.0f), y;
+  for (const Impl& impl : kImpls) {
+    SCOPED_TRACE(impl.name);
+    y.assign(8, -1.0f);
+    impl.fn(x.data(), 2, 0, w.view, y.data(), 4, pool);  // K = 0: y = 0
+    for (float v : y) EXPECT_EQ(v, 0.0f);
+    y.assign(8, -1.0f);
+    impl.fn(x.data(), 0, 4, w.view, y.data(), 4, pool);  // M = 0: untouched
+    for (float v : y) EXPECT_EQ(v, -1.0f);
+  }
 }
 
 // Formats outside ops.h's contract still give the right answer (via the reference).

@@ -58,7 +58,7 @@ void ConvertToF32(DType dtype, const void* src, int64_t n, float* out);
 // One layer's keys and values of one sequence, stored in fixed-size blocks of a
 // pool: block b holds positions [b*block_size, (b+1)*block_size) of the
 // sequence at pool block block_table[b]. Pool layout for K and V alike:
-// [num_pool_blocks, block_size, kv_heads, head_dim] in `dtype` (F32 or BF16).
+// [num_pool_blocks, block_size, kv_heads, head_dim] in `dtype` (F32, F16 or BF16).
 struct KvPages {
   void* k = nullptr;
   void* v = nullptr;

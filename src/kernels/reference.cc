@@ -22,6 +22,7 @@ void StoreAs(DType dtype, void* base, int64_t i, float v) {
   switch (dtype) {
     case DType::kF32: static_cast<float*>(base)[i] = v; break;
     case DType::kBF16: static_cast<uint16_t*>(base)[i] = F32ToBf16(v); break;
+    case DType::kF16: static_cast<uint16_t*>(base)[i] = F32ToF16(v); break;
     default: assert(false && "unsupported KV dtype");
   }
 }

@@ -27,7 +27,7 @@
 // accumulators + 2*NR converted W vectors + 2 x vectors, see NRFor.
 
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "kernels/matmul_hwy.cc"
+#define HWY_TARGET_INCLUDE "kernels/matmul_gemv_hwy.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 // The includes below are re-read once per target by foreach_target.h.
 #include <algorithm>
@@ -35,6 +35,7 @@
 
 #include "hwy/cache_control.h"
 #include "hwy/highway.h"
+#include "kernels/matmul_internal.h"
 #include "kernels/ops.h"
 #include "kernels/reference.h"
 #include "kernels/scratch.h"
@@ -316,8 +317,8 @@ namespace tern::kernels {
 
 HWY_EXPORT(MatMulImpl);
 
-void MatMul(const float* x, int64_t M, int64_t ldx, const MatrixView& w, float* y, int64_t ldy,
-            ThreadPool& pool) {
+void MatMulGemv(const float* x, int64_t M, int64_t ldx, const MatrixView& w, float* y, int64_t ldy,
+                ThreadPool& pool) {
   HWY_DYNAMIC_DISPATCH(MatMulImpl)(x, M, ldx, w, y, ldy, pool);
 }
 

@@ -1,0 +1,26 @@
+// The two MatMul implementations behind ops.h's MatMul, exposed for tests and
+// benchmarks. Both have MatMul's contract for every M; matmul.cc picks one.
+#pragma once
+
+#include <cstdint>
+
+#include "base/thread_pool.h"
+#include "kernels/ops.h"
+
+namespace tern::kernels {
+
+// Dot products along K over the unpacked weights, several rows of W per x
+// load and several rows of x per W load (matmul_gemv_hwy.cc). Bandwidth-bound
+// decode and small batches.
+void MatMulGemv(const float* x, int64_t M, int64_t ldx, const MatrixView& w, float* y, int64_t ldy,
+                ThreadPool& pool);
+
+// Packed, register-blocked GEMM (matmul_gemm_hwy.cc). Compute-bound prefill.
+void MatMulGemm(const float* x, int64_t M, int64_t ldx, const MatrixView& w, float* y, int64_t ldy,
+                ThreadPool& pool);
+
+// MatMul uses MatMulGemm from this many rows of x on (measured on AVX2 with
+// tern_benchmark: below it, packing W costs more than the GEMM saves).
+inline constexpr int64_t kGemmMinRows = 8;
+
+}  // namespace tern::kernels
