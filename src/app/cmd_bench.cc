@@ -59,7 +59,7 @@ Result<RunTimes> RunOnce(Model& model, KvCache& cache, const std::vector<int32_t
 
 Command RegisterBench(CLI::App& app) {
   struct Opts {
-    std::string model, json_out;
+    std::string model, json_out, kv_dtype = "auto";
     int64_t prompt_tokens = 512, gen_tokens = 64, chunk = 512;
     size_t threads = 0;
     int reps = 3;
@@ -72,6 +72,7 @@ Command RegisterBench(CLI::App& app) {
   app.add_option("--prefill-chunk", o->chunk, "prompt tokens per forward")->default_val(512);
   app.add_option("--threads", o->threads, "threads (0: all cores)")->default_val(0);
   app.add_option("--reps", o->reps, "measured repetitions (medians are reported)")->default_val(3);
+  app.add_option("--kv-cache-dtype", o->kv_dtype, "KV cache dtype: auto, f32, f16, bf16")->default_val("auto");
   app.add_flag("--bandwidth", o->bandwidth_only, "only measure the memory read bandwidth");
   app.add_option("--json", o->json_out, "also write the results as JSON to this file");
   return [o]() {
@@ -92,7 +93,7 @@ Command RegisterBench(CLI::App& app) {
     std::mt19937 rng(1234);
     std::vector<int32_t> prompt(size_t(o->prompt_tokens));
     for (auto& t : prompt) t = int32_t(rng() % uint32_t(cfg.vocab_size));
-    auto cache = (*session)->MakeCache(o->prompt_tokens + o->gen_tokens);
+    auto cache = (*session)->MakeCache(o->prompt_tokens + o->gen_tokens, o->kv_dtype);
     if (!cache.ok()) return Fail(cache.status().message());
 
     fmt::print(stderr, "tern bench: warming up (pages in the weights)\n");

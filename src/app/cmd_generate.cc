@@ -17,7 +17,7 @@ namespace tern::app {
 
 Command RegisterGenerate(CLI::App& app) {
   struct Opts {
-    std::string model, prompt, prompt_ids, logits_out;
+    std::string model, prompt, prompt_ids, logits_out, kv_dtype = "auto";
     std::vector<std::string> stop;
     bool chat = false, ignore_eos = false;
     int64_t max_tokens = 64, prefill_chunk = 512;
@@ -44,6 +44,7 @@ Command RegisterGenerate(CLI::App& app) {
   app.add_option("--logits-out", o->logits_out, "write float32 logits [steps, vocab] to this .npy file");
   app.add_option("--prefill-chunk", o->prefill_chunk, "prompt tokens per forward pass")->default_val(512);
   app.add_option("--threads", o->threads, "worker threads (0: all cores)")->default_val(0);
+  app.add_option("--kv-cache-dtype", o->kv_dtype, "KV cache dtype: auto, f32, f16, bf16")->default_val("auto");
   return [o, prompt, ids]() {
     if (!*prompt && !*ids) return Fail("generate: give --prompt or --prompt-ids");
     if (o->max_tokens <= 0) return Fail("generate: --max-tokens must be positive");
@@ -79,7 +80,7 @@ Command RegisterGenerate(CLI::App& app) {
       return Fail(fmt::format("generate: the prompt has {} tokens; the context length is {}", req.prompt.size(), context));
     if (context > 0) req.max_tokens = std::min<int64_t>(req.max_tokens, context - int64_t(req.prompt.size()));
 
-    auto cache = s.MakeCache(int64_t(req.prompt.size()) + req.max_tokens);
+    auto cache = s.MakeCache(int64_t(req.prompt.size()) + req.max_tokens, o->kv_dtype);
     if (!cache.ok()) return Fail(cache.status().message());
     BlockAllocator blocks((*cache)->num_blocks());
 

@@ -15,6 +15,9 @@
 
 namespace tern::app {
 
+// "auto" | "f32" | "f16" | "bf16" (and common spellings) -> the KV cache dtype.
+Result<DType> ParseKvCacheDtype(const std::string& name, DType weight_dtype);
+
 struct Session {
   std::string dir;
   std::unique_ptr<Model> model;
@@ -28,8 +31,9 @@ struct Session {
 
   // Sampling defaults from generation_config.json (greedy when it says do_sample false).
   SamplingParams DefaultSampling() const;
-  // A KV cache for one sequence of `tokens` positions, in the model's dtype.
-  Result<std::unique_ptr<KvCache>> MakeCache(int64_t tokens) const;
+  // A KV cache for one sequence of `tokens` positions. kv_dtype: "auto" (F32 for
+  // F32 weights, else F16, as llama.cpp), "f32", "f16" or "bf16".
+  Result<std::unique_ptr<KvCache>> MakeCache(int64_t tokens, const std::string& kv_dtype = "auto") const;
   // The prompt text for one user message under the model's chat template.
   Result<std::string> RenderChatPrompt(const std::string& user_message) const;
 };

@@ -41,6 +41,7 @@ class DecoderModel final : public Model {
   Status Forward(std::span<const SequenceChunk> batch, KvCache& cache, std::vector<float>& logits) override;
   int64_t WeightBytesPerToken() const override;
   int64_t WeightBytes() const override;
+  DType weight_dtype() const override { return embed_tokens->dtype; }
   ThreadPool& pool() override { return pool_; }
 
  private:

@@ -7,8 +7,8 @@ int64_t KvCache::BytesPerToken(const CacheSpec& spec, DType dtype) {
 }
 
 Result<std::unique_ptr<KvCache>> KvCache::Create(const CacheSpec& spec, const KvCacheOptions& opts) {
-  if (opts.dtype != DType::kF32 && opts.dtype != DType::kBF16)
-    return Status::Errorf("KV cache dtype {} is not supported (F32 or BF16)", DTypeName(opts.dtype));
+  if (opts.dtype != DType::kF32 && opts.dtype != DType::kBF16 && opts.dtype != DType::kF16)
+    return Status::Errorf("KV cache dtype {} is not supported (F32, F16 or BF16)", DTypeName(opts.dtype));
   if (opts.block_size <= 0 || opts.num_blocks <= 0)
     return Status::Errorf("KV cache needs positive block_size and num_blocks (got {} and {})", opts.block_size,
                           opts.num_blocks);

@@ -29,7 +29,7 @@ struct CacheSpec {
 struct KvCacheOptions {
   int32_t block_size = 16;  // tokens per block
   int64_t num_blocks = 0;
-  DType dtype = DType::kBF16;  // F32 or BF16
+  DType dtype = DType::kF16;  // F32, F16 or BF16
 };
 
 class KvCache {

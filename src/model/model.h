@@ -46,6 +46,8 @@ class Model {
   virtual int64_t WeightBytesPerToken() const = 0;
   // Total bytes of weights held.
   virtual int64_t WeightBytes() const = 0;
+  // The dtype of the unquantized weights (the embedding's): F32, BF16 or F16.
+  virtual DType weight_dtype() const = 0;
 
   virtual ThreadPool& pool() = 0;
 };
