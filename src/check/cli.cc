@@ -1,0 +1,116 @@
+#include "check/cli.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "base/mapped_file.h"
+#include "check/report.h"
+#include "check/runner.h"
+
+namespace tern::check {
+namespace {
+
+bool ColorWanted(int fd) {
+  const char* no_color = std::getenv("NO_COLOR");
+  const char* term = std::getenv("TERM");
+  return isatty(fd) && !(no_color && *no_color) && !(term && std::string_view(term) == "dumb");
+}
+
+void Out(const std::string& s) {
+  std::fwrite(s.data(), 1, s.size(), stdout);
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int RunCheckCommand(const CheckOptions& options) {
+  const bool err_tty = isatty(STDERR_FILENO);
+  auto last_progress = std::chrono::steady_clock::now() - std::chrono::hours(1);
+  bool progress_shown = false;
+  RunCallbacks cb;
+  // Readiness: redraw one line on a terminal; elsewhere a line every 10 s.
+  cb.progress = [&](std::string_view line) {
+    auto now = std::chrono::steady_clock::now();
+    if (err_tty) {
+      fmt::print(stderr, "\r{}\x1b[K", line);
+      progress_shown = true;
+    } else if (now - last_progress >= std::chrono::seconds(10)) {
+      fmt::print(stderr, "{}\n", line);
+      last_progress = now;
+    }
+  };
+  auto clear_progress = [&] {
+    if (progress_shown) fmt::print(stderr, "\r\x1b[K");
+    progress_shown = false;
+  };
+  cb.on_start = [&](const RunReport& r) {
+    clear_progress();
+    Out(TableHeader(r, options.color));
+  };
+  cb.on_check_start = [&](const CheckSpec& spec) {
+    if (err_tty) {
+      fmt::print(stderr, "\rrunning {}...\x1b[K", spec.name);
+      progress_shown = true;
+    }
+  };
+  cb.on_result = [&](const CheckResult& r) {
+    clear_progress();
+    Out(TableRow(r, options.color));
+  };
+  RunReport report = RunChecks(options, cb);
+  clear_progress();
+  Out(TableSummary(report, options.color));
+  int code = report.exit_code;
+  if (!options.json_path.empty()) {
+    if (Status s = WriteStringToFile(options.json_path, ReportToJsonText(report)); !s.ok()) {
+      fmt::print(stderr, "tern check: writing the JSON report: {}\n", s.message());
+      code = kExitUnreachable;
+    }
+  }
+  if (!options.junit_path.empty()) {
+    if (Status s = WriteStringToFile(options.junit_path, ReportToJunit(report)); !s.ok()) {
+      fmt::print(stderr, "tern check: writing the JUnit report: {}\n", s.message());
+      code = kExitUnreachable;
+    }
+  }
+  return code;
+}
+
+std::function<int()> RegisterCheck(CLI::App& sub) {
+  auto o = std::make_shared<CheckOptions>();
+  auto no_color = std::make_shared<bool>(false);
+  sub.add_option("--url", o->url, "server URL (http://host:port)")->capture_default_str();
+  sub.add_option("--api-key", o->api_key, "API key, sent as 'Authorization: Bearer KEY'");
+  sub.add_option("--model", o->model, "model name for requests (default: the first of /v1/models)");
+  sub.add_option("--wait", o->wait_s, "wait up to SECONDS for /health (or /v1/models) to say ready")
+      ->check(CLI::NonNegativeNumber);
+  sub.add_option("--suite", o->suite, "smoke, full, or check names separated by commas")->capture_default_str();
+  sub.add_option("--json", o->json_path, "write a JSON report to FILE");
+  sub.add_option("--junit", o->junit_path, "write a JUnit XML report to FILE");
+  sub.add_option("--timeout", o->timeout_s, "per-request timeout in SECONDS")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  sub.add_option("--concurrency", o->concurrency, "parallel requests of the concurrency check")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
+  sub.add_option("--long-context", o->long_context_tokens, "filler TOKENS of the long-context check")
+      ->check(CLI::Range(64, 10000000))
+      ->capture_default_str();
+  sub.add_option("--max-thinking-tokens", o->max_thinking_tokens, "max_tokens of the thinking arithmetic check")
+      ->check(CLI::Range(16, 1000000))
+      ->capture_default_str();
+  sub.add_flag("--no-color", *no_color, "no ANSI colour even on a terminal");
+  return [o, no_color]() {
+    CheckOptions opts = *o;
+    opts.color = !*no_color && ColorWanted(STDOUT_FILENO);
+    return RunCheckCommand(opts);
+  };
+}
+
+}  // namespace tern::check

@@ -1,0 +1,85 @@
+// CheckContext: what a check gets to talk to the server, and ChatRequest, the
+// one request shape all checks use.
+//
+// Chat() and ChatStream() build the request body for every dialect at once
+// (see BuildChatBody), retry without the optional extras when a server
+// rejects them with a 4xx, scan every reply for degenerate output, and keep
+// a log of what they saw for the degenerate-output summary. They are safe to
+// call from several threads (the concurrency check does).
+#pragma once
+
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "check/chat.h"
+#include "check/http_client.h"
+#include "check/options.h"
+#include "check/server.h"
+
+namespace tern::check {
+
+enum class Thinking { kDefault, kOff, kOn };
+
+struct ChatRequest {
+  nlohmann::json messages = nlohmann::json::array();
+  int max_tokens = 64;
+  Thinking thinking = Thinking::kOff;
+  bool logprobs = false;
+  nlohmann::json tools = nullptr;  // null: none
+  bool stream = false;   // ChatStream sets it
+  bool ignore_eos = false;
+};
+
+// The JSON body of a chat request. Always greedy (temperature 0, seed 0).
+// `extras` adds the optional fields a server may reject:
+//   Thinking::kOff: chat_template_kwargs {enable_thinking:false, thinking:false}
+//     (SGLang, vLLM, llama.cpp, tern: Qwen3 templates read enable_thinking) and,
+//     with extras, reasoning_effort "none" (OpenAI; SGLang maps it to the same);
+//   Thinking::kOn: chat_template_kwargs {enable_thinking:true, thinking:true};
+//   logprobs (with extras only), ignore_eos (with extras only);
+//   streams: stream_options {include_usage:true}.
+nlohmann::json BuildChatBody(const std::string& model, const ChatRequest& req, bool extras);
+
+// One user message: [{"role":"user","content":text}].
+nlohmann::json UserMessage(const std::string& text);
+
+class CheckContext {
+ public:
+  CheckContext(CheckOptions options, HttpClient http, ServerInfo server)
+      : options_(std::move(options)), http_(std::move(http)), server_(std::move(server)) {}
+
+  ChatResult Chat(const ChatRequest& req);
+  ChatResult ChatStream(const ChatRequest& req);
+
+  const CheckOptions& options() const { return options_; }
+  const HttpClient& http() const { return http_; }
+  const ServerInfo& server() const { return server_; }
+
+  // The check now running; replies are logged under its name.
+  void SetCurrentCheck(const std::string& name);
+
+  struct Scan {
+    std::string check;
+    std::vector<std::string> findings;  // empty: clean
+    std::string excerpt;
+  };
+  // Every reply's degenerate-output scan so far.
+  std::vector<Scan> Scans() const;
+
+ private:
+  ChatResult Send(const ChatRequest& req, bool extras);
+  void Record(const ChatResult& r);
+
+  CheckOptions options_;
+  HttpClient http_;
+  ServerInfo server_;
+  mutable std::mutex mu_;
+  std::string current_check_;
+  std::vector<Scan> scans_;
+};
+
+}  // namespace tern::check
