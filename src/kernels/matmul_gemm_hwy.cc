@@ -121,7 +121,7 @@ void PackPanel(const MatrixView& w, size_t n0, size_t n_end, size_t k0, size_t k
   const size_t NW = PanelWidth();
   const size_t row_bytes = size_t(w.row_stride) * DTypeSize(kDT);
   const auto* base = static_cast<const uint8_t*>(w.data);
-  const uint8_t* rows[kNV * HWY_MAX_BYTES / 4];
+  [[maybe_unused]] const uint8_t* rows[kNV * HWY_MAX_BYTES / 4];
   for (size_t j = 0; j < NW; ++j) rows[j] = base + std::min(n0 + j, n_end - 1) * row_bytes;
 
   size_t k = k0;
