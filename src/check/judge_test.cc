@@ -196,7 +196,7 @@ TEST(Degenerate, BrokenKernelOutputsAreCaught) {
   EXPECT_TRUE(has(FindDegenerateText("!!!!!!!!"), "8 of 8 characters are '!'"));  // short, still caught
   auto words = FindDegenerateText("Sure! the the the the the the the the the the the");
   ASSERT_EQ(words.size(), 1u);
-  EXPECT_TRUE(Contains(words[0], "the") && Contains(words[0], "repeated 11 times")  // 11 x " the") << words[0];
+  EXPECT_TRUE(Contains(words[0], "the") && Contains(words[0], "repeated 11 times")) << words[0];  // 11 x " the"
   EXPECT_TRUE(has(FindDegenerateText("ababababababababababababababababab"), "'ab' repeated 17 times"));
   ChatResult nan = ParseChatReply(200, ReplyFile("sglang_nan_logprobs.json"));
   auto f = FindDegenerate(nan);
