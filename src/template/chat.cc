@@ -1,34 +1,77 @@
 #include "template/chat.h"
 
+#include "template/template_internal.h"
+
 namespace tern::jinja {
 
-Result<nlohmann::ordered_json> NormalizeMessages(const nlohmann::ordered_json& messages, bool keep_null_content) {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+// A content list made only of {"type": "text", "text": ...} parts, joined
+// with "\n"; false for any other list.
+bool JoinTextParts(const Json& parts, std::string* out) {
+  out->clear();
+  for (size_t k = 0; k < parts.size(); ++k) {
+    const auto& part = parts[k];
+    if (!part.is_object()) return false;
+    const auto type = part.find("type");
+    const auto text = part.find("text");
+    if (type == part.end() || *type != "text" || text == part.end() || !text->is_string()) return false;
+    if (k) *out += "\n";
+    *out += text->get_ref<const std::string&>();
+  }
+  return true;
+}
+
+Status CheckMessages(const Json& messages) {
   if (!messages.is_array()) return Status::Error("messages must be an array");
-  nlohmann::ordered_json out = nlohmann::ordered_json::array();
   for (size_t i = 0; i < messages.size(); ++i) {
-    const auto& m = messages[i];
-    if (!m.is_object()) return Status::Errorf("messages[{}] must be an object", i);
-    nlohmann::ordered_json n = m;
+    if (!messages[i].is_object()) return Status::Errorf("messages[{}] must be an object", i);
+  }
+  return Status::Ok();
+}
+
+// The normalised message as a template value, built straight from the JSON
+// (same rules as NormalizeMessages, without copying the JSON first).
+Value MessageToValue(const Json& m, bool keep_null_content) {
+  auto d = std::make_shared<DictObj>();
+  d->entries.reserve(m.size() + 1);
+  bool has_content = false;
+  std::string joined;
+  for (const auto& [k, v] : m.items()) {
+    if (k != "content") {
+      d->entries.emplace_back(k, JsonToValue(v));
+      continue;
+    }
+    has_content = true;
+    if (v.is_null()) {
+      d->entries.emplace_back(k, keep_null_content ? Value::None() : Value::String(""));
+    } else if (v.is_array() && JoinTextParts(v, &joined)) {
+      d->entries.emplace_back(k, Value::String(joined));
+    } else {
+      d->entries.emplace_back(k, JsonToValue(v));
+    }
+  }
+  if (!has_content) d->entries.emplace_back("content", keep_null_content ? Value::None() : Value::String(""));
+  return Value::Dict(std::move(d));
+}
+
+}  // namespace
+
+Result<nlohmann::ordered_json> NormalizeMessages(const nlohmann::ordered_json& messages, bool keep_null_content) {
+  TERN_RETURN_IF_ERROR(CheckMessages(messages));
+  Json out = Json::array();
+  std::string joined;
+  for (const auto& m : messages) {
+    Json n = m;
     auto it = n.find("content");
     if (it == n.end()) {
-      n["content"] = keep_null_content ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json("");
+      n["content"] = keep_null_content ? Json(nullptr) : Json("");
     } else if (it->is_null()) {
       if (!keep_null_content) *it = "";
-    } else if (it->is_array()) {
-      bool all_text = true;
-      std::string joined;
-      for (size_t k = 0; k < it->size(); ++k) {
-        const auto& part = (*it)[k];
-        const auto type = part.is_object() ? part.find("type") : part.end();
-        const auto text = part.is_object() ? part.find("text") : part.end();
-        if (!part.is_object() || type == part.end() || *type != "text" || text == part.end() || !text->is_string()) {
-          all_text = false;
-          break;
-        }
-        if (k) joined += "\n";
-        joined += text->get_ref<const std::string&>();
-      }
-      if (all_text) *it = joined;
+    } else if (it->is_array() && JoinTextParts(*it, &joined)) {
+      *it = joined;
     }
     out.push_back(std::move(n));
   }
@@ -36,23 +79,30 @@ Result<nlohmann::ordered_json> NormalizeMessages(const nlohmann::ordered_json& m
 }
 
 Result<std::string> RenderChat(const Template& tpl, const ChatRenderInput& input, const RenderOptions& options) {
-  TERN_ASSIGN_OR_RETURN(nlohmann::ordered_json messages, NormalizeMessages(input.messages, input.keep_null_content));
+  TERN_RETURN_IF_ERROR(CheckMessages(input.messages));
   if (!input.tools.is_null() && !input.tools.is_array()) return Status::Error("tools must be an array or null");
   if (!input.extra_kwargs.is_null() && !input.extra_kwargs.is_object()) {
     return Status::Error("chat template kwargs must be an object");
   }
-  // The context transformers' apply_chat_template passes.
-  nlohmann::ordered_json ctx = nlohmann::ordered_json::object();
-  ctx["messages"] = std::move(messages);
-  ctx["tools"] = input.tools;
-  ctx["documents"] = nullptr;
-  ctx["add_generation_prompt"] = input.add_generation_prompt;
-  ctx["bos_token"] = input.bos_token;
-  ctx["eos_token"] = input.eos_token;
-  if (input.extra_kwargs.is_object()) {
-    for (const auto& [k, v] : input.extra_kwargs.items()) ctx[k] = v;
-  }
-  return tpl.Render(ctx, options);
+  // The context transformers' apply_chat_template passes: messages, tools,
+  // documents, add_generation_prompt, special tokens, then the kwargs.
+  return RenderInternal(
+      tpl,
+      [&](const std::function<void(std::string_view, Value)>& set) {
+        std::vector<Value> msgs;
+        msgs.reserve(input.messages.size());
+        for (const auto& m : input.messages) msgs.push_back(MessageToValue(m, input.keep_null_content));
+        set("messages", Value::List(std::move(msgs)));
+        set("tools", JsonToValue(input.tools));
+        set("documents", Value::None());
+        set("add_generation_prompt", Value::Bool(input.add_generation_prompt));
+        set("bos_token", Value::String(input.bos_token));
+        set("eos_token", Value::String(input.eos_token));
+        if (input.extra_kwargs.is_object()) {
+          for (const auto& [k, v] : input.extra_kwargs.items()) set(k, JsonToValue(v));
+        }
+      },
+      options);
 }
 
 }  // namespace tern::jinja

@@ -62,7 +62,7 @@ std::string TruncateCp(const std::string& s, int64_t n) {
 }
 
 // format(value, spec) for the common spec forms.
-std::string FormatSpec(const Value& v, const std::string& spec) {
+std::string FormatSpec(Evaluator& ev, const Value& v, const std::string& spec) {
   size_t i = 0;
   std::string fill = " ";
   char align = 0;
@@ -94,7 +94,8 @@ std::string FormatSpec(const Value& v, const std::string& spec) {
     ++i;
   }
   int64_t width = 0;
-  while (i < spec.size() && spec[i] >= '0' && spec[i] <= '9') width = std::min<int64_t>(width * 10 + (spec[i++] - '0'), 100000);
+  while (i < spec.size() && spec[i] >= '0' && spec[i] <= '9') width = std::min<int64_t>(width * 10 + (spec[i++] - '0'), INT64_C(1) << 40);
+  ev.CheckSize(static_cast<size_t>(width));
   bool comma = false;
   if (i < spec.size() && (spec[i] == ',' || spec[i] == '_')) {
     comma = true;
@@ -382,7 +383,7 @@ std::string PyStrFormat(Evaluator& ev, const std::string& f, CallArgs& args) {
     } else if (conv != 0) {
       ThrowRender(fmt::format("Unknown conversion specifier {}", conv));
     }
-    out += FormatSpec(v, spec);
+    out += FormatSpec(ev, v, spec);
     ev.CheckSize(out.size());
   }
   return out;

@@ -9,6 +9,7 @@
 #include "template/error.h"
 #include "template/evaluator.h"
 #include "template/parser.h"
+#include "template/template_internal.h"
 
 namespace tern::jinja {
 
@@ -19,9 +20,7 @@ struct Template::Impl {
   std::vector<Value> builtin_globals;
 };
 
-namespace {
-
-Value FromJson(const nlohmann::ordered_json& j) {
+Value JsonToValue(const nlohmann::ordered_json& j) {
   switch (j.type()) {
     case nlohmann::ordered_json::value_t::null:
       return Value::None();
@@ -41,19 +40,21 @@ Value FromJson(const nlohmann::ordered_json& j) {
     case nlohmann::ordered_json::value_t::array: {
       std::vector<Value> items;
       items.reserve(j.size());
-      for (const auto& e : j) items.push_back(FromJson(e));
+      for (const auto& e : j) items.push_back(JsonToValue(e));
       return Value::List(std::move(items));
     }
     case nlohmann::ordered_json::value_t::object: {
       auto d = std::make_shared<DictObj>();
       d->entries.reserve(j.size());
-      for (const auto& [k, v] : j.items()) d->entries.emplace_back(k, FromJson(v));
+      for (const auto& [k, v] : j.items()) d->entries.emplace_back(k, JsonToValue(v));
       return Value::Dict(std::move(d));
     }
     default:
       return Value();
   }
 }
+
+namespace {
 
 std::string Where(const TemplateError& e) {
   if (e.line <= 0) return "";
@@ -84,15 +85,25 @@ Result<std::string> Template::Render(const nlohmann::ordered_json& context, cons
   if (!context.is_object() && !context.is_null()) {
     return Status::Error("template context must be a JSON object");
   }
+  std::vector<std::pair<std::string_view, const nlohmann::ordered_json*>> vars;
+  if (context.is_object()) {
+    for (const auto& [k, v] : context.items()) vars.emplace_back(k, &v);
+  }
+  return RenderInternal(*this, [&](const std::function<void(std::string_view, Value)>& set) {
+    for (const auto& [k, v] : vars) set(k, JsonToValue(*v));
+  }, options);
+}
+
+Result<std::string> RenderInternal(const Template& tpl, const std::function<void(const std::function<void(std::string_view, Value)>&)>& fill,
+                                   const RenderOptions& options) {
+  const Template::Impl& impl = tpl.impl();
   try {
-    std::vector<Value> globals = impl_->builtin_globals;
-    if (context.is_object()) {
-      for (const auto& [k, v] : context.items()) {
-        auto it = impl_->sym_index.find(k);
-        if (it != impl_->sym_index.end()) globals[static_cast<size_t>(it->second)] = FromJson(v);
-      }
-    }
-    Evaluator ev(impl_->parsed, options, std::move(globals));
+    std::vector<Value> globals = impl.builtin_globals;
+    fill([&](std::string_view name, Value v) {
+      auto it = impl.sym_index.find(std::string(name));
+      if (it != impl.sym_index.end()) globals[static_cast<size_t>(it->second)] = std::move(v);
+    });
+    Evaluator ev(impl.parsed, options, std::move(globals));
     return ev.Run();
   } catch (const TemplateError& e) {
     if (e.type == TemplateError::Type::kRaised) return Status::Error(e.message);

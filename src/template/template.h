@@ -48,6 +48,7 @@ class Template {
   Result<std::string> Render(const nlohmann::ordered_json& context, const RenderOptions& options = {}) const;
 
   struct Impl;
+  const Impl& impl() const { return *impl_; }
 
  private:
   explicit Template(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
