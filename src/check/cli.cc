@@ -1,5 +1,6 @@
 #include "check/cli.h"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -30,6 +31,8 @@ void Out(const std::string& s) {
 }  // namespace
 
 int RunCheckCommand(const CheckOptions& options) {
+  // A server that drops a connection while we write must not kill the process.
+  signal(SIGPIPE, SIG_IGN);
   const bool err_tty = isatty(STDERR_FILENO);
   auto last_progress = std::chrono::steady_clock::now() - std::chrono::hours(1);
   bool progress_shown = false;

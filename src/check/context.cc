@@ -1,6 +1,7 @@
 #include "check/context.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "check/degenerate.h"
 #include "check/json_text.h"
@@ -18,26 +19,36 @@ bool MayBeRejectedExtra(int status) {
   return status == 400 || status == 409 || status == 415 || status == 422;
 }
 
-bool HasExtras(const ChatRequest& req) {
-  return req.thinking == Thinking::kOff || req.logprobs || req.ignore_eos;
+// The extras a request would use.
+unsigned Wanted(const ChatRequest& req) {
+  return (req.thinking == Thinking::kOff ? kReasoningEffort : 0u) | (req.logprobs ? kLogprobs : 0u) |
+         (req.ignore_eos ? kIgnoreEos : 0u);
+}
+
+std::string Names(unsigned extras) {
+  std::vector<std::string> n;
+  if (extras & kReasoningEffort) n.push_back("reasoning_effort");
+  if (extras & kLogprobs) n.push_back("logprobs");
+  if (extras & kIgnoreEos) n.push_back("ignore_eos");
+  return fmt::format("{}", fmt::join(n, ", "));
 }
 
 }  // namespace
 
 json UserMessage(const std::string& text) { return json::array({{{"role", "user"}, {"content", text}}}); }
 
-json BuildChatBody(const std::string& model, const ChatRequest& req, bool extras) {
+json BuildChatBody(const std::string& model, const ChatRequest& req, unsigned extras) {
   json b = {{"model", model}, {"messages", req.messages}, {"max_tokens", req.max_tokens},
             {"temperature", 0}, {"seed", 0}, {"stream", req.stream}};
   if (req.stream) b["stream_options"] = {{"include_usage", true}};
   if (req.thinking == Thinking::kOff) {
     b["chat_template_kwargs"] = {{"enable_thinking", false}, {"thinking", false}};
-    if (extras) b["reasoning_effort"] = "none";
+    if (extras & kReasoningEffort) b["reasoning_effort"] = "none";
   } else if (req.thinking == Thinking::kOn) {
     b["chat_template_kwargs"] = {{"enable_thinking", true}, {"thinking", true}};
   }
-  if (extras && req.logprobs) b["logprobs"] = true;
-  if (extras && req.ignore_eos) b["ignore_eos"] = true;
+  if ((extras & kLogprobs) && req.logprobs) b["logprobs"] = true;
+  if ((extras & kIgnoreEos) && req.ignore_eos) b["ignore_eos"] = true;
   if (!req.tools.is_null()) {
     b["tools"] = req.tools;
     b["tool_choice"] = "auto";
@@ -45,7 +56,7 @@ json BuildChatBody(const std::string& model, const ChatRequest& req, bool extras
   return b;
 }
 
-ChatResult CheckContext::Send(const ChatRequest& req, bool extras) {
+ChatResult CheckContext::Send(const ChatRequest& req, unsigned extras) {
   const std::string body = BuildChatBody(server_.model, req, extras).dump();
   if (!req.stream) {
     auto reply = http_.PostJson(kChatPath, body);
@@ -87,16 +98,36 @@ ChatResult CheckContext::Send(const ChatRequest& req, bool extras) {
   return r;
 }
 
+ChatResult CheckContext::SendWithFallback(const ChatRequest& req) {
+  unsigned allowed;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    allowed = allowed_extras_;
+  }
+  const unsigned first = Wanted(req) & allowed;
+  ChatResult r = Send(req, first);
+  if (!MayBeRejectedExtra(r.http_status) || first == 0) return r;
+  // Drop reasoning_effort first (the usual culprit), then everything optional.
+  for (unsigned without : {unsigned{kReasoningEffort}, unsigned{kAllExtras}}) {
+    if (!(first & without)) continue;
+    ChatResult retry = Send(req, first & ~without);
+    if (MayBeRejectedExtra(retry.http_status)) continue;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (allowed_extras_ & first & without) {
+      allowed_extras_ &= ~(first & without);
+      std::string note = fmt::format("server rejected {} ({}); sent without from then on", Names(first & without), r.failure);
+      notes_.push_back(note);
+      retry.notes = note;
+    }
+    return retry;
+  }
+  return r;  // rejected whatever we left out: report the first error
+}
+
 ChatResult CheckContext::Chat(const ChatRequest& req) {
   ChatRequest plain = req;
   plain.stream = false;
-  ChatResult r = Send(plain, true);
-  if (MayBeRejectedExtra(r.http_status) && HasExtras(plain)) {
-    ChatResult retry = Send(plain, false);
-    retry.notes = fmt::format("server rejected the optional fields ({}); retried without reasoning_effort/logprobs/ignore_eos",
-                              r.failure);
-    r = std::move(retry);
-  }
+  ChatResult r = SendWithFallback(plain);
   Record(r);
   return r;
 }
@@ -104,15 +135,14 @@ ChatResult CheckContext::Chat(const ChatRequest& req) {
 ChatResult CheckContext::ChatStream(const ChatRequest& req) {
   ChatRequest s = req;
   s.stream = true;
-  ChatResult r = Send(s, true);
-  if (MayBeRejectedExtra(r.http_status) && HasExtras(s)) {
-    ChatResult retry = Send(s, false);
-    retry.notes = fmt::format("server rejected the optional fields ({}); retried without reasoning_effort/logprobs/ignore_eos",
-                              r.failure);
-    r = std::move(retry);
-  }
+  ChatResult r = SendWithFallback(s);
   Record(r);
   return r;
+}
+
+std::vector<std::string> CheckContext::Notes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return notes_;
 }
 
 void CheckContext::SetCurrentCheck(const std::string& name) {

@@ -2,8 +2,8 @@
 // one request shape all checks use.
 //
 // Chat() and ChatStream() build the request body for every dialect at once
-// (see BuildChatBody), retry without the optional extras when a server
-// rejects them with a 4xx, scan every reply for degenerate output, and keep
+// (see BuildChatBody), retry without the optional fields when a server
+// rejects them with a 4xx (and then stop sending them), scan every reply for degenerate output, and keep
 // a log of what they saw for the degenerate-output summary. They are safe to
 // call from several threads (the concurrency check does).
 #pragma once
@@ -28,21 +28,28 @@ struct ChatRequest {
   nlohmann::json messages = nlohmann::json::array();
   int max_tokens = 64;
   Thinking thinking = Thinking::kOff;
-  bool logprobs = false;
+  bool logprobs = true;  // so that every reply's logprobs are scanned for NaN
   nlohmann::json tools = nullptr;  // null: none
   bool stream = false;   // ChatStream sets it
   bool ignore_eos = false;
 };
 
+// Optional request fields that some servers reject with a 4xx.
+enum Extra : unsigned {
+  kReasoningEffort = 1,  // reasoning_effort "none" with thinking off (OpenAI; SGLang; older vLLM rejects it)
+  kLogprobs = 2,         // logprobs: true
+  kIgnoreEos = 4,        // ignore_eos: true (SGLang, vLLM, llama.cpp extension)
+  kAllExtras = 7,
+};
+
 // The JSON body of a chat request. Always greedy (temperature 0, seed 0).
-// `extras` adds the optional fields a server may reject:
 //   Thinking::kOff: chat_template_kwargs {enable_thinking:false, thinking:false}
 //     (SGLang, vLLM, llama.cpp, tern: Qwen3 templates read enable_thinking) and,
-//     with extras, reasoning_effort "none" (OpenAI; SGLang maps it to the same);
+//     when `extras` allows, reasoning_effort "none";
 //   Thinking::kOn: chat_template_kwargs {enable_thinking:true, thinking:true};
-//   logprobs (with extras only), ignore_eos (with extras only);
+//   logprobs and ignore_eos when requested and `extras` allows;
 //   streams: stream_options {include_usage:true}.
-nlohmann::json BuildChatBody(const std::string& model, const ChatRequest& req, bool extras);
+nlohmann::json BuildChatBody(const std::string& model, const ChatRequest& req, unsigned extras);
 
 // One user message: [{"role":"user","content":text}].
 nlohmann::json UserMessage(const std::string& text);
@@ -69,9 +76,15 @@ class CheckContext {
   };
   // Every reply's degenerate-output scan so far.
   std::vector<Scan> Scans() const;
+  // Remarks about the server learned while running ("rejects reasoning_effort").
+  std::vector<std::string> Notes() const;
 
  private:
-  ChatResult Send(const ChatRequest& req, bool extras);
+  ChatResult Send(const ChatRequest& req, unsigned extras);
+  // Sends; on a 4xx that an optional field may have caused, retries without
+  // reasoning_effort, then without any extra, and stops sending what the
+  // server rejected for the rest of the run.
+  ChatResult SendWithFallback(const ChatRequest& req);
   void Record(const ChatResult& r);
 
   CheckOptions options_;
@@ -80,6 +93,8 @@ class CheckContext {
   mutable std::mutex mu_;
   std::string current_check_;
   std::vector<Scan> scans_;
+  unsigned allowed_extras_ = kAllExtras;
+  std::vector<std::string> notes_;
 };
 
 }  // namespace tern::check

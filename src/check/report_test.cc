@@ -48,7 +48,10 @@ TEST(Table, RowsAndColour) {
   EXPECT_NE(TableRow(r.results[1], false).find("1.23 s"), std::string::npos);
   std::string sum = TableSummary(r, false);
   EXPECT_NE(sum.find("3 checks: 1 passed, 1 failed, 1 skipped in 1.5 s"), std::string::npos) << sum;
-  EXPECT_NE(sum.find("the model answers wrongly"), std::string::npos) << sum;
+  EXPECT_EQ(sum.find("the model answers wrongly"), std::string::npos) << sum;  // one semantic failure: no verdict
+  RunReport wrong = Sample();
+  wrong.results[2].outcome = Outcome::kFail;  // two of two semantic checks fail, the structural one passes
+  EXPECT_NE(TableSummary(wrong, false).find("the model answers wrongly"), std::string::npos);
   r.fatal = "server at X is not ready";
   EXPECT_EQ(TableSummary(r, false), "tern check: server at X is not ready\n");
   EXPECT_EQ(FormatLatency(0), "-");

@@ -120,6 +120,7 @@ RunReport RunChecks(const CheckOptions& options, const RunCallbacks& cb) {
     if (cb.on_result) cb.on_result(r);
     report.results.push_back(std::move(r));
   }
+  for (auto& n : ctx.Notes()) report.server.notes.push_back(std::move(n));
   report.exit_code = report.Count(Outcome::kFail) > 0 ? kExitFailed : kExitPassed;
   return finish(report);
 }
