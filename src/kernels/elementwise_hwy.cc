@@ -64,8 +64,8 @@ void RopeNeoxImpl(float* x, int64_t tokens, int64_t heads, int64_t head_dim, int
       for (; i + L <= half; i += L) {
         const VF a = hn::LoadU(df, v + i), b = hn::LoadU(df, v + i + half);
         const VF vc = hn::LoadU(df, c + i), vs = hn::LoadU(df, s + i);
-        hn::StoreU(hn::MulSub(a, vc, hn::Mul(b, vs)), df, v + i);          // a c - b s
-        hn::StoreU(hn::MulAdd(b, vc, hn::Mul(a, vs)), df, v + i + half);   // b c + a s
+        hn::StoreU(hn::MulSub(a, vc, hn::Mul(b, vs)), df, v + i);         // a c - b s
+        hn::StoreU(hn::MulAdd(b, vc, hn::Mul(a, vs)), df, v + i + half);  // b c + a s
       }
       for (; i < half; ++i) {
         const float a = v[i], b = v[i + half];

@@ -53,8 +53,8 @@ TEST(RopeNeoxTest, MatchesReference) {
     struct Shape {
       int64_t tokens, heads, head_dim, rotary_dim;
     };
-    for (Shape s : {Shape{1, 1, 2, 2}, Shape{3, 2, 16, 16}, Shape{2, 3, 64, 32}, Shape{5, 2, 128, 128},
-                    Shape{2, 1, 50, 38}}) {
+    for (Shape s :
+         {Shape{1, 1, 2, 2}, Shape{3, 2, 16, 16}, Shape{2, 3, 64, 32}, Shape{5, 2, 128, 128}, Shape{2, 1, 50, 38}}) {
       SCOPED_TRACE(::testing::Message() << "tokens=" << s.tokens << " heads=" << s.heads << " head_dim=" << s.head_dim
                                         << " rotary_dim=" << s.rotary_dim);
       const size_t n = size_t(s.tokens * s.heads * s.head_dim), half = size_t(s.rotary_dim / 2);

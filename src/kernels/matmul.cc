@@ -4,8 +4,7 @@
 
 namespace tern::kernels {
 
-void MatMul(const float* x, int64_t M, int64_t ldx, const MatrixView& w, float* y, int64_t ldy,
-            ThreadPool& pool) {
+void MatMul(const float* x, int64_t M, int64_t ldx, const MatrixView& w, float* y, int64_t ldy, ThreadPool& pool) {
   if (M >= kGemmMinRows) {
     MatMulGemm(x, M, ldx, w, y, ldy, pool);
   } else {

@@ -55,9 +55,9 @@ void BM_FmaPeak(benchmark::State& state) {
     });
   }
   benchmark::DoNotOptimize(sink);
-  state.counters["GFLOP/s"] = benchmark::Counter(double(kIters) * double(FmaFlopsPerIteration()) * double(threads) *
-                                                     double(state.iterations()) * 1e-9,
-                                                 benchmark::Counter::kIsRate);
+  state.counters["GFLOP/s"] = benchmark::Counter(
+      double(kIters) * double(FmaFlopsPerIteration()) * double(threads) * double(state.iterations()) * 1e-9,
+      benchmark::Counter::kIsRate);
   state.SetLabel(SimdTargetName());
 }
 BENCHMARK(BM_FmaPeak)->Arg(1)->Arg(2)->Apply(Timing)->Unit(benchmark::kMillisecond);
@@ -116,8 +116,8 @@ void BM_MatMul(benchmark::State& state) {
   }
   const double iters = double(state.iterations());
   state.counters["GB/s"] = benchmark::Counter(double(wbytes) * iters * 1e-9, benchmark::Counter::kIsRate);
-  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * double(M * N) * double(K) * iters * 1e-9,
-                                                 benchmark::Counter::kIsRate);
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(2.0 * double(M * N) * double(K) * iters * 1e-9, benchmark::Counter::kIsRate);
   state.SetLabel(SimdTargetName());
 }
 
@@ -135,7 +135,8 @@ void BatchShapes(benchmark::internal::Benchmark* b) {
   b->Unit(benchmark::kMicrosecond);
 }
 void PrefillShapes(benchmark::internal::Benchmark* b) {
-  for (auto nk : std::vector<std::pair<int64_t, int64_t>>{{2048, 1024}, {1024, 1024}, {1024, 2048}, {3072, 1024}, {1024, 3072}})
+  for (auto nk :
+       std::vector<std::pair<int64_t, int64_t>>{{2048, 1024}, {1024, 1024}, {1024, 2048}, {3072, 1024}, {1024, 3072}})
     b->Args({512, nk.first, nk.second});
   Timing(b);
   b->Unit(benchmark::kMillisecond);

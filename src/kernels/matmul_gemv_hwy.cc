@@ -82,8 +82,8 @@ struct WRow<DType::kBF16> {
     const hn::RebindToUnsigned<DF> du32;
     const hn::Repartition<uint16_t, DF> du16;
     const auto u = hn::BitCast(du32, hn::LoadU(du16, reinterpret_cast<const uint16_t*>(row) + k));
-    lo = hn::BitCast(df, hn::ShiftLeft<16>(u));                          // elements 2i
-    hi = hn::BitCast(df, hn::And(u, hn::Set(du32, 0xFFFF0000u)));         // elements 2i + 1
+    lo = hn::BitCast(df, hn::ShiftLeft<16>(u));                    // elements 2i
+    hi = hn::BitCast(df, hn::And(u, hn::Set(du32, 0xFFFF0000u)));  // elements 2i + 1
 #endif
   }
 };
@@ -116,8 +116,8 @@ constexpr bool InterleavedX(DType dt) { return dt == DType::kBF16; }
 
 // One step of the tile: acc[i][j] += W[j][k..k+S) · x[i][k..k+S).
 template <DType kDT, int MR, int NR>
-HWY_INLINE void TileStep(const float* HWY_RESTRICT x, size_t ldxs, size_t kx, const uint8_t* const* rows,
-                         size_t kw, VF (&acc)[MR][NR]) {
+HWY_INLINE void TileStep(const float* HWY_RESTRICT x, size_t ldxs, size_t kx, const uint8_t* const* rows, size_t kw,
+                         VF (&acc)[MR][NR]) {
   const DF df;
   const size_t L = hn::Lanes(df);
   VF lo[NR], hi[NR];
@@ -139,8 +139,8 @@ HWY_INLINE void TileStep(const float* HWY_RESTRICT x, size_t ldxs, size_t kx, co
 // row stride ldxs (prepared, zero-padded) and rows[j] points at W row j.
 // k0 is a multiple of S; k1 is too unless it equals K (the tail).
 template <DType kDT, int MR, int NR>
-HWY_NOINLINE void Tile(const float* HWY_RESTRICT x, size_t ldxs, const uint8_t* const* rows, size_t k0,
-                       size_t k1, bool prefetch, float* HWY_RESTRICT sums) {
+HWY_NOINLINE void Tile(const float* HWY_RESTRICT x, size_t ldxs, const uint8_t* const* rows, size_t k0, size_t k1,
+                       bool prefetch, float* HWY_RESTRICT sums) {
   const DF df;
   const size_t S = 2 * hn::Lanes(df);
   constexpr size_t kBytes = WRow<kDT>::kBytes;
@@ -179,8 +179,8 @@ HWY_NOINLINE void Tile(const float* HWY_RESTRICT x, size_t ldxs, const uint8_t* 
 // Computes (or, with `accumulate`, adds to) y[0..MR)[n0..n1) the partial
 // products over k in [k0, k1) of MR prepared x rows and W rows n0..n1.
 template <DType kDT, int MR>
-void RowBlock(const float* xs, size_t ldxs, const MatrixView& w, size_t n0, size_t n1, size_t k0, size_t k1,
-              float* y, size_t ldy, bool accumulate, bool prefetch) {
+void RowBlock(const float* xs, size_t ldxs, const MatrixView& w, size_t n0, size_t n1, size_t k0, size_t k1, float* y,
+              size_t ldy, bool accumulate, bool prefetch) {
   constexpr int NR = NRFor(MR);
   const auto* base = static_cast<const uint8_t*>(w.data);
   const size_t row_bytes = size_t(w.row_stride) * WRow<kDT>::kBytes;
@@ -213,8 +213,7 @@ void RowBlockFor(size_t mr, const float* xs, size_t ldxs, const MatrixView& w, s
 
 // Copies rows [m0, m1) of x into xs (row stride kp, zero-padded), permuted per
 // step into (even, odd) halves when `interleave`.
-void PrepareRows(const float* x, size_t ldx, size_t m0, size_t m1, size_t K, size_t kp, bool interleave,
-                 float* xs) {
+void PrepareRows(const float* x, size_t ldx, size_t m0, size_t m1, size_t K, size_t kp, bool interleave, float* xs) {
   const DF df;
   const size_t L = hn::Lanes(df);
   for (size_t m = m0; m < m1; ++m) {
@@ -244,8 +243,7 @@ void PrepareRows(const float* x, size_t ldx, size_t m0, size_t m1, size_t K, siz
 }
 
 template <DType kDT>
-void MatMulTyped(const float* xs, size_t kp, size_t M, const MatrixView& w, float* y, size_t ldy,
-                 ThreadPool& pool) {
+void MatMulTyped(const float* xs, size_t kp, size_t M, const MatrixView& w, float* y, size_t ldy, ThreadPool& pool) {
   const size_t N = size_t(w.rows), K = size_t(w.cols);
   const size_t S = 2 * hn::Lanes(DF());
   constexpr size_t kBytes = WRow<kDT>::kBytes;
@@ -277,8 +275,7 @@ void MatMulTyped(const float* xs, size_t kp, size_t M, const MatrixView& w, floa
 
 }  // namespace
 
-void MatMulImpl(const float* x, int64_t M, int64_t ldx, const MatrixView& w, float* y, int64_t ldy,
-                ThreadPool& pool) {
+void MatMulImpl(const float* x, int64_t M, int64_t ldx, const MatrixView& w, float* y, int64_t ldy, ThreadPool& pool) {
   if (M <= 0 || w.rows <= 0) return;
   const size_t K = size_t(w.cols);
   if (K == 0) {
@@ -295,16 +292,18 @@ void MatMulImpl(const float* x, int64_t M, int64_t ldx, const MatrixView& w, flo
   float* xs = ThreadScratch(ScratchSlot::kMatMulX, size_t(M) * kp);
   const bool interleave = InterleavedX(w.dtype);
   if (size_t(M) * K >= (size_t(1) << 16)) {
-    pool.ParallelFor(size_t(M), 1, [&](size_t b, size_t e, size_t) {
-      PrepareRows(x, size_t(ldx), b, e, K, kp, interleave, xs);
-    });
+    pool.ParallelFor(size_t(M), 1,
+                     [&](size_t b, size_t e, size_t) { PrepareRows(x, size_t(ldx), b, e, K, kp, interleave, xs); });
   } else {
     PrepareRows(x, size_t(ldx), 0, size_t(M), K, kp, interleave, xs);
   }
   switch (w.dtype) {
-    case DType::kBF16: return MatMulTyped<DType::kBF16>(xs, kp, size_t(M), w, y, size_t(ldy), pool);
-    case DType::kF16: return MatMulTyped<DType::kF16>(xs, kp, size_t(M), w, y, size_t(ldy), pool);
-    default: return MatMulTyped<DType::kF32>(xs, kp, size_t(M), w, y, size_t(ldy), pool);
+    case DType::kBF16:
+      return MatMulTyped<DType::kBF16>(xs, kp, size_t(M), w, y, size_t(ldy), pool);
+    case DType::kF16:
+      return MatMulTyped<DType::kF16>(xs, kp, size_t(M), w, y, size_t(ldy), pool);
+    default:
+      return MatMulTyped<DType::kF32>(xs, kp, size_t(M), w, y, size_t(ldy), pool);
   }
 }
 
@@ -317,8 +316,7 @@ namespace tern::kernels {
 
 HWY_EXPORT(MatMulImpl);
 
-void MatMulGemv(const float* x, int64_t M, int64_t ldx, const MatrixView& w, float* y, int64_t ldy,
-                ThreadPool& pool) {
+void MatMulGemv(const float* x, int64_t M, int64_t ldx, const MatrixView& w, float* y, int64_t ldy, ThreadPool& pool) {
   HWY_DYNAMIC_DISPATCH(MatMulImpl)(x, M, ldx, w, y, ldy, pool);
 }
 

@@ -12,12 +12,10 @@ namespace tern::kernels {
 // Dot products along K over the unpacked weights, several rows of W per x
 // load and several rows of x per W load (matmul_gemv_hwy.cc). Bandwidth-bound
 // decode and small batches.
-void MatMulGemv(const float* x, int64_t M, int64_t ldx, const MatrixView& w, float* y, int64_t ldy,
-                ThreadPool& pool);
+void MatMulGemv(const float* x, int64_t M, int64_t ldx, const MatrixView& w, float* y, int64_t ldy, ThreadPool& pool);
 
 // Packed, register-blocked GEMM (matmul_gemm_hwy.cc). Compute-bound prefill.
-void MatMulGemm(const float* x, int64_t M, int64_t ldx, const MatrixView& w, float* y, int64_t ldy,
-                ThreadPool& pool);
+void MatMulGemm(const float* x, int64_t M, int64_t ldx, const MatrixView& w, float* y, int64_t ldy, ThreadPool& pool);
 
 // MatMul uses MatMulGemm from this many rows of x on (measured on AVX2 with
 // tern_benchmark: below it, packing W costs more than the GEMM saves).

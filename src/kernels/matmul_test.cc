@@ -67,8 +67,7 @@ void CheckCase(const Case& c, DType dtype, ThreadPool& pool, uint32_t seed) {
       for (int64_t n = 0; n < c.N && failures < 5; ++n) {
         const size_t i = size_t(m * ldy + n);
         if (!(std::fabs(double(y[i]) - want[i]) <= tol[i])) {
-          ADD_FAILURE() << "y[" << m << "," << n << "] = " << y[i] << ", want " << want[i] << " (tol " << tol[i]
-                        << ")";
+          ADD_FAILURE() << "y[" << m << "," << n << "] = " << y[i] << ", want " << want[i] << " (tol " << tol[i] << ")";
           ++failures;
         }
       }
@@ -80,17 +79,9 @@ void CheckCase(const Case& c, DType dtype, ThreadPool& pool, uint32_t seed) {
 TEST(MatMulTest, MatchesReferenceOnOddShapes) {
   ThreadPool pool(2);
   const Case cases[] = {
-      {.M = 1, .N = 1, .K = 1},
-      {.M = 1, .N = 7, .K = 31},
-      {.M = 1, .N = 33, .K = 64},
-      {.M = 2, .N = 5, .K = 17},
-      {.M = 3, .N = 13, .K = 100},
-      {.M = 4, .N = 9, .K = 33},
-      {.M = 5, .N = 31, .K = 48},
-      {.M = 6, .N = 10, .K = 65},
-      {.M = 7, .N = 29, .K = 257},
-      {.M = 17, .N = 51, .K = 130},
-      {.M = 33, .N = 7, .K = 9},
+      {.M = 1, .N = 1, .K = 1},    {.M = 1, .N = 7, .K = 31},    {.M = 1, .N = 33, .K = 64}, {.M = 2, .N = 5, .K = 17},
+      {.M = 3, .N = 13, .K = 100}, {.M = 4, .N = 9, .K = 33},    {.M = 5, .N = 31, .K = 48}, {.M = 6, .N = 10, .K = 65},
+      {.M = 7, .N = 29, .K = 257}, {.M = 17, .N = 51, .K = 130}, {.M = 33, .N = 7, .K = 9},
   };
   uint32_t seed = 1;
   ForEachSimdTarget([&] {

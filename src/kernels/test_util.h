@@ -40,8 +40,7 @@ struct TestMatrix {
   std::vector<uint8_t> storage;
   MatrixView view;
 
-  TestMatrix(std::mt19937& rng, DType dtype, int64_t rows, int64_t cols, int64_t row_stride,
-             size_t byte_offset = 0) {
+  TestMatrix(std::mt19937& rng, DType dtype, int64_t rows, int64_t cols, int64_t row_stride, size_t byte_offset = 0) {
     const size_t esize = DTypeSize(dtype);
     // 0xFF bytes are NaN in every float format: reading padding poisons results.
     storage.assign(byte_offset + size_t(rows * row_stride) * esize + 64, 0xFF);

@@ -1,0 +1,198 @@
+// PagedAttention and KvWrite against the scalar reference on every SIMD
+// target: scattered block tables, contexts that end mid-block, grouped-query
+// heads, batches of jobs of different lengths (decode and prefill mixed),
+// f32 and bf16 caches, odd head sizes.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "kernels/ops.h"
+#include "kernels/reference.h"
+#include "kernels/test_util.h"
+
+namespace tern::kernels {
+namespace {
+
+using testing::ForEachSimdTarget;
+using testing::RandomFloats;
+
+constexpr double kU = 1.0 / (1 << 24);
+
+// A KV pool shared by several sequences, each with its own shuffled block table.
+struct TestCache {
+  DType dtype;
+  int32_t block_size, kv_heads, head_dim, num_blocks;
+  std::vector<uint8_t> k, v;
+  std::vector<std::vector<int32_t>> tables;
+  int32_t next_free = 0;
+  std::vector<int32_t> free_order;
+
+  TestCache(std::mt19937& rng, DType dt, int32_t bs, int32_t heads, int32_t dim, int32_t blocks)
+      : dtype(dt), block_size(bs), kv_heads(heads), head_dim(dim), num_blocks(blocks) {
+    const size_t bytes = size_t(blocks) * size_t(bs * heads * dim) * DTypeSize(dt);
+    k.assign(bytes, 0xFF);  // NaN everywhere: reading an unwritten slot poisons the result
+    v.assign(bytes, 0xFF);
+    free_order.resize(size_t(blocks));
+    std::iota(free_order.begin(), free_order.end(), 0);
+    std::shuffle(free_order.begin(), free_order.end(), rng);
+  }
+
+  // A new sequence of `len` positions filled with random K/V (through the
+  // reference KvWrite); returns its index.
+  size_t AddSequence(std::mt19937& rng, int64_t len) {
+    std::vector<int32_t> table;
+    for (int64_t b = 0; b < (len + block_size - 1) / block_size; ++b)
+      table.push_back(free_order.at(size_t(next_free++)));
+    tables.push_back(table);
+    const size_t n = size_t(len * kv_heads * head_dim);
+    const std::vector<float> kk = RandomFloats(rng, n), vv = RandomFloats(rng, n);
+    ref::KvWrite(Pages(tables.size() - 1), 0, len, kk.data(), vv.data());
+    return tables.size() - 1;
+  }
+
+  KvPages Pages(size_t seq) {
+    return KvPages{.k = k.data(),
+                   .v = v.data(),
+                   .dtype = dtype,
+                   .block_table = tables[seq].data(),
+                   .block_size = block_size,
+                   .kv_heads = kv_heads,
+                   .head_dim = head_dim};
+  }
+};
+
+struct JobSpec {
+  int64_t ctx_len, num_queries;
+};
+
+// Runs PagedAttention on a batch of jobs (one sequence each) and compares
+// with ref::PagedAttention. Tolerance: a score s = scale * q.k carries
+// |err| <= eps = (D + 8) u scale sum_d |q_d k_d|, which moves each softmax
+// weight by a relative 2 eps; the weighted sum of n values adds (n + 8) u:
+//   |out - want| <= (2 eps + (n + 8) u) max|v|.
+// A wrong key, a missed mask or a misplaced row is off by ~max|v| / n.
+void CheckAttention(DType dtype, int32_t block_size, int32_t kv_heads, int32_t group, int32_t head_dim,
+                    const std::vector<JobSpec>& specs, ThreadPool& pool, uint32_t seed) {
+  SCOPED_TRACE(::testing::Message() << DTypeName(dtype) << " block_size=" << block_size << " kv_heads=" << kv_heads
+                                    << " group=" << group << " head_dim=" << head_dim << " threads=" << pool.size());
+  std::mt19937 rng(seed);
+  int32_t blocks = 0;
+  for (const JobSpec& s : specs) blocks += int32_t((s.ctx_len + block_size - 1) / block_size);
+  TestCache cache(rng, dtype, block_size, kv_heads, head_dim, blocks + 3);
+  const int64_t q_heads = int64_t(kv_heads) * group;
+  const float scale = 1.0f / std::sqrt(float(head_dim));
+
+  std::vector<std::vector<float>> qs, outs, wants;
+  std::vector<AttentionJob> jobs, ref_jobs;
+  for (const JobSpec& s : specs) {
+    cache.AddSequence(rng, s.ctx_len);  // sequence j of the cache
+    const size_t n = size_t(s.num_queries * q_heads * head_dim);
+    qs.push_back(RandomFloats(rng, n + 1));            // +1: misaligned q
+    outs.push_back(std::vector<float>(n + 1, -7.0f));  // +1: misaligned out
+    wants.push_back(std::vector<float>(n, -7.0f));
+  }
+  for (size_t j = 0; j < specs.size(); ++j) {
+    const KvPages pages = cache.Pages(j);
+    jobs.push_back({.q = qs[j].data() + 1,
+                    .out = outs[j].data() + 1,
+                    .num_queries = specs[j].num_queries,
+                    .ctx_len = specs[j].ctx_len,
+                    .kv = pages});
+    ref_jobs.push_back({.q = qs[j].data() + 1,
+                        .out = wants[j].data(),
+                        .num_queries = specs[j].num_queries,
+                        .ctx_len = specs[j].ctx_len,
+                        .kv = pages});
+  }
+  PagedAttention(jobs, q_heads, scale, pool);
+  ref::PagedAttention(ref_jobs, q_heads, scale);
+
+  // |q| <= 1 and |k|, |v| <= 1 (random in [-1, 1], bf16 rounding keeps that).
+  const double eps = double(head_dim + 8) * kU * double(scale) * double(head_dim);
+  for (size_t j = 0; j < specs.size(); ++j) {
+    SCOPED_TRACE(::testing::Message() << "job " << j << " ctx_len=" << specs[j].ctx_len
+                                      << " num_queries=" << specs[j].num_queries);
+    const double tol = 2 * eps + double(specs[j].ctx_len + 8) * kU;
+    int failures = 0;
+    for (size_t i = 0; i < wants[j].size() && failures < 5; ++i) {
+      const double got = outs[j][i + 1], want = wants[j][i];
+      if (!(std::fabs(got - want) <= tol)) {
+        ADD_FAILURE() << "out[" << i << "] = " << got << ", want " << want << " (tol " << tol << ")";
+        ++failures;
+      }
+    }
+    EXPECT_EQ(outs[j][0], -7.0f) << "wrote before out";
+  }
+}
+
+TEST(PagedAttentionTest, DecodeBatchOfMixedLengths) {
+  ThreadPool pool(2);
+  uint32_t seed = 1;
+  ForEachSimdTarget([&] {
+    for (DType dt : {DType::kF32, DType::kBF16}) {
+      // Lengths that end mid-block, exactly on a block, and span a decode chunk (64).
+      const std::vector<JobSpec> jobs = {{1, 1}, {17, 1}, {16, 1}, {150, 1}, {64, 1}, {65, 1}};
+      CheckAttention(dt, 16, 2, 2, 64, jobs, pool, seed++);
+      CheckAttention(dt, 5, 1, 3, 40, {{23, 1}, {7, 1}}, pool, seed++);   // odd block size and head_dim
+      CheckAttention(dt, 16, 2, 1, 32, {{40, 2}, {3, 2}}, pool, seed++);  // two queries, no grouping
+      CheckAttention(dt, 8, 1, 8, 24, {{70, 1}}, pool, seed++);           // wide group (8 heads share one)
+    }
+  });
+}
+
+TEST(PagedAttentionTest, PrefillCausalAndChunked) {
+  ThreadPool pool(3);
+  uint32_t seed = 100;
+  ForEachSimdTarget([&] {
+    for (DType dt : {DType::kF32, DType::kBF16}) {
+      // A fresh prompt, a prompt continuing earlier context (chunked prefill),
+      // and a decode job, in one call.
+      CheckAttention(dt, 16, 2, 2, 64, {{70, 70}, {100, 30}, {33, 1}}, pool, seed++);
+      // Small and odd: 3 queries, block size 3, head_dim not a multiple of the panel width.
+      CheckAttention(dt, 3, 1, 2, 72, {{3, 3}, {10, 4}}, pool, seed++);
+      // Enough queries for several query blocks per head, keys over several key blocks.
+      CheckAttention(dt, 32, 1, 4, 32, {{150, 130}}, pool, seed++);
+    }
+  });
+}
+
+TEST(PagedAttentionTest, SingleThreadAndEmpty) {
+  ThreadPool pool(1);
+  ForEachSimdTarget([&] {
+    CheckAttention(DType::kF32, 16, 2, 2, 16, {{20, 20}, {5, 1}}, pool, 200);
+    std::vector<AttentionJob> none;
+    PagedAttention(none, 4, 1.0f, pool);  // no jobs: nothing to do, no crash
+  });
+}
+
+TEST(KvWriteTest, MatchesReferenceBitForBit) {
+  std::mt19937 rng(7);
+  ForEachSimdTarget([&] {
+    for (DType dt : {DType::kF32, DType::kBF16}) {
+      for (int32_t head_dim : {8, 20, 64}) {
+        SCOPED_TRACE(::testing::Message() << DTypeName(dt) << " head_dim=" << head_dim);
+        TestCache got(rng, dt, 4, 2, head_dim, 6), want(rng, dt, 4, 2, head_dim, 6);
+        const std::vector<int32_t> table = {5, 1, 3, 0};  // positions 0..15
+        got.tables.push_back(table);
+        want.tables.push_back(table);
+        const int64_t tokens = 7, start = 3;  // crosses two block boundaries
+        std::vector<float> k = RandomFloats(rng, size_t(tokens * 2 * head_dim), -300.0f, 300.0f);
+        std::vector<float> v = RandomFloats(rng, size_t(tokens * 2 * head_dim), -1e-39f, 1e-39f);  // subnormals
+        k[0] = std::nanf("");
+        k[1] = INFINITY;
+        v[2] = -INFINITY;
+        KvWrite(got.Pages(0), start, tokens, k.data(), v.data());
+        ref::KvWrite(want.Pages(0), start, tokens, k.data(), v.data());
+        EXPECT_TRUE(got.k == want.k);
+        EXPECT_TRUE(got.v == want.v);
+      }
+    }
+  });
+}
+
+}  // namespace
+}  // namespace tern::kernels
