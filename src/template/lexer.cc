@@ -401,13 +401,26 @@ class Lexer {
     return j + 1;
   }
 
+  // Tokens come in source order, so the column is counted on from the last
+  // position instead of from the line start (linear, not quadratic, on long
+  // one-line templates).
   void SetPos(Token* tok, size_t offset) const {
     const auto it = std::upper_bound(line_starts_.begin(), line_starts_.end(), offset);
     const size_t line_idx = static_cast<size_t>(it - line_starts_.begin()) - 1;
     tok->line = static_cast<int>(line_idx) + 1;
-    const size_t ls = line_starts_[line_idx];
-    tok->col = static_cast<int>(utf8::Length(std::string_view(src_).substr(ls, offset - ls))) + 1;
+    size_t from = line_starts_[line_idx];
+    size_t col = 0;
+    if (pos_cache_line_ == line_idx && pos_cache_off_ <= offset) {
+      from = pos_cache_off_;
+      col = pos_cache_col_;
+    }
+    col += utf8::Length(std::string_view(src_).substr(from, offset - from));
+    pos_cache_line_ = line_idx;
+    pos_cache_off_ = offset;
+    pos_cache_col_ = col;
+    tok->col = static_cast<int>(col) + 1;
   }
+  mutable size_t pos_cache_line_ = SIZE_MAX, pos_cache_off_ = 0, pos_cache_col_ = 0;
 
   [[noreturn]] void Fail(size_t offset, std::string msg) const {
     Token t;

@@ -66,7 +66,7 @@ TEST(Robustness, MutatedRealTemplates) {
   for (const auto& f : files) {
     const std::string base = TemplateText(f);
     ASSERT_FALSE(base.empty()) << f;
-    for (int iter = 0; iter < 150; ++iter) {
+    for (int iter = 0; iter < 60; ++iter) {
       std::string s = base;
       const int edits = 1 + static_cast<int>(rng() % 4);
       for (int e = 0; e < edits && !s.empty(); ++e) {
@@ -95,7 +95,7 @@ TEST(Robustness, RandomTokenSoup) {
                                          "namespace", "break", "continue", "recursive", "raw", "endraw", " ", "\n"};
   std::mt19937 rng(777);
   const Json ctx = Context();
-  for (int iter = 0; iter < 3000; ++iter) {
+  for (int iter = 0; iter < 1500; ++iter) {
     std::string s;
     const int n = 1 + static_cast<int>(rng() % 30);
     for (int i = 0; i < n; ++i) s += toks[rng() % toks.size()] + (rng() % 2 ? " " : "");
