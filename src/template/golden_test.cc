@@ -112,6 +112,51 @@ void RunCases(const std::string& file, int min_cases) {
   std::printf("%s: %d checked, %d failed\n", file.c_str(), checked, failed);
 }
 
+// The model templates of @huggingface/jinja's end-to-end test, each with its
+// own example context (rendered directly) and ten chat scenarios (through
+// RenderChat, scenarios from chat_cases.json).
+TEST(TemplateGolden, MoreModelTemplates) {
+  const Json golden = LoadJson("hf_js_cases.json");
+  const Json chat = LoadJson("chat_cases.json");
+  ASSERT_TRUE(golden.is_object() && chat.is_object());
+  const RenderOptions opts = FixedClock(golden);
+  std::map<std::string, Json> scenarios;
+  for (const auto& sc : chat["scenarios"]) scenarios[sc["name"].get<std::string>()] = sc;
+  std::map<std::string, Result<Template>> templates;
+  int checked = 0, failed = 0;
+  for (const auto& c : golden["cases"]) {
+    const std::string file = c["file"].get<std::string>();
+    if (!templates.count(file)) {
+      auto src = ReadFileToString(GoldenDir() + "templates/" + file);
+      ASSERT_TRUE(src.ok()) << src.status().message();
+      templates.emplace(file, Template::Parse(*src));
+    }
+    const Result<Template>& tpl = templates.at(file);
+    Result<std::string> got = tpl.status();
+    if (tpl.ok() && !c.contains("scenario")) {
+      got = tpl->Render(c["context"], opts);
+    } else if (tpl.ok()) {
+      const Json& sc = scenarios.at(c["scenario"].get<std::string>());
+      ChatRenderInput in;
+      in.messages = sc["messages"];
+      in.tools = sc.value("tools", Json());
+      in.add_generation_prompt = sc.value("add_generation_prompt", true);
+      in.extra_kwargs = sc.value("kwargs", Json::object());
+      in.bos_token = c["bos_token"].get<std::string>();
+      in.eos_token = c["eos_token"].get<std::string>();
+      got = RenderChat(*tpl, in, opts);
+    }
+    const std::string diff = Check(c, got);
+    ++checked;
+    if (!diff.empty()) {
+      ++failed;
+      ADD_FAILURE() << file << " / " << c.value("scenario", "own context") << ": " << diff;
+    }
+  }
+  EXPECT_GE(checked, 45 * 11);
+  std::printf("hf_js goldens: %d checked, %d failed\n", checked, failed);
+}
+
 TEST(TemplateGolden, LanguageSnippets) { RunCases("snippets.json", 150); }
 
 TEST(TemplateGolden, RandomTemplatesAgreeWithJinja2) { RunCases("fuzz.json", 1000); }

@@ -344,7 +344,9 @@ StmtPtr Parser::ParseScopeBlock(std::string_view end) {
     SkipName("required");
   }
   ExpectBlockEnd();
-  s->new_scope = is_block;
+  // A block renders in its own scope; so does transformers' {% generation %},
+  // which is a call block underneath.
+  s->new_scope = true;
   s->body = ParseBody({end});
   Next();  // end keyword
   if (is_block && Cur().type == TokenType::kName) Next();  // {% endblock name %}

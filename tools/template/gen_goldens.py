@@ -8,6 +8,9 @@ Writes:
                    tern's RenderChat does: see normalize_messages)
   snippets.json    small templates exercising the language (snippets.py)
   fuzz.json        random expression templates (fuzz.py), differential check
+  hf_js_cases.json the 45 model templates of @huggingface/jinja's end-to-end
+                   test (templates/hf_js, see extract_hfjs_templates.mjs) with
+                   their own example context and a set of chat scenarios
 
 Run: /usr/bin/python3 tools/template/gen_goldens.py
 Optionally --check-js also renders chat_cases with @huggingface/jinja
@@ -20,6 +23,7 @@ import os
 import sys
 
 import jinja2
+import jinja2.ext
 from jinja2.exceptions import TemplateError
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
@@ -41,6 +45,20 @@ class RaisedError(TemplateError):
     """What raise_exception() throws, told apart from other errors."""
 
 
+class AssistantTracker(jinja2.ext.Extension):
+    """transformers' {% generation %} tag (its AssistantTracker extension):
+    the body renders as a call block; tracking assistant spans is off."""
+    tags = {"generation"}
+
+    def parse(self, parser):
+        lineno = next(parser.stream).lineno
+        body = parser.parse_statements(["name:endgeneration"], drop_needle=True)
+        return jinja2.nodes.CallBlock(self.call_method("_generation_support"), [], [], body).set_lineno(lineno)
+
+    def _generation_support(self, caller):
+        return caller()
+
+
 def make_env():
     # transformers.utils.chat_template_utils._compile_jinja_template
     def raise_exception(message):
@@ -52,7 +70,7 @@ def make_env():
     def strftime_now(format):
         return CLOCK.strftime(format)
 
-    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols"])
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[AssistantTracker, "jinja2.ext.loopcontrols"])
     env.filters["tojson"] = tojson
     env.globals["raise_exception"] = raise_exception
     env.globals["strftime_now"] = strftime_now
@@ -143,6 +161,27 @@ process.stdout.write(JSON.stringify(out));
     print("check-js: %d of %d chat cases differ" % (bad, len(cases)))
 
 
+HF_JS_SCENARIOS = ["single_user", "system_prompt", "multi_turn", "reasoning_content", "enable_thinking_false",
+                   "tools", "tool_call_object_args", "parallel_tool_results", "final_assistant", "non_ascii"]
+
+
+def hf_js_cases(env):
+    with open(os.path.join(OUT, "templates", "hf_js", "manifest.json"), encoding="utf-8") as f:
+        manifest = json.load(f)
+    by_name = {sc["name"]: sc for sc in scenarios.SCENARIOS}
+    cases = []
+    for entry in manifest:
+        with open(os.path.join(OUT, "templates", entry["file"]), encoding="utf-8") as f:
+            source = f.read()
+        data = entry["data"]
+        cases.append(dict(file=entry["file"], context=data, **render(env, source, data)))
+        tokens = {"bos_token": data.get("bos_token") or "<s>", "eos_token": data.get("eos_token") or "</s>"}
+        for name in HF_JS_SCENARIOS:
+            rec = render(env, source, chat_context(tokens, by_name[name]))
+            cases.append(dict(file=entry["file"], scenario=name, **tokens, **rec))
+    return {"clock_epoch_utc": CLOCK_EPOCH, "cases": cases}
+
+
 def main():
     env = make_env()
     results = []
@@ -172,6 +211,7 @@ def main():
         if fuzz.deterministic(rec):
             fz.append(dict(name="fuzz%d" % i, template=source, context=ctx, **rec))
     write_json("fuzz.json", {"clock_epoch_utc": CLOCK_EPOCH, "cases": fz})
+    write_json("hf_js_cases.json", hf_js_cases(env))
     if "--check-js" in sys.argv:
         check_js(js_cases)
 
