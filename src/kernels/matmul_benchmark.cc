@@ -16,32 +16,13 @@
 
 #include "base/thread_pool.h"
 #include "kernels/bench_peak.h"
+#include "kernels/bench_util.h"
 #include "kernels/matmul_internal.h"
 #include "kernels/ops.h"
 #include "kernels/simd_target.h"
 
 namespace tern::kernels {
 namespace {
-
-// TERN_BENCH_THREADS=n runs the kernels on n threads (default: all cores).
-// With n = 1 rates are computed from CPU time, which is steadier than wall
-// time on a machine shared with other work.
-size_t BenchThreads() {
-  const char* env = std::getenv("TERN_BENCH_THREADS");
-  return env != nullptr ? size_t(std::atoi(env)) : 0;
-}
-// With --benchmark_repetitions=n, "_min" of a time and "_max" of a rate are
-// the least disturbed runs, the steadiest figures on a shared machine.
-void Timing(benchmark::internal::Benchmark* b) {
-  if (BenchThreads() != 1) b->UseRealTime();
-  b->ComputeStatistics("min", [](const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); });
-  b->ComputeStatistics("max", [](const std::vector<double>& v) { return *std::max_element(v.begin(), v.end()); });
-}
-
-ThreadPool& Pool() {
-  static ThreadPool pool(BenchThreads());
-  return pool;
-}
 
 void BM_FmaPeak(benchmark::State& state) {
   const size_t threads = size_t(state.range(0));
@@ -60,12 +41,12 @@ void BM_FmaPeak(benchmark::State& state) {
       benchmark::Counter::kIsRate);
   state.SetLabel(SimdTargetName());
 }
-BENCHMARK(BM_FmaPeak)->Arg(1)->Arg(2)->Apply(Timing)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FmaPeak)->Arg(1)->Arg(2)->Apply(BenchTiming)->Unit(benchmark::kMillisecond);
 
 void BM_MemoryRead(benchmark::State& state) {
   const size_t n = (size_t(512) << 20) / sizeof(float);
   std::vector<float> buf(n, 1.0f);
-  ThreadPool& pool = Pool();
+  ThreadPool& pool = BenchPool();
   float sink = 0;
   for (auto _ : state) {
     pool.ParallelFor(n, 4096, [&](size_t b, size_t e, size_t t) {
@@ -77,23 +58,7 @@ void BM_MemoryRead(benchmark::State& state) {
   state.counters["GB/s"] =
       benchmark::Counter(double(n * sizeof(float)) * double(state.iterations()) * 1e-9, benchmark::Counter::kIsRate);
 }
-BENCHMARK(BM_MemoryRead)->Apply(Timing)->Unit(benchmark::kMillisecond);
-
-// Fills n elements of dtype with values in about [-1, 1) from a cheap LCG.
-void FillRandom(DType dtype, void* data, size_t n) {
-  uint32_t s = 12345;
-  for (size_t i = 0; i < n; ++i) {
-    s = s * 1664525u + 1013904223u;
-    const float f = float(s >> 8) * (2.0f / 16777216.0f) - 1.0f;
-    if (dtype == DType::kF32) {
-      static_cast<float*>(data)[i] = f;
-    } else if (dtype == DType::kBF16) {
-      static_cast<uint16_t*>(data)[i] = F32ToBf16(f);
-    } else {
-      static_cast<uint16_t*>(data)[i] = F32ToF16(f);
-    }
-  }
-}
+BENCHMARK(BM_MemoryRead)->Apply(BenchTiming)->Unit(benchmark::kMillisecond);
 
 using MatMulFn = void (*)(const float*, int64_t, int64_t, const MatrixView&, float*, int64_t, ThreadPool&);
 
@@ -106,7 +71,7 @@ void BM_MatMul(benchmark::State& state) {
   FillRandom(kDT, weights.data(), size_t(N * K) * copies);
   std::vector<float> x(size_t(M * K)), y(size_t(M * N));
   FillRandom(DType::kF32, x.data(), x.size());
-  ThreadPool& pool = Pool();
+  ThreadPool& pool = BenchPool();
   size_t c = 0;
   for (auto _ : state) {
     const MatrixView w{.dtype = kDT, .data = weights.data() + c * wbytes, .rows = N, .cols = K, .row_stride = K};
@@ -126,19 +91,19 @@ void DecodeShapes(benchmark::internal::Benchmark* b) {
   for (auto nk : std::vector<std::pair<int64_t, int64_t>>{
            {2048, 1024}, {1024, 1024}, {1024, 2048}, {3072, 1024}, {1024, 3072}, {151936, 1024}})
     b->Args({1, nk.first, nk.second});
-  Timing(b);
+  BenchTiming(b);
   b->Unit(benchmark::kMicrosecond);
 }
 void BatchShapes(benchmark::internal::Benchmark* b) {
   for (int64_t m : {2, 4, 8, 16, 32, 64}) b->Args({m, 3072, 1024});
-  Timing(b);
+  BenchTiming(b);
   b->Unit(benchmark::kMicrosecond);
 }
 void PrefillShapes(benchmark::internal::Benchmark* b) {
   for (auto nk :
        std::vector<std::pair<int64_t, int64_t>>{{2048, 1024}, {1024, 1024}, {1024, 2048}, {3072, 1024}, {1024, 3072}})
     b->Args({512, nk.first, nk.second});
-  Timing(b);
+  BenchTiming(b);
   b->Unit(benchmark::kMillisecond);
 }
 
@@ -148,10 +113,8 @@ BENCHMARK(BM_MatMul<DType::kBF16>)->Apply(PrefillShapes);
 // The two implementations MatMul chooses between, around the crossover.
 BENCHMARK(BM_MatMul<DType::kBF16, MatMulGemv>)->Apply(BatchShapes)->Name("BM_Gemv<BF16>");
 BENCHMARK(BM_MatMul<DType::kBF16, MatMulGemm>)->Apply(BatchShapes)->Name("BM_Gemm<BF16>");
-BENCHMARK(BM_MatMul<DType::kF16>)->Args({1, 3072, 1024})->Args({512, 3072, 1024})->Apply(Timing);
-BENCHMARK(BM_MatMul<DType::kF32>)->Args({1, 3072, 1024})->Args({512, 3072, 1024})->Apply(Timing);
+BENCHMARK(BM_MatMul<DType::kF16>)->Args({1, 3072, 1024})->Args({512, 3072, 1024})->Apply(BenchTiming);
+BENCHMARK(BM_MatMul<DType::kF32>)->Args({1, 3072, 1024})->Args({512, 3072, 1024})->Apply(BenchTiming);
 
 }  // namespace
 }  // namespace tern::kernels
-
-BENCHMARK_MAIN();

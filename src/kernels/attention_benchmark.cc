@@ -1,0 +1,109 @@
+// PagedAttention timings at Qwen3-0.6B's attention shape (16 query heads, 8 KV
+// heads, head_dim 128, bf16 cache in blocks of 16), part of tern_benchmark.
+//
+//   BM_AttentionDecode/batch/ctx    one query per sequence; GB/s of K and V read
+//   BM_AttentionPrefill/queries/ctx one sequence, causal; GFLOP/s (QK and PV)
+#include <benchmark/benchmark.h>
+
+#include <numeric>
+#include <vector>
+
+#include "base/thread_pool.h"
+#include "kernels/bench_util.h"
+#include "kernels/ops.h"
+#include "kernels/simd_target.h"
+
+namespace tern::kernels {
+namespace {
+
+constexpr int32_t kQHeads = 16, kKvHeads = 8, kHeadDim = 128, kBlockSize = 16;
+
+struct Batch {
+  std::vector<uint16_t> k, v;
+  std::vector<std::vector<int32_t>> tables;
+  std::vector<float> q, out;
+  std::vector<AttentionJob> jobs;
+};
+
+// `batch` sequences of ctx_len positions each (the last num_queries of them queried).
+Batch MakeBatch(int64_t batch, int64_t ctx_len, int64_t num_queries) {
+  Batch b;
+  const int64_t blocks_per_seq = (ctx_len + kBlockSize - 1) / kBlockSize;
+  const size_t pool_elems = size_t(batch * blocks_per_seq * kBlockSize * kKvHeads * kHeadDim);
+  b.k.resize(pool_elems);
+  b.v.resize(pool_elems);
+  FillRandom(DType::kBF16, b.k.data(), pool_elems);
+  FillRandom(DType::kBF16, b.v.data(), pool_elems);
+  const size_t q_elems = size_t(num_queries * kQHeads * kHeadDim);
+  b.q.resize(size_t(batch) * q_elems);
+  b.out.resize(b.q.size());
+  FillRandom(DType::kF32, b.q.data(), b.q.size());
+  // Interleave the sequences' blocks in the pool, as a running server would.
+  for (int64_t s = 0; s < batch; ++s) {
+    std::vector<int32_t> table(static_cast<size_t>(blocks_per_seq));
+    for (int64_t i = 0; i < blocks_per_seq; ++i) table[size_t(i)] = int32_t(i * batch + s);
+    b.tables.push_back(std::move(table));
+  }
+  for (int64_t s = 0; s < batch; ++s) {
+    b.jobs.push_back({.q = b.q.data() + s * int64_t(q_elems),
+                      .out = b.out.data() + s * int64_t(q_elems),
+                      .num_queries = num_queries,
+                      .ctx_len = ctx_len,
+                      .kv = {.k = b.k.data(),
+                             .v = b.v.data(),
+                             .dtype = DType::kBF16,
+                             .block_table = b.tables[size_t(s)].data(),
+                             .block_size = kBlockSize,
+                             .kv_heads = kKvHeads,
+                             .head_dim = kHeadDim}});
+  }
+  return b;
+}
+
+void BM_AttentionDecode(benchmark::State& state) {
+  const int64_t batch = state.range(0), ctx = state.range(1);
+  Batch b = MakeBatch(batch, ctx, 1);
+  ThreadPool& pool = BenchPool();
+  const float scale = 0.08838834764f;
+  for (auto _ : state) {
+    PagedAttention(b.jobs, kQHeads, scale, pool);
+    benchmark::ClobberMemory();
+  }
+  const double kv_bytes = double(batch * ctx) * kKvHeads * kHeadDim * 2 * 2;
+  state.counters["GB/s"] =
+      benchmark::Counter(kv_bytes * double(state.iterations()) * 1e-9, benchmark::Counter::kIsRate);
+  state.SetLabel(SimdTargetName());
+}
+BENCHMARK(BM_AttentionDecode)
+    ->Args({1, 512})
+    ->Args({1, 4096})
+    ->Args({8, 1024})
+    ->Args({32, 512})
+    ->Apply(BenchTiming)
+    ->Unit(benchmark::kMicrosecond);
+
+void BM_AttentionPrefill(benchmark::State& state) {
+  const int64_t queries = state.range(0), ctx = state.range(1);
+  Batch b = MakeBatch(1, ctx, queries);
+  ThreadPool& pool = BenchPool();
+  for (auto _ : state) {
+    PagedAttention(b.jobs, kQHeads, 0.08838834764f, pool);
+    benchmark::ClobberMemory();
+  }
+  // Keys attended per query: its position + 1; 2 flops per multiply-add, QK and PV.
+  double keys = 0;
+  for (int64_t t = 0; t < queries; ++t) keys += double(ctx - queries + t + 1);
+  const double flops = keys * kQHeads * kHeadDim * 2 * 2;
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(flops * double(state.iterations()) * 1e-9, benchmark::Counter::kIsRate);
+  state.SetLabel(SimdTargetName());
+}
+BENCHMARK(BM_AttentionPrefill)
+    ->Args({512, 512})
+    ->Args({128, 2048})
+    ->Args({2048, 2048})
+    ->Apply(BenchTiming)
+    ->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace tern::kernels
