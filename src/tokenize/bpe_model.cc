@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "tokenize/bpe_cache.h"
 #include "tokenize/byte_level.h"
 #include "tokenize/utf8.h"
 
@@ -196,6 +197,7 @@ Result<BpeModel> BpeModel::FromJson(const nlohmann::json& j, bool byte_level) {
   }
   BpeModel m;
   m.byte_level_ = byte_level;
+  m.cache_owner_ = BpeCache::NewOwner();
   if (j.contains("dropout") && !j["dropout"].is_null() &&
       !(j["dropout"].is_number() && j["dropout"].get<double>() == 0.0)) {
     return Status::Error("BPE dropout is not supported (it makes encoding random)");
@@ -281,6 +283,20 @@ std::optional<int32_t> BpeModel::TokenToId(std::string_view token) const {
 
 void BpeModel::Tokenize(std::string_view piece, std::vector<int32_t>* ids,
                         std::vector<int32_t>* scratch) const {
+  // Single bytes are cheaper to look up than to cache.
+  if (piece.size() < 2 || piece.size() > BpeCache::kMaxPiece || !fast_bytes_) {
+    TokenizeUncached(piece, ids, scratch);
+    return;
+  }
+  BpeCache& cache = BpeCache::ForThisThread();
+  if (cache.Lookup(cache_owner_, piece, ids)) return;
+  const size_t before = ids->size();
+  TokenizeUncached(piece, ids, scratch);
+  cache.Store(cache_owner_, piece, ids->data() + before, ids->size() - before);
+}
+
+void BpeModel::TokenizeUncached(std::string_view piece, std::vector<int32_t>* ids,
+                                std::vector<int32_t>* scratch) const {
   if (piece.empty()) return;
   if (!fast_bytes_) {
     if (byte_level_) {

@@ -79,6 +79,9 @@ class BpeModel {
   // `scratch` is reused between calls.
   void Tokenize(std::string_view piece, std::vector<int32_t>* ids,
                 std::vector<int32_t>* scratch) const;
+  // The same without the per-thread word cache (for tests).
+  void TokenizeUncached(std::string_view piece, std::vector<int32_t>* ids,
+                        std::vector<int32_t>* scratch) const;
 
   std::optional<int32_t> TokenToId(std::string_view token) const;
   const StringIdMap& vocab() const { return vocab_; }
@@ -102,6 +105,7 @@ class BpeModel {
   bool fuse_unk_ = false;
   bool byte_fallback_ = false;
   bool ignore_merges_ = false;
+  uint32_t cache_owner_ = 0;  // this model's key in BpeCache
 };
 
 }  // namespace tern::tok

@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 #include <utf8proc.h>
 
+#include "tokenize/utf8.h"
+
 namespace tern::tok {
 namespace {
 
@@ -46,16 +48,35 @@ utf8proc_option_t OptionsFor(Normalizer::Form f) {
   return base;
 }
 
-// True when every code point is below U+0300: such text is its own NFC
-// (nothing there composes with what precedes it or has a singleton mapping).
-bool BelowCombiningMarks(std::string_view s) {
-  for (unsigned char c : s) {
-    if (c >= 0xCC) return false;
+}  // namespace
+
+bool IsNfcStableCodePoint(char32_t cp) {
+  // Starters (combining class 0) that NFC maps to themselves and that never
+  // compose with a neighbour as the second character: below U+0300 (Latin,
+  // IPA), kana without the combining voicing marks, CJK symbols before the
+  // combining tone marks, CJK ideographs, Hangul syllables, fullwidth and
+  // halfwidth forms. normalizer_test checks this against utf8proc. A
+  // neighbour outside these ranges makes the caller normalize for real.
+  return cp < 0x300 || (cp >= 0x3000 && cp <= 0x3029) ||
+         (cp >= 0x3041 && cp <= 0x30FF && cp != 0x3099 && cp != 0x309A) ||
+         (cp >= 0x4E00 && cp <= 0x9FFF) || (cp >= 0xAC00 && cp <= 0xD7A3) ||
+         (cp >= 0xFF01 && cp <= 0xFFEE);
+}
+
+bool IsNfcStable(std::string_view s) {
+  size_t i = 0;
+  const auto* p = reinterpret_cast<const uint8_t*>(s.data());
+  while (i < s.size()) {
+    if (p[i] < 0xCC) {  // ASCII, a continuation byte, or a 2-byte lead below U+0300
+      ++i;
+      continue;
+    }
+    size_t next = i;
+    if (!IsNfcStableCodePoint(NextCodePoint(s, &next))) return false;
+    i = next;
   }
   return true;
 }
-
-}  // namespace
 
 Result<Normalizer> Normalizer::FromJson(const nlohmann::json& j) {
   Normalizer n;
@@ -66,7 +87,7 @@ Result<Normalizer> Normalizer::FromJson(const nlohmann::json& j) {
 Status Normalizer::Apply(std::string_view text, std::string* out) const {
   out->assign(text);
   for (Form f : forms_) {
-    if (f == Form::kNfc && BelowCombiningMarks(*out)) continue;
+    if (f == Form::kNfc && IsNfcStable(*out)) continue;
     utf8proc_uint8_t* dst = nullptr;
     utf8proc_ssize_t n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(out->data()),
                                       utf8proc_ssize_t(out->size()), &dst, OptionsFor(f));

@@ -13,6 +13,11 @@
 
 namespace tern::tok {
 
+// Fast path of NFC: true when NFC(s) == s is certain from the code points
+// alone (s valid UTF-8). False means "normalize to find out".
+bool IsNfcStable(std::string_view s);
+bool IsNfcStableCodePoint(char32_t cp);
+
 class Normalizer {
  public:
   enum class Form { kNfc, kNfd, kNfkc, kNfkd };

@@ -213,6 +213,17 @@ Status PreTokenizer::ApplyStep(const Step& step, std::string* arena, Piece piece
     thread_local std::vector<MatchSpan> matches;
     matches.clear();
     TERN_RETURN_IF_ERROR(split->regex.FindAll(text, &matches));
+    if (split->behavior == SplitBehavior::kIsolated) {
+      // Every match and every gap is a piece (the common case, kept direct).
+      uint32_t prev = 0;
+      for (auto [s, e] : matches) {
+        if (prev != s) out->push_back({piece.begin + prev, piece.begin + s});
+        if (e != s) out->push_back({piece.begin + s, piece.begin + e});
+        prev = e;
+      }
+      if (prev != text.size()) out->push_back({piece.begin + prev, piece.end});
+      return Status::Ok();
+    }
     uint32_t prev = 0;
     for (auto [s, e] : matches) {
       if (prev != s) marked.push_back({{piece.begin + prev, piece.begin + s}, split->invert});

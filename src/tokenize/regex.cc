@@ -177,7 +177,12 @@ Status Regex::FindAll(std::string_view text, std::vector<MatchSpan>* matches) co
   size_t last_match_end = SIZE_MAX;
   Status status;
   while (last_end <= n) {
-    int rc = pcre2_match(code_->code, subject, n, last_end, PCRE2_NO_UTF_CHECK, md, code_->mctx);
+    // pcre2_jit_match skips pcre2_match's per-call checks (the subject was
+    // validated once by the caller).
+    int rc = code_->jit
+                 ? pcre2_jit_match(code_->code, subject, n, last_end, 0, md, code_->mctx)
+                 : pcre2_match(code_->code, subject, n, last_end, PCRE2_NO_UTF_CHECK, md,
+                               code_->mctx);
     if (rc == PCRE2_ERROR_NOMATCH) break;
     if (rc < 0) {
       status = Status::Errorf("regex match failed at byte {}: {}", last_end, Pcre2ErrorText(rc));
