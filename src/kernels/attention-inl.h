@@ -48,6 +48,13 @@ HWY_INLINE VF LoadRow(const uint8_t* row, size_t d) {
   const DF df;
   if constexpr (kDT == DType::kF32) {
     return hn::LoadU(df, reinterpret_cast<const float*>(row) + d);
+  } else if constexpr (kDT == DType::kF16) {
+#if HWY_TARGET == HWY_SCALAR  // (Highway 1.0.3's scalar f16 conversion mishandles NaN)
+    return hn::Set(df, ElementAsF32<kDT>(row, d));
+#else
+    return hn::PromoteTo(df,
+                         hn::LoadU(hn::Rebind<hwy::float16_t, DF>(), reinterpret_cast<const hwy::float16_t*>(row) + d));
+#endif
   } else {
     const hn::Rebind<uint16_t, DF> du16;
     const DU du;

@@ -36,7 +36,7 @@ void PagedAttention(std::span<const AttentionJob> jobs, int64_t q_heads, float s
   for (size_t j = 0; j < jobs.size(); ++j) {
     const AttentionJob& job = jobs[j];
     if (job.num_queries <= 0) continue;
-    if (job.kv.dtype != DType::kF32 && job.kv.dtype != DType::kBF16) {
+    if (job.kv.dtype != DType::kF32 && job.kv.dtype != DType::kBF16 && job.kv.dtype != DType::kF16) {
       ref::PagedAttention(jobs.subspan(j, 1), q_heads, scale);  // outside the contract: slow but right
       continue;
     }

@@ -174,6 +174,8 @@ void DecodeTaskImpl(const AttentionJob& job, int64_t t0, int64_t t1, int64_t kv_
   for (int64_t t = t0; t < t1; ++t) {
     if (job.kv.dtype == DType::kBF16) {
       DecodeGroup<DType::kBF16>(job, t, kv_head, q_heads, scale, scratch);
+    } else if (job.kv.dtype == DType::kF16) {
+      DecodeGroup<DType::kF16>(job, t, kv_head, q_heads, scale, scratch);
     } else {
       DecodeGroup<DType::kF32>(job, t, kv_head, q_heads, scale, scratch);
     }

@@ -141,6 +141,8 @@ void PrefillBlock(const AttentionJob& job, int64_t kvh, int64_t t0, int64_t t1, 
 void PrefillTaskImpl(const AttentionJob& job, int64_t t0, int64_t t1, int64_t kv_head, int64_t q_heads, float scale) {
   if (job.kv.dtype == DType::kBF16) {
     PrefillBlock<DType::kBF16>(job, kv_head, t0, t1, q_heads, scale);
+  } else if (job.kv.dtype == DType::kF16) {
+    PrefillBlock<DType::kF16>(job, kv_head, t0, t1, q_heads, scale);
   } else {
     PrefillBlock<DType::kF32>(job, kv_head, t0, t1, q_heads, scale);
   }

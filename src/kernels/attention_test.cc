@@ -1,7 +1,7 @@
 // PagedAttention and KvWrite against the scalar reference on every SIMD
 // target: scattered block tables, contexts that end mid-block, grouped-query
 // heads, batches of jobs of different lengths (decode and prefill mixed),
-// f32 and bf16 caches, odd head sizes.
+// f32, bf16 and f16 caches, odd head sizes.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -133,7 +133,7 @@ TEST(PagedAttentionTest, DecodeBatchOfMixedLengths) {
   ThreadPool pool(2);
   uint32_t seed = 1;
   ForEachSimdTarget([&] {
-    for (DType dt : {DType::kF32, DType::kBF16}) {
+    for (DType dt : {DType::kF32, DType::kBF16, DType::kF16}) {
       // Lengths that end mid-block, exactly on a block, and span a decode chunk (64).
       const std::vector<JobSpec> jobs = {{1, 1}, {17, 1}, {16, 1}, {150, 1}, {64, 1}, {65, 1}};
       CheckAttention(dt, 16, 2, 2, 64, jobs, pool, seed++);
@@ -148,7 +148,7 @@ TEST(PagedAttentionTest, PrefillCausalAndChunked) {
   ThreadPool pool(3);
   uint32_t seed = 100;
   ForEachSimdTarget([&] {
-    for (DType dt : {DType::kF32, DType::kBF16}) {
+    for (DType dt : {DType::kF32, DType::kBF16, DType::kF16}) {
       // A fresh prompt, a prompt continuing earlier context (chunked prefill),
       // and a decode job, in one call.
       CheckAttention(dt, 16, 2, 2, 64, {{70, 70}, {100, 30}, {33, 1}}, pool, seed++);
@@ -172,7 +172,7 @@ TEST(PagedAttentionTest, SingleThreadAndEmpty) {
 TEST(KvWriteTest, MatchesReferenceBitForBit) {
   std::mt19937 rng(7);
   ForEachSimdTarget([&] {
-    for (DType dt : {DType::kF32, DType::kBF16}) {
+    for (DType dt : {DType::kF32, DType::kBF16, DType::kF16}) {
       for (int32_t head_dim : {8, 20, 64}) {
         SCOPED_TRACE(::testing::Message() << DTypeName(dt) << " head_dim=" << head_dim);
         TestCache got(rng, dt, 4, 2, head_dim, 6), want(rng, dt, 4, 2, head_dim, 6);

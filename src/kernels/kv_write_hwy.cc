@@ -1,5 +1,7 @@
 // KvWrite (ops.h): new keys and values into the paged cache, as f32 or as
 // bf16 rounded to nearest even (bit-identical to base/dtype.h's F32ToBf16).
+// Other cache dtypes (f16) go through the reference: a write is tokens x
+// kv_heads x head_dim elements per layer, small next to everything else.
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/kv_write_hwy.cc"

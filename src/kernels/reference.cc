@@ -8,21 +8,34 @@
 namespace tern::kernels::ref {
 namespace {
 
+// Element access through memcpy: checkpoint data (and test data) need not be
+// aligned to the element size.
+template <typename T>
+T LoadRaw(const void* base, int64_t i) {
+  T v;
+  std::memcpy(&v, static_cast<const uint8_t*>(base) + i * int64_t(sizeof(T)), sizeof(T));
+  return v;
+}
+template <typename T>
+void StoreRaw(void* base, int64_t i, T v) {
+  std::memcpy(static_cast<uint8_t*>(base) + i * int64_t(sizeof(T)), &v, sizeof(T));
+}
+
 float LoadAs(DType dtype, const void* base, int64_t i) {
   switch (dtype) {
-    case DType::kF32: return static_cast<const float*>(base)[i];
-    case DType::kBF16: return Bf16ToF32(static_cast<const uint16_t*>(base)[i]);
-    case DType::kF16: return F16ToF32(static_cast<const uint16_t*>(base)[i]);
-    case DType::kF8E4M3: return E4M3ToF32(static_cast<const uint8_t*>(base)[i]);
+    case DType::kF32: return LoadRaw<float>(base, i);
+    case DType::kBF16: return Bf16ToF32(LoadRaw<uint16_t>(base, i));
+    case DType::kF16: return F16ToF32(LoadRaw<uint16_t>(base, i));
+    case DType::kF8E4M3: return E4M3ToF32(LoadRaw<uint8_t>(base, i));
     default: assert(false && "unsupported dtype"); return 0.0f;
   }
 }
 
 void StoreAs(DType dtype, void* base, int64_t i, float v) {
   switch (dtype) {
-    case DType::kF32: static_cast<float*>(base)[i] = v; break;
-    case DType::kBF16: static_cast<uint16_t*>(base)[i] = F32ToBf16(v); break;
-    case DType::kF16: static_cast<uint16_t*>(base)[i] = F32ToF16(v); break;
+    case DType::kF32: StoreRaw<float>(base, i, v); break;
+    case DType::kBF16: StoreRaw<uint16_t>(base, i, F32ToBf16(v)); break;
+    case DType::kF16: StoreRaw<uint16_t>(base, i, F32ToF16(v)); break;
     default: assert(false && "unsupported KV dtype");
   }
 }
