@@ -41,19 +41,19 @@ Value MessageToValue(const Json& m, bool keep_null_content) {
   std::string joined;
   for (const auto& [k, v] : m.items()) {
     if (k != "content") {
-      d->entries.emplace_back(k, JsonToValue(v));
+      d->Add(k, JsonToValue(v));
       continue;
     }
     has_content = true;
     if (v.is_null()) {
-      d->entries.emplace_back(k, keep_null_content ? Value::None() : Value::String(""));
+      d->Add(k, keep_null_content ? Value::None() : Value::String(""));
     } else if (v.is_array() && JoinTextParts(v, &joined)) {
-      d->entries.emplace_back(k, Value::String(joined));
+      d->Add(k, Value::String(joined));
     } else {
-      d->entries.emplace_back(k, JsonToValue(v));
+      d->Add(k, JsonToValue(v));
     }
   }
-  if (!has_content) d->entries.emplace_back("content", keep_null_content ? Value::None() : Value::String(""));
+  if (!has_content) d->Add("content", keep_null_content ? Value::None() : Value::String(""));
   return Value::Dict(std::move(d));
 }
 

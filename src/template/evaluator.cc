@@ -86,6 +86,10 @@ class MacroObject : public Object {
     return Value();
   }
   std::string Str() const override { return "<Macro '" + def->name + "'>"; }
+  void ClearReferences() override {
+    captured.clear();
+    caller = Value();
+  }
 
   const MacroStmt* def = nullptr;
   std::vector<std::pair<int, Value>> captured;
@@ -107,6 +111,24 @@ Evaluator::Evaluator(const ParsedTemplate& tpl, const RenderOptions& options, st
     if (n == "kwargs") kwargs_sym_ = static_cast<int>(i);
     if (n == "caller") caller_sym_ = static_cast<int>(i);
   }
+}
+
+Evaluator::~Evaluator() {
+  for (auto& v : cyclic_) {
+    if (v.is_dict()) {
+      v.dict().entries.clear();
+    } else if (v.is_list()) {
+      v.list().items.clear();
+    } else if (v.is_object()) {
+      v.obj().ClearReferences();
+    }
+  }
+}
+
+void Evaluator::TrackCyclic(const Value& v) {
+  if (!cyclic_.empty() && cyclic_.back().identity() == v.identity()) return;
+  CheckSize(cyclic_.size());
+  cyclic_.push_back(v);
 }
 
 std::string Evaluator::Run() {
@@ -368,7 +390,9 @@ Value Evaluator::MakeMacro(const MacroStmt& def, int parent_frame, uint64_t fram
       }
     }
   }
-  return Value::Obj(m);
+  Value v = Value::Obj(m);
+  if (!m->captured.empty()) TrackCyclic(v);
+  return v;
 }
 
 void Evaluator::ExecMacroDef(const MacroStmt& s) {

@@ -32,6 +32,9 @@ class Evaluator {
   // globals: one value per template symbol (context variables and builtin
   // functions; undefined for the others).
   Evaluator(const ParsedTemplate& tpl, const RenderOptions& options, std::vector<Value> globals);
+  ~Evaluator();
+  Evaluator(const Evaluator&) = delete;
+  Evaluator& operator=(const Evaluator&) = delete;
 
   // Renders the whole template. Throws TemplateError.
   std::string Run();
@@ -64,6 +67,10 @@ class Evaluator {
   bool ApplyTest(std::string_view name, const Value& v, CallArgs& args);
   Value ApplyFilter(std::string_view name, const Value& v, CallArgs& args);
   std::time_t Now() const;
+  // Values that can take part in reference cycles (namespaces, macros with
+  // captured scopes, containers changed in place): the evaluator empties them
+  // when the render ends, so `{% set ns.me = ns %}` cannot leak memory.
+  void TrackCyclic(const Value& v);
   const RenderOptions& options() const { return options_; }
   const std::vector<std::string>& symbols() const { return tpl_.symbols; }
 
@@ -125,6 +132,7 @@ class Evaluator {
   [[noreturn]] void FailWorkLimit() const;
   [[noreturn]] void FailSizeLimit(size_t n) const;
 
+  std::vector<Value> cyclic_;
   const ParsedTemplate& tpl_;
   const RenderOptions& options_;
   std::vector<Value> globals_;

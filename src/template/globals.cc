@@ -64,6 +64,7 @@ Value DictFromArgs(CallArgs& args, bool is_namespace) {
     const Value& src = args.pos[0];
     if (src.is_dict()) {
       d->entries = src.dict().entries;
+      d->depth = src.dict().depth;
     } else if (src.is_list()) {
       for (const auto& item : src.list().items) {
         if (!item.is_list() || item.list().items.size() != 2 || !item.list().items[0].is_string()) {
@@ -80,7 +81,11 @@ Value DictFromArgs(CallArgs& args, bool is_namespace) {
 }
 
 Value Dict(Evaluator&, CallArgs& args) { return DictFromArgs(args, false); }
-Value Namespace(Evaluator&, CallArgs& args) { return DictFromArgs(args, true); }
+Value Namespace(Evaluator& ev, CallArgs& args) {
+  Value ns = DictFromArgs(args, true);
+  ev.TrackCyclic(ns);
+  return ns;
+}
 
 Value RaiseException(Evaluator&, CallArgs& args) {
   std::string msg = args.pos.empty() ? "" : PyStr(args.pos[0]);

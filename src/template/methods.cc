@@ -143,6 +143,7 @@ bool CallDictMethod(Evaluator& ev, const Value& obj, std::string_view name, Call
   }
   if (name == "update" || name == "pop" || name == "setdefault" || name == "clear" || name == "popitem") {
     if (!ev.options().allow_mutation) Unsafe(name, "dict");
+    ev.TrackCyclic(obj);
     if (name == "update") {
       for (const auto& p : args.pos) {
         if (!p.is_dict()) ThrowRender("dict.update() needs a mapping");
@@ -216,14 +217,26 @@ bool CallListMethod(Evaluator& ev, const Value& obj, std::string_view name, Call
   }
   if (In(kListMethods, name) && !obj.is_tuple()) {
     if (!ev.options().allow_mutation) Unsafe(name, "list");
+    ev.TrackCyclic(obj);
     auto& mut = obj.list().items;
+    auto grow = [&](const Value& v) {
+      const uint32_t d = DepthOf(v) + 1;
+      if (d > obj.list().depth) {
+        CheckDepth(d);
+        obj.list().depth = d;
+      }
+    };
     if (name == "append") {
       ArgBinder a(name, args, {"object"}, 1);
       ev.CheckSize(mut.size() + 1);
+      grow(a[0]);
       mut.push_back(a[0]);
     } else if (name == "extend") {
       ArgBinder a(name, args, {"iterable"}, 1);
-      for (auto& v : ev.Iterate(a[0])) mut.push_back(std::move(v));
+      for (auto& v : ev.Iterate(a[0])) {
+        grow(v);
+        mut.push_back(std::move(v));
+      }
       ev.CheckSize(mut.size());
     } else if (name == "insert") {
       ArgBinder a(name, args, {"index", "object"}, 2);
@@ -231,6 +244,7 @@ bool CallListMethod(Evaluator& ev, const Value& obj, std::string_view name, Call
       const int64_t n = static_cast<int64_t>(mut.size());
       if (i < 0) i = std::max<int64_t>(0, i + n);
       if (i > n) i = n;
+      grow(a[1]);
       mut.insert(mut.begin() + i, a[1]);
     } else if (name == "pop") {
       ArgBinder a(name, args, {"index"});

@@ -87,6 +87,19 @@ TEST(Robustness, MutatedRealTemplates) {
   std::printf("mutated templates: %d rendered, %d rejected\n", ok, total - ok);
 }
 
+TEST(Robustness, DeeplyNestedJsonIsRefused) {
+  std::string deep = "{\"x\": " + std::string(100000, '[') + std::string(100000, ']') + "}";
+  const Json ctx = Json::parse(deep);
+  auto tpl = Template::Parse("{{ x|length }}");
+  ASSERT_TRUE(tpl.ok());
+  auto r = tpl->Render(ctx);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("nested deeper than 512"), std::string::npos) << r.status().message();
+  ChatRenderInput in;
+  in.messages = Json::array({Json{{"role", "user"}, {"content", ctx["x"]}}});
+  EXPECT_FALSE(RenderChat(*tpl, in).ok());
+}
+
 TEST(Robustness, RandomTokenSoup) {
   const std::vector<std::string> toks = {"{{", "}}", "{%", "%}", "{%-", "-%}", "if", "elif", "else", "endif", "for",
                                          "in", "endfor", "set", "=", "x", "messages", "loop", "m", ".", "[", "]", "(",
@@ -100,6 +113,26 @@ TEST(Robustness, RandomTokenSoup) {
     const int n = 1 + static_cast<int>(rng() % 30);
     for (int i = 0; i < n; ++i) s += toks[rng() % toks.size()] + (rng() % 2 ? " " : "");
     RenderAny(s, ctx);
+  }
+}
+
+// Reference cycles made by a template are broken when the render ends (the
+// sanitizer build checks for leaks).
+TEST(Robustness, CyclesDoNotLeak) {
+  RenderOptions o = SmallLimits();
+  o.allow_mutation = true;
+  const std::vector<std::string> cyclic = {
+      "{% set ns = namespace() %}{% set ns.me = ns %}{{ ns.me.me is defined }}",
+      "{% for i in [1] %}{% set ns = namespace() %}{% macro m() %}{{ ns }}{% endmacro %}{% set ns.m = m %}{% endfor %}x",
+      "{% set l = [] %}{% set _ = l.append(l) %}{{ l|length }}{{ l }}",
+      "{% set ns = namespace() %}{% set ns.me = ns %}{{ ns }}",
+      "{% set d = {} %}{% set _ = d.update({'d': d}) %}{{ d|length }}",
+  };
+  for (const auto& s : cyclic) {
+    auto tpl = Template::Parse(s);
+    ASSERT_TRUE(tpl.ok()) << tpl.status().message();
+    auto r = tpl->Render(Json::object(), o);
+    EXPECT_TRUE(r.ok()) << s << ": " << r.status().message();
   }
 }
 
@@ -126,6 +159,8 @@ TEST(Robustness, HostileTemplatesEndWithErrors) {
       "{{ loop.cycle() }}",
       "{% for x in messages %}{{ loop.cycle() }}{% endfor %}",
       "{{ namespace(a=1)|tojson }}",
+      "{% set ns = namespace(x=[]) %}{% for i in range(5000) %}{% set ns.x = [ns.x] %}{% endfor %}{{ ns.x }}",
+      "{% set ns = namespace(x={}) %}{% for i in range(5000) %}{% set ns.x = {'a': ns.x} %}{% endfor %}",
       "{{ strftime_now('%Y' * 1000) }}",
       "{{ (messages|first).content[::0] }}",
       "{% set d = {} %}{{ d|dictsort(by='nothing') }}",

@@ -20,7 +20,9 @@ struct Template::Impl {
   std::vector<Value> builtin_globals;
 };
 
-Value JsonToValue(const nlohmann::ordered_json& j) {
+Value JsonToValue(const nlohmann::ordered_json& j, uint32_t depth) {
+  // Checked before recursing: a deeply nested request must not overflow the stack.
+  if (j.is_structured()) CheckDepth(depth + 1);
   switch (j.type()) {
     case nlohmann::ordered_json::value_t::null:
       return Value::None();
@@ -40,13 +42,13 @@ Value JsonToValue(const nlohmann::ordered_json& j) {
     case nlohmann::ordered_json::value_t::array: {
       std::vector<Value> items;
       items.reserve(j.size());
-      for (const auto& e : j) items.push_back(JsonToValue(e));
+      for (const auto& e : j) items.push_back(JsonToValue(e, depth + 1));
       return Value::List(std::move(items));
     }
     case nlohmann::ordered_json::value_t::object: {
       auto d = std::make_shared<DictObj>();
       d->entries.reserve(j.size());
-      for (const auto& [k, v] : j.items()) d->entries.emplace_back(k, JsonToValue(v));
+      for (const auto& [k, v] : j.items()) d->Add(k, JsonToValue(v, depth + 1));
       return Value::Dict(std::move(d));
     }
     default:

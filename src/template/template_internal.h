@@ -14,7 +14,8 @@
 namespace tern::jinja {
 
 // JSON -> Value (objects keep their key order).
-Value JsonToValue(const nlohmann::ordered_json& j);
+// Throws TemplateError (kLimit) for JSON nested deeper than kMaxValueDepth.
+Value JsonToValue(const nlohmann::ordered_json& j, uint32_t depth = 0);
 
 // Renders with the variables that `fill` passes to its setter (names the
 // template does not use are dropped).

@@ -1,11 +1,13 @@
 #include "template/value.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 
 #include <utf8proc.h>
 
+#include "template/error.h"
 #include "template/utf8.h"
 
 namespace tern::jinja {
@@ -16,9 +18,25 @@ Value Value::String(std::string s) {
   return v;
 }
 
+uint32_t DepthOf(const Value& v) {
+  if (v.is_list()) return v.list().depth;
+  if (v.is_dict()) return v.dict().depth;
+  return 0;
+}
+
+void CheckDepth(uint32_t depth) {
+  if (depth > kMaxValueDepth) ThrowLimit("value nested deeper than 512 lists or dicts");
+}
+
 Value Value::List(std::vector<Value> items, bool is_tuple) {
+  uint32_t depth = 1;
+  for (const auto& it : items) {
+    if (it.kind_ == Kind::kList || it.kind_ == Kind::kDict) depth = std::max(depth, DepthOf(it) + 1);
+  }
+  CheckDepth(depth);
   Value v(Kind::kList);
   auto l = std::make_shared<ListObj>();
+  l->depth = depth;
   l->items = std::move(items);
   l->is_tuple = is_tuple;
   v.ptr_ = std::move(l);
@@ -69,7 +87,8 @@ bool Value::Truthy() const {
 Value Object::Call(Evaluator&, CallArgs&) const { return Value(); }
 std::string Object::Str() const { return "<" + std::string(TypeName()) + " object>"; }
 
-bool Equals(const Value& a, const Value& b) {
+bool Equals(const Value& a, const Value& b, uint32_t depth) {
+  if (depth > kMaxValueDepth) return a.identity() == b.identity();
   if (a.is_number() && b.is_number()) {
     if (a.is_float() || b.is_float()) return a.as_double() == b.as_double();
     return a.as_int() == b.as_int();
@@ -86,7 +105,7 @@ bool Equals(const Value& a, const Value& b) {
       const auto& y = b.list();
       if (x.is_tuple != y.is_tuple || x.items.size() != y.items.size()) return false;
       for (size_t i = 0; i < x.items.size(); ++i) {
-        if (!Equals(x.items[i], y.items[i])) return false;
+        if (!Equals(x.items[i], y.items[i], depth + 1)) return false;
       }
       return true;
     }
@@ -97,7 +116,7 @@ bool Equals(const Value& a, const Value& b) {
       if (x.entries.size() != y.entries.size()) return false;
       for (const auto& [k, v] : x.entries) {
         const Value* o = y.Find(k);
-        if (o == nullptr || !Equals(v, *o)) return false;
+        if (o == nullptr || !Equals(v, *o, depth + 1)) return false;
       }
       return true;
     }
@@ -108,8 +127,9 @@ bool Equals(const Value& a, const Value& b) {
   }
 }
 
-bool LessThan(const Value& a, const Value& b, bool* ok) {
-  *ok = true;
+bool LessThan(const Value& a, const Value& b, bool* ok, uint32_t depth) {
+  *ok = depth <= kMaxValueDepth;
+  if (!*ok) return false;
   if (a.is_number() && b.is_number()) {
     if (a.is_float() || b.is_float()) return a.as_double() < b.as_double();
     return a.as_int() < b.as_int();
@@ -119,8 +139,8 @@ bool LessThan(const Value& a, const Value& b, bool* ok) {
     const auto& x = a.list().items;
     const auto& y = b.list().items;
     for (size_t i = 0; i < x.size() && i < y.size(); ++i) {
-      if (Equals(x[i], y[i])) continue;
-      return LessThan(x[i], y[i], ok);
+      if (Equals(x[i], y[i], depth + 1)) continue;
+      return LessThan(x[i], y[i], ok, depth + 1);
     }
     return x.size() < y.size();
   }
@@ -236,15 +256,21 @@ static void AppendStrRepr(std::string& out, const std::string& s) {
   out += quote;
 }
 
-static void AppendRepr(std::string& out, const Value& v);
+static void AppendRepr(std::string& out, const Value& v, uint32_t depth);
 
-static void AppendContainer(std::string& out, const Value& v) {
+static void AppendContainer(std::string& out, const Value& v, uint32_t depth) {
+  // Only a cycle (a namespace or, with allow_mutation, a list containing
+  // itself) gets this deep: Python prints it as [...]
+  if (depth > kMaxValueDepth) {
+    out += v.is_list() ? "[...]" : "{...}";
+    return;
+  }
   if (v.is_list()) {
     const auto& l = v.list();
     out += l.is_tuple ? '(' : '[';
     for (size_t i = 0; i < l.items.size(); ++i) {
       if (i) out += ", ";
-      AppendRepr(out, l.items[i]);
+      AppendRepr(out, l.items[i], depth + 1);
     }
     if (l.is_tuple && l.items.size() == 1) out += ',';
     out += l.is_tuple ? ')' : ']';
@@ -259,19 +285,23 @@ static void AppendContainer(std::string& out, const Value& v) {
     first = false;
     AppendStrRepr(out, k);
     out += ": ";
-    AppendRepr(out, val);
+    AppendRepr(out, val, depth + 1);
   }
   out += '}';
   if (d.is_namespace) out += '>';
 }
 
-static void AppendRepr(std::string& out, const Value& v) {
+static void AppendRepr(std::string& out, const Value& v, uint32_t depth) {
   switch (v.kind()) {
     case Kind::kUndefined:
       out += "Undefined";
       return;
     case Kind::kString:
       AppendStrRepr(out, v.str());
+      return;
+    case Kind::kList:
+    case Kind::kDict:
+      AppendContainer(out, v, depth);
       return;
     default:
       AppendPyStr(out, v);
@@ -302,7 +332,7 @@ void AppendPyStr(std::string& out, const Value& v) {
       return;
     case Kind::kList:
     case Kind::kDict:
-      AppendContainer(out, v);
+      AppendContainer(out, v, 0);
       return;
     case Kind::kObject:
       out += v.obj().Str();
@@ -319,7 +349,7 @@ std::string PyStr(const Value& v) {
 
 std::string PyRepr(const Value& v) {
   std::string out;
-  AppendRepr(out, v);
+  AppendRepr(out, v, 0);
   return out;
 }
 

@@ -96,6 +96,8 @@ class Value {
   Object& obj() const { return *static_cast<Object*>(ptr_.get()); }
   bool is_tuple() const;
   bool is_namespace() const;
+  std::shared_ptr<ListObj> list_ptr() const { return std::static_pointer_cast<ListObj>(ptr_); }
+  std::shared_ptr<DictObj> dict_ptr() const { return std::static_pointer_cast<DictObj>(ptr_); }
   // Identity of a shared value (for the `sameas` test).
   const void* identity() const { return ptr_.get(); }
 
@@ -118,14 +120,39 @@ class Value {
   std::shared_ptr<void> ptr_;
 };
 
+// Deepest nesting of lists and dicts a value may have. Deeper values (a
+// hostile JSON request, or `{% set ns.x = [ns.x] %}` in a loop) are refused
+// when built, so printing, comparing and freeing them never recurses deeply.
+inline constexpr uint32_t kMaxValueDepth = 512;
+
+// Nesting depth of a value: 1 + deepest child for lists and dicts, else 0.
+uint32_t DepthOf(const Value& v);
+// Throws TemplateError (kLimit) when depth > kMaxValueDepth.
+void CheckDepth(uint32_t depth);
+
 struct ListObj {
   std::vector<Value> items;
   bool is_tuple = false;
+  uint32_t depth = 1;
 };
 
 struct DictObj {
   std::vector<std::pair<std::string, Value>> entries;
   bool is_namespace = false;
+  uint32_t depth = 1;
+
+  // Appends without looking for the key (the caller knows it is new).
+  void Add(std::string key, Value v) {
+    Grow(v);
+    entries.emplace_back(std::move(key), std::move(v));
+  }
+  void Grow(const Value& v) {
+    const uint32_t d = DepthOf(v) + 1;
+    if (d > depth) {
+      CheckDepth(d);
+      depth = d;
+    }
+  }
 
   const Value* Find(std::string_view key) const {
     for (const auto& [k, v] : entries) {
@@ -135,6 +162,7 @@ struct DictObj {
   }
   // Inserts or replaces, keeping the first insertion position (Python dict).
   void Set(std::string key, Value v) {
+    Grow(v);
     for (auto& [k, old] : entries) {
       if (k == key) {
         old = std::move(v);
@@ -164,13 +192,15 @@ class Object {
   }
   // str() of the object.
   virtual std::string Str() const;
+  // Drops the values this object holds (end of a render; breaks cycles).
+  virtual void ClearReferences() {}
 };
 
 // Python == (1 == 1.0 == True; lists and dicts compare element-wise).
-bool Equals(const Value& a, const Value& b);
+bool Equals(const Value& a, const Value& b, uint32_t depth = 0);
 // Python < for sortable pairs: numbers, strings (code point order), lists.
 // Returns false and sets *ok = false when the types cannot be ordered.
-bool LessThan(const Value& a, const Value& b, bool* ok);
+bool LessThan(const Value& a, const Value& b, bool* ok, uint32_t depth = 0);
 
 // Python str() and repr() of a value; undefined prints as "".
 std::string PyStr(const Value& v);
