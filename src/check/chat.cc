@@ -1,10 +1,10 @@
 #include "check/chat.h"
 
+#include <fmt/format.h>
+
 #include <cctype>
 #include <cmath>
 #include <limits>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "check/json_text.h"
@@ -188,7 +188,8 @@ void StreamAssembler::OnEvent(std::string_view data, double t_s) {
   r_.nonfinite_json += info.nonfinite;
   r_.invalid_utf8 += info.invalid_utf8;
   if (!j || !j->is_object()) {
-    if (r_.stream_error.empty()) r_.stream_error = fmt::format("event {} is not JSON: '{}'", r_.events, Excerpt(data, 60));
+    if (r_.stream_error.empty())
+      r_.stream_error = fmt::format("event {} is not JSON: '{}'", r_.events, Excerpt(data, 60));
     return;
   }
   if (auto e = InlineError(*j)) {
@@ -253,7 +254,8 @@ ChatResult StreamAssembler::Finish(int http_status, double latency_s, std::strin
   } else if (!transport_error.empty() && r_.stream_error.empty()) {
     r_.stream_error = fmt::format("connection error after [DONE]: {}", transport_error);
   }
-  if (r_.events == 0) r_.failure = "stream carried no events" + (transport_error.empty() ? "" : fmt::format(" ({})", transport_error));
+  if (r_.events == 0)
+    r_.failure = "stream carried no events" + (transport_error.empty() ? "" : fmt::format(" ({})", transport_error));
   return r_;
 }
 

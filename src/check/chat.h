@@ -35,9 +35,9 @@ struct ApiError {
 
 struct ChatResult {
   // --- transport ---
-  int http_status = 0;   // 0: no HTTP reply at all
-  std::string failure;   // why there is no usable reply ("" when there is one)
-  std::string notes;     // retries and dialect remarks, for the report
+  int http_status = 0;  // 0: no HTTP reply at all
+  std::string failure;  // why there is no usable reply ("" when there is one)
+  std::string notes;    // retries and dialect remarks, for the report
 
   // --- the reply ---
   std::optional<std::string> content;    // nullopt: null or missing
@@ -56,23 +56,21 @@ struct ChatResult {
   int invalid_utf8 = 0;
 
   // --- timing ---
-  double latency_s = 0;         // request sent .. reply complete
+  double latency_s = 0;          // request sent .. reply complete
   std::optional<double> ttft_s;  // streams: first content/reasoning/tool delta
 
   // --- streams ---
   bool streamed = false;
-  int events = 0;           // SSE events with data
-  bool done_seen = false;   // "data: [DONE]" arrived
-  bool usage_seen = false;  // a chunk carried a usage object
-  int content_chunks = 0;   // chunks that carried content or reasoning text
+  int events = 0;            // SSE events with data
+  bool done_seen = false;    // "data: [DONE]" arrived
+  bool usage_seen = false;   // a chunk carried a usage object
+  int content_chunks = 0;    // chunks that carried content or reasoning text
   std::string stream_error;  // an error chunk, a JSON-less event, a drop before [DONE]
 
   std::optional<ApiError> error;  // the server's error body, when http_status is not 2xx
 
   bool ok() const { return failure.empty(); }
-  std::string ContentOr(std::string_view fallback = "") const {
-    return content ? *content : std::string(fallback);
-  }
+  std::string ContentOr(std::string_view fallback = "") const { return content ? *content : std::string(fallback); }
   // Content, reasoning and tool-call text together (for degenerate-output scans).
   std::string AllText() const;
 };

@@ -1,7 +1,7 @@
 // Reading replies of every dialect (testdata/replies) and assembling streams.
-#include <cmath>
-
 #include <gtest/gtest.h>
+
+#include <cmath>
 
 #include "check/chat.h"
 #include "check/sse.h"
@@ -128,7 +128,8 @@ TEST(ParseChatReply, ShapeProblemsAreFailuresNotCrashes) {
   EXPECT_EQ(ParseChatReply(200, R"({"choices":[{"message":"hi"}]})").failure, "choices[0] has no message object");
   EXPECT_NE(ParseChatReply(200, R"({"error":{"message":"boom"}})").failure.find("boom"), std::string::npos);
   // Wrong types inside are ignored field by field.
-  ChatResult r = ParseChatReply(200, R"({"choices":[{"message":{"content":5,"tool_calls":"x"},"finish_reason":7}],"usage":"x"})");
+  ChatResult r =
+      ParseChatReply(200, R"({"choices":[{"message":{"content":5,"tool_calls":"x"},"finish_reason":7}],"usage":"x"})");
   EXPECT_TRUE(r.ok());
   EXPECT_FALSE(r.content.has_value());
   EXPECT_TRUE(r.tool_calls.empty());
@@ -176,10 +177,16 @@ TEST(StreamAssembler, DroppedStreamIsReported) {
 
 TEST(StreamAssembler, ErrorChunkToolDeltasAndJunk) {
   StreamAssembler a;
-  a.OnEvent(R"({"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":""}}]}}]})", 0.1);
-  a.OnEvent(R"({"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"location\":"}}]}}]})", 0.2);
-  a.OnEvent(R"({"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":" \"Paris\"}"}}]}}]})", 0.3);
-  a.OnEvent(R"({"object":"error","message":"The request queue is full.","type":"SERVICE_UNAVAILABLE","code":503})", 0.4);
+  a.OnEvent(
+      R"({"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":""}}]}}]})",
+      0.1);
+  a.OnEvent(
+      R"({"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"location\":"}}]}}]})",
+      0.2);
+  a.OnEvent(R"({"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":" \"Paris\"}"}}]}}]})",
+            0.3);
+  a.OnEvent(R"({"object":"error","message":"The request queue is full.","type":"SERVICE_UNAVAILABLE","code":503})",
+            0.4);
   a.OnEvent("[DONE]", 0.5);
   ChatResult r = a.Finish(200, 0.5, "", "");
   ASSERT_EQ(r.tool_calls.size(), 1u);

@@ -2,11 +2,10 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace tern::check {
 
@@ -26,7 +25,7 @@ struct CheckResult {
   // (the server must behave right, whatever the weights).
   std::string kind;
   nlohmann::json metrics = nlohmann::json::object();  // extra numbers for the JSON report
-  double duration_s = 0;  // whole check, all requests
+  double duration_s = 0;                              // whole check, all requests
 };
 
 struct CheckSpec {

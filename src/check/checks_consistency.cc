@@ -1,11 +1,11 @@
 // Structural checks of generation: greedy determinism, stream == non-stream,
 // and identical parallel requests. They judge the server, not the weights: a
 // random-weight model passes them as long as the server behaves.
+#include <fmt/format.h>
+
 #include <chrono>
 #include <map>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "check/checks_common.h"
 #include "check/degenerate.h"

@@ -1,21 +1,21 @@
 // Semantic checks over longer inputs: recall across turns, retrieval from a long context.
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "check/checks_common.h"
 
 namespace tern::check {
 namespace {
 
-constexpr const char* kAdjectives[] = {"quiet", "amber", "distant", "narrow", "silver", "patient", "crooked",
-                                        "gentle", "hollow", "bright", "weathered", "lonely", "curious", "steady"};
-constexpr const char* kNouns[] = {"lighthouse", "orchard", "ferry", "library", "meadow", "harbor", "caravan",
-                                   "observatory", "bakery", "canal", "workshop", "garden", "bridge", "market"};
-constexpr const char* kVerbs[] = {"watched over", "leaned toward", "remembered", "sheltered", "echoed",
-                                   "outlasted", "overlooked", "welcomed", "surrounded", "followed"};
-constexpr const char* kPlaces[] = {"the northern hills", "an old stone wall", "the river bend", "a foggy valley",
-                                    "the edge of town", "a row of cedar trees", "the empty square", "the coast road"};
+constexpr const char* kAdjectives[] = {"quiet",  "amber",  "distant", "narrow",    "silver", "patient", "crooked",
+                                       "gentle", "hollow", "bright",  "weathered", "lonely", "curious", "steady"};
+constexpr const char* kNouns[] = {"lighthouse",  "orchard", "ferry", "library",  "meadow", "harbor", "caravan",
+                                  "observatory", "bakery",  "canal", "workshop", "garden", "bridge", "market"};
+constexpr const char* kVerbs[] = {"watched over", "leaned toward", "remembered", "sheltered",  "echoed",
+                                  "outlasted",    "overlooked",    "welcomed",   "surrounded", "followed"};
+constexpr const char* kPlaces[] = {"the northern hills", "an old stone wall",    "the river bend",   "a foggy valley",
+                                   "the edge of town",   "a row of cedar trees", "the empty square", "the coast road"};
 
 template <size_t N>
 const char* Pick(const char* const (&words)[N], uint32_t* state) {
@@ -53,10 +53,9 @@ std::string BuildLongContextPrompt(int tokens) {
 
 CheckResult RunMultiTurnRecall(CheckContext& ctx) {
   nlohmann::json messages = nlohmann::json::array();
-  const std::string turns[] = {
-      fmt::format("Remember this code word: {}. Reply with just 'Noted.'", prompts::kCodeWord),
-      "What is the capital of France? Answer in one word.",
-      "What was the code word I asked you to remember? Reply with the code word only."};
+  const std::string turns[] = {fmt::format("Remember this code word: {}. Reply with just 'Noted.'", prompts::kCodeWord),
+                               "What is the capital of France? Answer in one word.",
+                               "What was the code word I asked you to remember? Reply with the code word only."};
   ChatResult r;
   double total = 0;
   for (int t = 0; t < 3; ++t) {
@@ -87,7 +86,8 @@ CheckResult RunLongContext(CheckContext& ctx) {
       tokens = static_cast<int>(room);
     }
   }
-  ChatRequest req{.messages = UserMessage(BuildLongContextPrompt(tokens)), .max_tokens = 32, .thinking = Thinking::kOff};
+  ChatRequest req{
+      .messages = UserMessage(BuildLongContextPrompt(tokens)), .max_tokens = 32, .thinking = Thinking::kOff};
   ChatResult r = ctx.Chat(req);
   CheckResult c = MakeResult(JudgeContains(r, prompts::kVaultCode, "access code"), &r);
   if (r.prompt_tokens) {

@@ -54,8 +54,8 @@ CheckResult RunErrorHandling(CheckContext& ctx) {
 }
 
 CheckResult RunLatency(CheckContext& ctx) {
-  ChatRequest req{.messages = UserMessage(prompts::kCount), .max_tokens = 64, .thinking = Thinking::kOff,
-                  .ignore_eos = true};
+  ChatRequest req{
+      .messages = UserMessage(prompts::kCount), .max_tokens = 64, .thinking = Thinking::kOff, .ignore_eos = true};
   ChatResult r = ctx.ChatStream(req);
   if (!r.ok()) return MakeResult(Verdict::Fail(r.failure), &r);
   if (!r.stream_error.empty()) return MakeResult(Verdict::Fail(r.stream_error), &r);
@@ -64,7 +64,9 @@ CheckResult RunLatency(CheckContext& ctx) {
   const double decode_s = r.latency_s - *r.ttft_s;
   CheckResult c = MakeResult(Verdict::Pass(""), &r);
   c.tokens = tokens;
-  c.metrics = {{"ttft_ms", *r.ttft_s * 1e3}, {"total_s", r.latency_s}, {"tokens", tokens},
+  c.metrics = {{"ttft_ms", *r.ttft_s * 1e3},
+               {"total_s", r.latency_s},
+               {"tokens", tokens},
                {"tokens_counted_by", r.completion_tokens ? "usage" : "chunks"}};
   std::string rate = "decode rate n/a";
   if (tokens > 1 && decode_s > 0) {
@@ -78,7 +80,8 @@ CheckResult RunLatency(CheckContext& ctx) {
 }
 
 CheckResult RunDegenerateOutput(CheckContext& ctx) {
-  ChatRequest req{.messages = UserMessage(prompts::kOcean), .max_tokens = 96, .thinking = Thinking::kOff, .logprobs = true};
+  ChatRequest req{
+      .messages = UserMessage(prompts::kOcean), .max_tokens = 96, .thinking = Thinking::kOff, .logprobs = true};
   ChatResult r = ctx.Chat(req);
   if (!r.ok()) return MakeResult(Verdict::Fail(r.failure), &r);
   auto scans = ctx.Scans();
@@ -94,9 +97,9 @@ CheckResult RunDegenerateOutput(CheckContext& ctx) {
     c.outcome = Outcome::kFail;
     c.detail = fmt::format("{} of {} replies degenerate; first: {}", bad, scans.size(), first_bad);
   } else {
-    c.detail = fmt::format("{} replies clean{}", scans.size(),
-                           r.has_logprobs ? fmt::format(", {} logprobs finite", r.logprobs.size())
-                                          : " (the server returned no logprobs)");
+    c.detail = fmt::format(
+        "{} replies clean{}", scans.size(),
+        r.has_logprobs ? fmt::format(", {} logprobs finite", r.logprobs.size()) : " (the server returned no logprobs)");
   }
   if (!r.notes.empty()) c.detail += " [" + r.notes + "]";
   return c;

@@ -20,7 +20,7 @@ CheckResult MakeResult(const Verdict& v, const ChatResult* main) {
 CheckResult RunModelInfo(CheckContext& ctx) {
   const ServerInfo& s = ctx.server();
   CheckResult c;
-  c.metrics = {{"dialect", s.dialect}, {"owned_by", s.owned_by}, {"model", s.model},
+  c.metrics = {{"dialect", s.dialect},       {"owned_by", s.owned_by},           {"model", s.model},
                {"model_path", s.model_path}, {"info_endpoint", s.info_endpoint}, {"ready_endpoint", s.ready_endpoint}};
   if (s.context_length) c.metrics["context_length"] = *s.context_length;
   if (s.info_endpoint.empty()) {
@@ -30,14 +30,16 @@ CheckResult RunModelInfo(CheckContext& ctx) {
   }
   c.outcome = Outcome::kPass;
   std::string name = s.model_path.empty() || s.model_path == s.model ? s.model : s.model_path + " as " + s.model;
-  c.detail = fmt::format("{} via {}: {}, {}", s.dialect, s.info_endpoint, name,
-                         s.context_length ? fmt::format("context {}", *s.context_length) : "context length not reported");
+  c.detail =
+      fmt::format("{} via {}: {}, {}", s.dialect, s.info_endpoint, name,
+                  s.context_length ? fmt::format("context {}", *s.context_length) : "context length not reported");
   for (const auto& n : s.notes) c.detail += " [" + n + "]";
   return c;
 }
 
 CheckResult RunSimpleCompletion(CheckContext& ctx) {
-  ChatRequest req{.messages = UserMessage(prompts::kOk), .max_tokens = 16, .thinking = Thinking::kOff, .logprobs = true};
+  ChatRequest req{
+      .messages = UserMessage(prompts::kOk), .max_tokens = 16, .thinking = Thinking::kOff, .logprobs = true};
   ChatResult r = ctx.Chat(req);
   return MakeResult(JudgeExactOk(r), &r);
 }

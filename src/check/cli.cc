@@ -1,5 +1,6 @@
 #include "check/cli.h"
 
+#include <fmt/format.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -7,8 +8,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
-
-#include <fmt/format.h>
 
 #include "base/mapped_file.h"
 #include "check/report.h"

@@ -4,9 +4,8 @@
 //   add("check", "validate a running OpenAI-compatible server", tern::check::RegisterCheck);
 #pragma once
 
-#include <functional>
-
 #include <CLI/CLI.hpp>
+#include <functional>
 
 #include "check/options.h"
 

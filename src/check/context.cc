@@ -15,9 +15,7 @@ using nlohmann::json;
 constexpr const char* kChatPath = "/v1/chat/completions";
 
 // A 4xx that may come from an optional field we sent (not auth, not 404/429).
-bool MayBeRejectedExtra(int status) {
-  return status == 400 || status == 409 || status == 415 || status == 422;
-}
+bool MayBeRejectedExtra(int status) { return status == 400 || status == 409 || status == 415 || status == 422; }
 
 // The extras a request would use.
 unsigned Wanted(const ChatRequest& req) {
@@ -38,8 +36,8 @@ std::string Names(unsigned extras) {
 json UserMessage(const std::string& text) { return json::array({{{"role", "user"}, {"content", text}}}); }
 
 json BuildChatBody(const std::string& model, const ChatRequest& req, unsigned extras) {
-  json b = {{"model", model}, {"messages", req.messages}, {"max_tokens", req.max_tokens},
-            {"temperature", 0}, {"seed", 0}, {"stream", req.stream}};
+  json b = {{"model", model}, {"messages", req.messages}, {"max_tokens", req.max_tokens}, {"temperature", 0},
+            {"seed", 0},      {"stream", req.stream}};
   if (req.stream) b["stream_options"] = {{"include_usage", true}};
   if (req.thinking == Thinking::kOff) {
     b["chat_template_kwargs"] = {{"enable_thinking", false}, {"thinking", false}};
@@ -115,7 +113,8 @@ ChatResult CheckContext::SendWithFallback(const ChatRequest& req) {
     std::lock_guard<std::mutex> lock(mu_);
     if (allowed_extras_ & first & without) {
       allowed_extras_ &= ~(first & without);
-      std::string note = fmt::format("server rejected {} ({}); sent without from then on", Names(first & without), r.failure);
+      std::string note =
+          fmt::format("server rejected {} ({}); sent without from then on", Names(first & without), r.failure);
       notes_.push_back(note);
       retry.notes = note;
     }

@@ -9,11 +9,10 @@
 #pragma once
 
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "check/chat.h"
 #include "check/http_client.h"
@@ -28,9 +27,9 @@ struct ChatRequest {
   nlohmann::json messages = nlohmann::json::array();
   int max_tokens = 64;
   Thinking thinking = Thinking::kOff;
-  bool logprobs = true;  // so that every reply's logprobs are scanned for NaN
+  bool logprobs = true;            // so that every reply's logprobs are scanned for NaN
   nlohmann::json tools = nullptr;  // null: none
-  bool stream = false;   // ChatStream sets it
+  bool stream = false;             // ChatStream sets it
   bool ignore_eos = false;
 };
 

@@ -1,10 +1,10 @@
 #include "check/degenerate.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <map>
-
-#include <fmt/format.h>
 
 #include "check/json_text.h"
 
@@ -50,8 +50,7 @@ void Dominant(std::string_view text, const DegenerateLimits& lim, std::vector<st
   }
   if (total < lim.dominant_min_chars) return;
   for (auto [c, n] : counts) {
-    if (n >= lim.dominant_share * total)
-      out->push_back(fmt::format("{} of {} characters are '{}'", n, total, c));
+    if (n >= lim.dominant_share * total) out->push_back(fmt::format("{} of {} characters are '{}'", n, total, c));
   }
 }
 
@@ -68,7 +67,8 @@ void Patterns(std::string_view text, const DegenerateLimits& lim, std::vector<st
         // A pattern of one repeated character is a character run (reported above);
         // whitespace-only patterns are indentation.
         bool all_same = pat.find_first_not_of(pat[0]) == std::string_view::npos;
-        bool all_space = std::all_of(pat.begin(), pat.end(), [](char c) { return IsSpace(static_cast<unsigned char>(c)); });
+        bool all_space =
+            std::all_of(pat.begin(), pat.end(), [](char c) { return IsSpace(static_cast<unsigned char>(c)); });
         if (!all_same && !all_space) {
           // Extend to the end of this run for the message.
           size_t end = i + 1;
@@ -106,8 +106,10 @@ std::vector<std::string> FindDegenerate(const ChatResult& r, const DegenerateLim
   int bad_lp = 0, positive_lp = 0;
   for (double lp : r.logprobs) {
     // vLLM clamps -inf to -9999.0; SGLang's orjson writes NaN as null (read as NaN).
-    if (!std::isfinite(lp) || lp <= -9999.0) ++bad_lp;
-    else if (lp > 1e-3) ++positive_lp;
+    if (!std::isfinite(lp) || lp <= -9999.0)
+      ++bad_lp;
+    else if (lp > 1e-3)
+      ++positive_lp;
   }
   if (bad_lp) out.push_back(fmt::format("{} of {} token logprobs are NaN or infinite", bad_lp, r.logprobs.size()));
   if (positive_lp) out.push_back(fmt::format("{} token logprobs are above 0", positive_lp));
@@ -126,7 +128,8 @@ std::vector<std::string> FindDegenerate(const ChatResult& r, const DegenerateLim
   const std::string text = r.AllText();
   if (text.find_first_not_of(" \n\r\t") == std::string::npos && r.tool_calls.empty())
     out.push_back("empty output (no content, reasoning or tool call)");
-  if (r.invalid_utf8 > 0) out.push_back(fmt::format("{} invalid UTF-8 sequence{}", r.invalid_utf8, r.invalid_utf8 == 1 ? "" : "s"));
+  if (r.invalid_utf8 > 0)
+    out.push_back(fmt::format("{} invalid UTF-8 sequence{}", r.invalid_utf8, r.invalid_utf8 == 1 ? "" : "s"));
   size_t fffd = CountReplacementChars(text);
   // Replacements we made while repairing invalid UTF-8 are already counted.
   if (fffd > static_cast<size_t>(r.invalid_utf8))

@@ -17,11 +17,11 @@ namespace tern::check {
 // Thresholds, chosen so that ordinary prose, code and Markdown pass (see
 // degenerate_test.cc for the cases on both sides of each line).
 struct DegenerateLimits {
-  int char_run = 16;            // one non-space character repeated this often in a row
-  int rule_char_run = 64;       // the same for - = _ * . ~ # (Markdown rules, tables)
-  int token_run = 12;           // one logprob token repeated this often in a row
-  int pattern_repeats = 8;      // a 2..10-byte pattern repeated this often in a row ...
-  int pattern_min_bytes = 32;   // ... covering at least this many bytes
+  int char_run = 16;             // one non-space character repeated this often in a row
+  int rule_char_run = 64;        // the same for - = _ * . ~ # (Markdown rules, tables)
+  int token_run = 12;            // one logprob token repeated this often in a row
+  int pattern_repeats = 8;       // a 2..10-byte pattern repeated this often in a row ...
+  int pattern_min_bytes = 32;    // ... covering at least this many bytes
   double dominant_share = 0.75;  // one punctuation character is this share of the text ...
   int dominant_min_chars = 4;    // ... of at least this many non-space characters
 };

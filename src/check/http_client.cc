@@ -3,19 +3,17 @@
 // changes class layouts, so this file must be built with exactly those flags).
 #include "check/http_client.h"
 
+#include <httplib.h>
+
 #include <chrono>
 #include <cmath>
-
-#include <httplib.h>
 
 namespace tern::check {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double Since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
+double Since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 void SetSeconds(double s, time_t* sec, time_t* usec) {
   if (!(s > 0)) s = 0.001;
@@ -47,20 +45,28 @@ std::unique_ptr<httplib::Client> MakeClient(const HttpOptions& o) {
 
 std::string Describe(httplib::Error e) {
   switch (e) {
-    case httplib::Error::Connection: return "connection failed (refused or unreachable)";
-    case httplib::Error::ConnectionTimeout: return "connect timed out";
-    case httplib::Error::Read: return "read failed (connection closed, reset or timed out)";
-    case httplib::Error::Write: return "write failed (connection closed)";
-    case httplib::Error::Canceled: return "canceled (whole-request timeout)";
-    case httplib::Error::SSLConnection: return "TLS handshake failed";
-    case httplib::Error::SSLLoadingCerts: return "could not load the CA certificates";
-    case httplib::Error::SSLServerVerification: return "TLS certificate verification failed";
-    default: return httplib::to_string(e);
+    case httplib::Error::Connection:
+      return "connection failed (refused or unreachable)";
+    case httplib::Error::ConnectionTimeout:
+      return "connect timed out";
+    case httplib::Error::Read:
+      return "read failed (connection closed, reset or timed out)";
+    case httplib::Error::Write:
+      return "write failed (connection closed)";
+    case httplib::Error::Canceled:
+      return "canceled (whole-request timeout)";
+    case httplib::Error::SSLConnection:
+      return "TLS handshake failed";
+    case httplib::Error::SSLLoadingCerts:
+      return "could not load the CA certificates";
+    case httplib::Error::SSLServerVerification:
+      return "TLS certificate verification failed";
+    default:
+      return httplib::to_string(e);
   }
 }
 
-Result<HttpReply> Send(const HttpOptions& o, const std::string& method, std::string_view path,
-                       std::string_view body) {
+Result<HttpReply> Send(const HttpOptions& o, const std::string& method, std::string_view path, std::string_view body) {
   TERN_RETURN_IF_ERROR(CheckScheme(o.url));
   auto cli = MakeClient(o);
   httplib::Request req;
@@ -75,8 +81,7 @@ Result<HttpReply> Send(const HttpOptions& o, const std::string& method, std::str
   httplib::Response res;
   httplib::Error err = httplib::Error::Success;
   bool ok = cli->send(req, res, err);
-  if (!ok || res.status <= 0)
-    return Status::Errorf("{} {}{}: {}", method, o.url.ToString(), path, Describe(err));
+  if (!ok || res.status <= 0) return Status::Errorf("{} {}{}: {}", method, o.url.ToString(), path, Describe(err));
   HttpReply out;
   out.status = res.status;
   out.body = std::move(res.body);
@@ -101,8 +106,7 @@ Result<HttpReply> HttpClient::PostJson(std::string_view path, std::string_view b
   return Send(options_, "POST", path, body);
 }
 
-Result<StreamReply> HttpClient::PostStream(std::string_view path, std::string_view body,
-                                           const ByteSink& sink) const {
+Result<StreamReply> HttpClient::PostStream(std::string_view path, std::string_view body, const ByteSink& sink) const {
   TERN_RETURN_IF_ERROR(CheckScheme(options_.url));
   auto cli = MakeClient(options_);
   StreamReply out;
@@ -137,11 +141,10 @@ Result<StreamReply> HttpClient::PostStream(std::string_view path, std::string_vi
   httplib::Error err = httplib::Error::Success;
   bool ok = cli->send(req, res, err);
   out.elapsed_s = Since(t0);
-  if (!got_status)
-    return Status::Errorf("POST {}{}: {}", options_.url.ToString(), path, Describe(err));
+  if (!got_status) return Status::Errorf("POST {}{}: {}", options_.url.ToString(), path, Describe(err));
   if (!ok) {
-    out.transport_error = deadline_hit ? fmt::format("stream exceeded the {} s timeout", options_.timeout_s)
-                                       : Describe(err);
+    out.transport_error =
+        deadline_hit ? fmt::format("stream exceeded the {} s timeout", options_.timeout_s) : Describe(err);
   }
   return out;
 }

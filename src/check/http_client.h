@@ -35,7 +35,7 @@ struct HttpReply {
 struct StreamReply {
   int status = 0;
   std::string content_type;
-  std::string error_body;       // body of a non-2xx reply
+  std::string error_body;  // body of a non-2xx reply
   double elapsed_s = 0;
   // Set when the connection failed after the status line: the server dropped
   // it mid-body, a read timed out, or the whole-stream timeout ran out.

@@ -1,11 +1,10 @@
 // `tern check` against the scripted server (testdata/mock_server.mjs) in each
 // dialect and failure mode: the exit code and which checks pass or fail.
+#include <gtest/gtest.h>
 #include <signal.h>
 
 #include <chrono>
 #include <map>
-
-#include <gtest/gtest.h>
 
 #include "check/mock_process.h"
 #include "check/runner.h"
@@ -43,16 +42,17 @@ CheckRun RunAgainst(const std::string& url, const std::string& suite, CheckOptio
   return run;
 }
 
-#define START_MOCK(var, ...)                                        \
-  MockServer var(__VA_ARGS__);                                      \
-  if (testing::NodeBinary().empty()) GTEST_SKIP() << "no node";     \
+#define START_MOCK(var, ...)                                    \
+  MockServer var(__VA_ARGS__);                                  \
+  if (testing::NodeBinary().empty()) GTEST_SKIP() << "no node"; \
   ASSERT_TRUE(var.ok()) << var.error()
 
 bool Has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
-const char* const kStructural[] = {"model_info", "determinism", "stream_consistency", "concurrency", "error_handling", "latency"};
+const char* const kStructural[] = {"model_info",  "determinism",    "stream_consistency",
+                                   "concurrency", "error_handling", "latency"};
 const char* const kSemantic[] = {"simple_completion", "arithmetic_no_thinking", "arithmetic_thinking",
-                                 "multi_turn_recall", "tool_calling", "long_context"};
+                                 "multi_turn_recall", "tool_calling",           "long_context"};
 
 class Integration : public ::testing::Test {
  protected:
@@ -97,7 +97,8 @@ TEST_F(Integration, NanLogprobsAreDegenerate) {
   CheckRun run = RunAgainst(mock.url(), "full");
   EXPECT_EQ(run.report.exit_code, kExitFailed);
   EXPECT_EQ(run.outcome("simple_completion"), Outcome::kFail);
-  EXPECT_TRUE(Has(run.detail("simple_completion"), "token logprobs are NaN or infinite")) << run.detail("simple_completion");
+  EXPECT_TRUE(Has(run.detail("simple_completion"), "token logprobs are NaN or infinite"))
+      << run.detail("simple_completion");
   EXPECT_EQ(run.outcome("degenerate_output"), Outcome::kFail);
   EXPECT_TRUE(Has(run.detail("degenerate_output"), "non-finite number")) << run.detail("degenerate_output");
   EXPECT_EQ(run.outcome("tool_calling"), Outcome::kPass);  // no logprobs asked there

@@ -43,7 +43,10 @@ int HexValue(std::string_view s, size_t i) {  // 4 hex digits at s[i], or -1
   int v = 0;
   for (size_t k = i; k < i + 4; ++k) {
     char c = s[k];
-    int d = (c >= '0' && c <= '9') ? c - '0' : (c >= 'a' && c <= 'f') ? c - 'a' + 10 : (c >= 'A' && c <= 'F') ? c - 'A' + 10 : -1;
+    int d = (c >= '0' && c <= '9')   ? c - '0'
+            : (c >= 'a' && c <= 'f') ? c - 'a' + 10
+            : (c >= 'A' && c <= 'F') ? c - 'A' + 10
+                                     : -1;
     if (d < 0) return -1;
     v = v * 16 + d;
   }

@@ -8,11 +8,10 @@
 // what it changed, so the degenerate-output check can report it.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 namespace tern::check {
 

@@ -1,10 +1,10 @@
 #include "check/judge.h"
 
-#include <algorithm>
-#include <cmath>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
 
 #include "check/degenerate.h"
 #include "check/json_text.h"
@@ -22,9 +22,7 @@ std::string Lower(std::string_view s) {
   return out;
 }
 
-bool Blank(const std::optional<std::string>& s) {
-  return !s || s->find_first_not_of(" \n\r\t") == std::string::npos;
-}
+bool Blank(const std::optional<std::string>& s) { return !s || s->find_first_not_of(" \n\r\t") == std::string::npos; }
 
 std::string FormatNumber(double v) {
   return v == std::floor(v) && std::abs(v) < 1e15 ? fmt::format("{}", static_cast<int64_t>(v)) : fmt::format("{}", v);
@@ -82,7 +80,8 @@ Verdict UsableReply(const ChatResult& r) {
   if (!r.ok()) return Verdict::Fail(r.failure);
   auto findings = FindDegenerate(r);
   if (!findings.empty())
-    return Verdict::Fail(fmt::format("degenerate output: {}; reply '{}'", JoinFindings(findings), Excerpt(r.AllText(), 40)));
+    return Verdict::Fail(
+        fmt::format("degenerate output: {}; reply '{}'", JoinFindings(findings), Excerpt(r.AllText(), 40)));
   return Verdict::Pass("");
 }
 
@@ -90,8 +89,9 @@ Verdict JudgeExactOk(const ChatResult& r) {
   if (Verdict u = UsableReply(r); !u.pass) return u;
   if (Blank(r.content)) {
     if (!Blank(r.reasoning))
-      return Verdict::Fail(fmt::format("content is {}; {} chars of reasoning came back instead (thinking not turned off?)",
-                                       r.content ? "empty" : "null", r.reasoning->size()));
+      return Verdict::Fail(
+          fmt::format("content is {}; {} chars of reasoning came back instead (thinking not turned off?)",
+                      r.content ? "empty" : "null", r.reasoning->size()));
     return Verdict::Fail(fmt::format("content is {}", r.content ? "empty" : "null"));
   }
   if (Normalize(*r.content) == "ok") return Verdict::Pass(fmt::format("reply {}", Quote(r.content)));
@@ -105,12 +105,14 @@ Verdict JudgeArithmeticNoThinking(const ChatResult& r, double expected) {
   const std::string want = FormatNumber(expected);
   if (Blank(r.content)) {
     if (!Blank(r.reasoning))
-      return Verdict::Fail(fmt::format("content is {} and the answer went to {} ({} chars): thinking was not turned off",
-                                       r.content ? "empty" : "null", r.reasoning_field, r.reasoning->size()));
+      return Verdict::Fail(
+          fmt::format("content is {} and the answer went to {} ({} chars): thinking was not turned off",
+                      r.content ? "empty" : "null", r.reasoning_field, r.reasoning->size()));
     return Verdict::Fail(fmt::format("content is {}", r.content ? "empty" : "null"));
   }
   if (HasThinkTags(*r.content))
-    return Verdict::Fail(fmt::format("content holds <think> tags: reasoning leaked into content: {}", Quote(r.content)));
+    return Verdict::Fail(
+        fmt::format("content holds <think> tags: reasoning leaked into content: {}", Quote(r.content)));
   auto nums = NumbersIn(*r.content);
   if (std::find(nums.begin(), nums.end(), expected) == nums.end())
     return Verdict::Fail(fmt::format("no {} in the answer {}", want, Quote(r.content)));
@@ -118,8 +120,8 @@ Verdict JudgeArithmeticNoThinking(const ChatResult& r, double expected) {
   for (double v : nums)
     if (v != expected) others.push_back(FormatNumber(v));
   if (!others.empty())
-    return Verdict::Fail(fmt::format("answer holds other numbers besides {} ({}): {}", want, fmt::join(others, ", "),
-                                     Quote(r.content)));
+    return Verdict::Fail(
+        fmt::format("answer holds other numbers besides {} ({}): {}", want, fmt::join(others, ", "), Quote(r.content)));
   if (!Blank(r.reasoning))
     return Verdict::Fail(fmt::format("answer {} is right, but {} chars of {} came back: thinking was not turned off",
                                      want, r.reasoning->size(), r.reasoning_field));
@@ -137,11 +139,12 @@ Verdict JudgeArithmeticThinking(const ChatResult& r, double expected) {
   }
   const size_t n = r.reasoning->size();
   if (Blank(r.content)) {
-    std::string why = r.finish_reason == "length"
-                          ? "the reply hit max_tokens while still thinking"
-                          : "the final answer is missing (reasoning parser kept it, or the model never closed </think>)";
-    return Verdict::Fail(fmt::format("content is {} after {} chars of {}: {}", r.content ? "empty" : "null", n,
-                                     r.reasoning_field, why));
+    std::string why =
+        r.finish_reason == "length"
+            ? "the reply hit max_tokens while still thinking"
+            : "the final answer is missing (reasoning parser kept it, or the model never closed </think>)";
+    return Verdict::Fail(
+        fmt::format("content is {} after {} chars of {}: {}", r.content ? "empty" : "null", n, r.reasoning_field, why));
   }
   if (HasThinkTags(*r.content))
     return Verdict::Fail(fmt::format("content still holds <think> tags: {}", Quote(r.content)));
@@ -157,7 +160,8 @@ Verdict JudgeContains(const ChatResult& r, std::string_view needle, std::string_
   if (Lower(r.ContentOr()).find(n) != std::string::npos)
     return Verdict::Pass(fmt::format("{} '{}' recalled", what, needle));
   if (r.reasoning && Lower(*r.reasoning).find(n) != std::string::npos)
-    return Verdict::Fail(fmt::format("{} '{}' appears only in the reasoning, not in content {}", what, needle, Quote(r.content)));
+    return Verdict::Fail(
+        fmt::format("{} '{}' appears only in the reasoning, not in content {}", what, needle, Quote(r.content)));
   return Verdict::Fail(fmt::format("expected {} '{}', got {}", what, needle, Quote(r.content)));
 }
 
@@ -177,7 +181,8 @@ Verdict JudgeStreamMatches(const ChatResult& plain, const ChatResult& s) {
   if (!s.ok()) return Verdict::Fail("streamed request: " + s.failure);
   if (!s.stream_error.empty()) return Verdict::Fail(s.stream_error);
   if (plain.ContentOr() != s.ContentOr())
-    return Verdict::Fail("streamed content differs from non-streamed: " + DescribeDifference(plain.ContentOr(), s.ContentOr()));
+    return Verdict::Fail("streamed content differs from non-streamed: " +
+                         DescribeDifference(plain.ContentOr(), s.ContentOr()));
   if (plain.reasoning.value_or("") != s.reasoning.value_or(""))
     return Verdict::Fail("streamed reasoning differs from non-streamed: " +
                          DescribeDifference(plain.reasoning.value_or(""), s.reasoning.value_or("")));
@@ -193,7 +198,8 @@ Verdict JudgeStreamMatches(const ChatResult& plain, const ChatResult& s) {
   return Verdict::Pass(fmt::format("same text, {} events, [DONE], {}", s.events, usage));
 }
 
-std::vector<std::string> ValidateSchema(const nlohmann::json& v, const nlohmann::json& schema, const std::string& where) {
+std::vector<std::string> ValidateSchema(const nlohmann::json& v, const nlohmann::json& schema,
+                                        const std::string& where) {
   std::vector<std::string> errs;
   if (!schema.is_object()) return errs;
   if (auto type = JsonString(schema, "type")) {
@@ -220,7 +226,8 @@ std::vector<std::string> ValidateSchema(const nlohmann::json& v, const nlohmann:
     for (const auto& [k, sub] : v.items()) {
       if (props.is_object() && props.contains(k)) {
         for (auto& e : ValidateSchema(sub, props[k], where + "." + k)) errs.push_back(std::move(e));
-      } else if (JsonField(schema, "additionalProperties").is_boolean() && !schema["additionalProperties"].get<bool>()) {
+      } else if (JsonField(schema, "additionalProperties").is_boolean() &&
+                 !schema["additionalProperties"].get<bool>()) {
         errs.push_back(fmt::format("{} has unexpected property '{}'", where, k));
       }
     }
@@ -238,7 +245,8 @@ Verdict JudgeToolCall(const ChatResult& r, std::string_view function, const nloh
   if (r.tool_calls.empty()) {
     const std::string c = r.ContentOr();
     if (c.find("<tool_call>") != std::string::npos || c.find(std::string(function)) != std::string::npos)
-      return Verdict::Fail(fmt::format("the call came back in content, not tool_calls (no tool-call parser?): {}", Quote(r.content)));
+      return Verdict::Fail(
+          fmt::format("the call came back in content, not tool_calls (no tool-call parser?): {}", Quote(r.content)));
     auto findings = FindDegenerate(r);
     if (!findings.empty()) return Verdict::Fail("no tool call; degenerate output: " + JoinFindings(findings));
     return Verdict::Fail(fmt::format("no tool call; content {}", Quote(r.content)));
@@ -259,12 +267,14 @@ Verdict JudgeToolCall(const ChatResult& r, std::string_view function, const nloh
 Verdict JudgeErrorReply(int status, std::string_view body) {
   if (status >= 200 && status < 300)
     return Verdict::Fail(fmt::format("HTTP {} for a malformed request (expected 4xx)", status));
-  if (status >= 500) return Verdict::Fail(fmt::format("HTTP {} for a malformed request (expected 4xx): server error", status));
+  if (status >= 500)
+    return Verdict::Fail(fmt::format("HTTP {} for a malformed request (expected 4xx): server error", status));
   if (status < 400) return Verdict::Fail(fmt::format("HTTP {} for a malformed request (expected 4xx)", status));
   ApiError e = ParseApiError(body);
   if (e.shape == "text" || e.shape == "empty")
     return Verdict::Fail(fmt::format("HTTP {} but the body is not a JSON error: '{}'", status, Excerpt(body, 50)));
-  if (e.message.empty()) return Verdict::Fail(fmt::format("HTTP {} with a {} JSON error but no message", status, e.shape));
+  if (e.message.empty())
+    return Verdict::Fail(fmt::format("HTTP {} with a {} JSON error but no message", status, e.shape));
   return Verdict::Pass(fmt::format("HTTP {}, {} error JSON", status, e.shape));
 }
 
@@ -273,7 +283,7 @@ std::string DescribeDifference(std::string_view a, std::string_view b) {
   while (i < a.size() && i < b.size() && a[i] == b[i]) ++i;
   size_t from = i > 10 ? i - 10 : 0;
   auto side = [&](std::string_view s) {
-    return from >= s.size() ? std::string("(end)") : "'" + Excerpt(s.substr(from), 30) + "'";
+    return from >= s.size() ? std::string("(end)") : fmt::format("'{}'", Excerpt(s.substr(from), 30));
   };
   return fmt::format("at byte {}: {} vs {}", i, side(a), side(b));
 }

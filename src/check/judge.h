@@ -4,11 +4,10 @@
 // recorded and synthetic replies without a server.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "check/chat.h"
 

@@ -1,11 +1,12 @@
 // Judgements and degenerate-output detection on recorded and synthetic replies.
-#include <cmath>
-#include <limits>
+#include "check/judge.h"
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+
 #include "check/degenerate.h"
-#include "check/judge.h"
 #include "check/test_util.h"
 
 namespace tern::check {
@@ -131,7 +132,8 @@ TEST(JudgeStreamMatches, Cases) {
   s.completion_tokens = 3;
   EXPECT_TRUE(JudgeStreamMatches(plain, s).pass);
   s.completion_tokens = 4;
-  EXPECT_TRUE(Contains(JudgeStreamMatches(plain, s).detail, "usage chunk counts 4 completion tokens, the non-streamed reply 3"));
+  EXPECT_TRUE(Contains(JudgeStreamMatches(plain, s).detail,
+                       "usage chunk counts 4 completion tokens, the non-streamed reply 3"));
   s.completion_tokens = 3;
   s.content = "Hello  world";
   EXPECT_FALSE(JudgeStreamMatches(plain, s).pass);
@@ -161,7 +163,8 @@ TEST(JudgeToolCall, RecordedAndBroken) {
       "unit":{"type":"string","enum":["celsius","fahrenheit"]}},"required":["location"],"additionalProperties":false})");
   Verdict v = JudgeToolCall(ParseChatReply(200, ReplyFile("tool_call_sglang.json")), "get_weather", schema);
   EXPECT_TRUE(v.pass) << v.detail;
-  ChatResult inline_call = Reply("<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"location\": \"Paris\"}}\n</tool_call>");
+  ChatResult inline_call =
+      Reply("<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"location\": \"Paris\"}}\n</tool_call>");
   v = JudgeToolCall(inline_call, "get_weather", schema);
   EXPECT_FALSE(v.pass);
   EXPECT_TRUE(Contains(v.detail, "came back in content")) << v.detail;
@@ -232,7 +235,8 @@ TEST(Degenerate, OrdinaryTextPasses) {
       "1000000000",
       "\xe2\x80\x94\xe2\x80\x94\xe2\x80\x94\xe2\x80\x94 em dashes",
   };
-  for (const char* t : clean) EXPECT_TRUE(FindDegenerateText(t).empty()) << t << ": " << JoinFindings(FindDegenerateText(t));
+  for (const char* t : clean)
+    EXPECT_TRUE(FindDegenerateText(t).empty()) << t << ": " << JoinFindings(FindDegenerateText(t));
   EXPECT_TRUE(FindDegenerate(ParseChatReply(200, ReplyFile("sglang_no_thinking.json"))).empty());
   ChatResult tool_only = ParseChatReply(200, ReplyFile("tool_call_sglang.json"));
   EXPECT_TRUE(FindDegenerate(tool_only).empty()) << JoinFindings(FindDegenerate(tool_only));

@@ -6,9 +6,12 @@ namespace tern::check {
 
 const char* OutcomeName(Outcome o) {
   switch (o) {
-    case Outcome::kPass: return "pass";
-    case Outcome::kFail: return "fail";
-    case Outcome::kSkip: return "skip";
+    case Outcome::kPass:
+      return "pass";
+    case Outcome::kFail:
+      return "fail";
+    case Outcome::kSkip:
+      return "skip";
   }
   return "?";
 }

@@ -1,10 +1,9 @@
 // Reporters: the terminal table, the JSON report, the JUnit XML report.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 #include "check/runner.h"
 

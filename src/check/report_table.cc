@@ -11,9 +11,12 @@ constexpr const char* kBold = "\x1b[1m";
 
 const char* ColorOf(Outcome o) {
   switch (o) {
-    case Outcome::kPass: return "\x1b[32m";
-    case Outcome::kFail: return "\x1b[31m";
-    case Outcome::kSkip: return "\x1b[33m";
+    case Outcome::kPass:
+      return "\x1b[32m";
+    case Outcome::kFail:
+      return "\x1b[31m";
+    case Outcome::kSkip:
+      return "\x1b[33m";
   }
   return "";
 }
@@ -38,8 +41,10 @@ std::string FormatLatency(double s) {
 
 std::string TableHeader(const RunReport& report, bool color) {
   const ServerInfo& s = report.server;
-  std::string out = fmt::format("tern check: {} ({}, model {}, suite {})\n", report.url, s.dialect, Clean(s.model), report.suite);
-  out += Paint(fmt::format("{:<24} {:<6} {:>9} {:>7}  {}", "CHECK", "RESULT", "LATENCY", "TOKENS", "DETAIL"), kBold, color);
+  std::string out =
+      fmt::format("tern check: {} ({}, model {}, suite {})\n", report.url, s.dialect, Clean(s.model), report.suite);
+  out += Paint(fmt::format("{:<24} {:<6} {:>9} {:>7}  {}", "CHECK", "RESULT", "LATENCY", "TOKENS", "DETAIL"), kBold,
+               color);
   out += "\n";
   return out;
 }
@@ -55,7 +60,8 @@ std::string TableRow(const CheckResult& r, bool color) {
 
 std::string TableSummary(const RunReport& report, bool color) {
   if (!report.fatal.empty()) return Paint("tern check: " + report.fatal, ColorOf(Outcome::kFail), color) + "\n";
-  const int pass = report.Count(Outcome::kPass), fail = report.Count(Outcome::kFail), skip = report.Count(Outcome::kSkip);
+  const int pass = report.Count(Outcome::kPass), fail = report.Count(Outcome::kFail),
+            skip = report.Count(Outcome::kSkip);
   std::string line = fmt::format("{} checks: {} passed, {} failed, {} skipped in {:.1f} s", report.results.size(), pass,
                                  fail, skip, report.duration_s);
   std::string out = Paint(line, fail ? ColorOf(Outcome::kFail) : ColorOf(Outcome::kPass), color) + "\n";
@@ -69,8 +75,9 @@ std::string TableSummary(const RunReport& report, bool color) {
   }
   // Most answers wrong while the server behaves: the weights or the kernels.
   if (sem_fail >= 2 && 2 * sem_fail >= sem_run && !struct_fail && struct_pass)
-    out += "The server behaves (every structural check passed) but the model answers wrongly: wrong or random "
-           "weights, or a broken kernel/backend.\n";
+    out +=
+        "The server behaves (every structural check passed) but the model answers wrongly: wrong or random "
+        "weights, or a broken kernel/backend.\n";
   for (const auto& n : report.server.notes) out += "note: " + Clean(n) + "\n";
   return out;
 }

@@ -1,7 +1,8 @@
 // Reporters (table, JSON, JUnit XML) and suite selection.
+#include "check/report.h"
+
 #include <gtest/gtest.h>
 
-#include "check/report.h"
 #include "check/runner.h"
 
 namespace tern::check {
@@ -78,9 +79,13 @@ TEST(Junit, EscapingAndStructure) {
   EXPECT_EQ(XmlEscape("\xEF\xBF\xBF"), "\xEF\xBF\xBD");
   EXPECT_EQ(XmlEscape("l1\nl2"), "l1&#10;l2");
   std::string x = ReportToJunit(Sample());
-  EXPECT_NE(x.find("<testsuites name=\"tern check\" tests=\"3\" failures=\"1\" errors=\"0\" skipped=\"1\""), std::string::npos) << x;
+  EXPECT_NE(x.find("<testsuites name=\"tern check\" tests=\"3\" failures=\"1\" errors=\"0\" skipped=\"1\""),
+            std::string::npos)
+      << x;
   EXPECT_NE(x.find("<testcase classname=\"tern.check.semantic\" name=\"simple_completion\" time="), std::string::npos);
-  EXPECT_NE(x.find("<failure message=\"expected &apos;OK&apos;, got &apos;&lt;b&gt;&amp;&quot;x&quot;&lt;/b&gt;&apos;"), std::string::npos) << x;
+  EXPECT_NE(x.find("<failure message=\"expected &apos;OK&apos;, got &apos;&lt;b&gt;&amp;&quot;x&quot;&lt;/b&gt;&apos;"),
+            std::string::npos)
+      << x;
   EXPECT_NE(x.find("<skipped message=\"context too small\"/>"), std::string::npos);
   EXPECT_EQ(x.find('\x01'), std::string::npos);
   RunReport f;

@@ -1,12 +1,12 @@
 #include "check/runner.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <exception>
-
-#include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "check/context.h"
 #include "check/http_client.h"
@@ -56,11 +56,11 @@ Result<std::vector<const CheckSpec*>> SelectChecks(std::string_view suite) {
   if (wanted.empty() || !unknown.empty()) {
     std::vector<std::string> names;
     for (const auto& c : all) names.push_back(c.name);
-    return Status::Errorf("{} in --suite '{}'; use smoke, full, or names from: {}",
-                          unknown.empty() ? std::string("no checks")
-                                          : fmt::format("unknown check{} '{}'", unknown.size() == 1 ? "" : "s",
-                                                        fmt::join(unknown, ",")),
-                          suite, fmt::join(names, ", "));
+    return Status::Errorf(
+        "{} in --suite '{}'; use smoke, full, or names from: {}",
+        unknown.empty() ? std::string("no checks")
+                        : fmt::format("unknown check{} '{}'", unknown.size() == 1 ? "" : "s", fmt::join(unknown, ",")),
+        suite, fmt::join(names, ", "));
   }
   std::vector<const CheckSpec*> out;  // battery order, each once
   for (const auto& c : all)
@@ -90,7 +90,9 @@ RunReport RunChecks(const CheckOptions& options, const RunCallbacks& cb) {
     return finish(report);
   }
   report.url = url->ToString();
-  HttpClient http(HttpOptions{.url = *url, .api_key = options.api_key, .timeout_s = options.timeout_s,
+  HttpClient http(HttpOptions{.url = *url,
+                              .api_key = options.api_key,
+                              .timeout_s = options.timeout_s,
                               .connect_timeout_s = std::min(10.0, options.timeout_s)});
   auto ready = WaitUntilReady(http, options.wait_s, cb.progress);
   if (!ready.ok()) {

@@ -32,7 +32,7 @@ struct RunReport {
 };
 
 struct RunCallbacks {
-  std::function<void(std::string_view line)> progress;  // readiness polling
+  std::function<void(std::string_view line)> progress;    // readiness polling
   std::function<void(const RunReport& report)> on_start;  // server known, checks about to run
   std::function<void(const CheckSpec& spec)> on_check_start;
   std::function<void(const CheckResult& result)> on_result;

@@ -1,12 +1,12 @@
 #include "check/server.h"
 
-#include <algorithm>
-#include <chrono>
-#include <thread>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include <algorithm>
+#include <chrono>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "check/chat.h"
 #include "check/json_text.h"
@@ -58,7 +58,8 @@ Result<std::string> ProbeReady(const HttpClient& http) {
 Result<std::string> WaitUntilReady(const HttpClient& http, double wait_s,
                                    const std::function<void(std::string_view)>& progress) {
   const auto t0 = Clock::now();
-  const auto deadline = t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(std::max(0.0, wait_s)));
+  const auto deadline =
+      t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(std::max(0.0, wait_s)));
   Status last;
   for (;;) {
     auto r = ProbeReady(http);
@@ -66,8 +67,9 @@ Result<std::string> WaitUntilReady(const HttpClient& http, double wait_s,
     last = r.status();
     const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
     if (Clock::now() >= deadline || wait_s <= 0) break;
-    if (progress) progress(fmt::format("waiting for {}: {} ({:.0f} s of {:.0f} s)", http.options().url.ToString(),
-                                       last.message(), elapsed, wait_s));
+    if (progress)
+      progress(fmt::format("waiting for {}: {} ({:.0f} s of {:.0f} s)", http.options().url.ToString(), last.message(),
+                           elapsed, wait_s));
     auto next = std::min(deadline, Clock::now() + std::chrono::milliseconds(500));
     std::this_thread::sleep_until(next);
   }
@@ -133,7 +135,8 @@ ServerInfo DiscoverServer(const HttpClient& http, const std::string& model_overr
   if (!model_override.empty()) {
     s.model = model_override;
     if (!ids.empty() && std::find(ids.begin(), ids.end(), model_override) == ids.end())
-      s.notes.push_back(fmt::format("model '{}' is not listed by /v1/models ({})", model_override, fmt::join(ids, ", ")));
+      s.notes.push_back(
+          fmt::format("model '{}' is not listed by /v1/models ({})", model_override, fmt::join(ids, ", ")));
   } else if (!ids.empty()) {
     s.model = ids[0];
   } else if (!s.model_path.empty()) {

@@ -31,7 +31,7 @@ class SseParser {
  private:
   void Line(std::string_view line, std::vector<SseEvent>* events);
 
-  std::string line_;   // current unfinished line
+  std::string line_;  // current unfinished line
   bool last_cr_ = false;
   std::string event_;  // current event's name
   std::string data_;   // current event's data so far

@@ -1,10 +1,10 @@
 // Test helpers: read a file of testdata/replies.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <cstdlib>
 #include <string>
-
-#include <gtest/gtest.h>
 
 #include "base/mapped_file.h"
 

@@ -1,7 +1,7 @@
 // URL parsing, lenient JSON reading, SSE splitting.
-#include <cmath>
-
 #include <gtest/gtest.h>
+
+#include <cmath>
 
 #include "check/json_text.h"
 #include "check/sse.h"
@@ -61,12 +61,16 @@ TEST(SanitizeJson, NonFiniteWordsBecomeNull) {
 
 TEST(SanitizeJson, InvalidUtf8AndLoneSurrogates) {
   // \xFF is never valid; \xC3 without its continuation byte is cut off.
-  std::string raw = "{\"t\":\"a\xFF" "b\xC3\"}";
+  std::string raw =
+      "{\"t\":\"a\xFF"
+      "b\xC3\"}";
   SanitizedJson info;
   auto j = ParseJsonLenient(raw, &info);
   ASSERT_TRUE(j.has_value());
   EXPECT_EQ(info.invalid_utf8, 2);
-  EXPECT_EQ((*j)["t"].get<std::string>(), "a\xEF\xBF\xBD" "b\xEF\xBF\xBD");
+  EXPECT_EQ((*j)["t"].get<std::string>(),
+            "a\xEF\xBF\xBD"
+            "b\xEF\xBF\xBD");
   // A lone high surrogate escape; a proper pair (U+1F600) is kept.
   j = ParseJsonLenient(R"({"t":"x\ud800y","u":"\ud83d\ude00"})", &info);
   ASSERT_TRUE(j.has_value());

@@ -9,10 +9,10 @@
 namespace tern::check {
 
 struct BaseUrl {
-  std::string scheme;     // "http" or "https"
-  std::string host;       // "127.0.0.1", "example.com", "::1" (no brackets)
-  int port = 0;           // explicit or the scheme's default
-  std::string base_path;  // "" or "/prefix" (no trailing slash); endpoints are appended
+  std::string scheme;        // "http" or "https"
+  std::string host;          // "127.0.0.1", "example.com", "::1" (no brackets)
+  int port = 0;              // explicit or the scheme's default
+  std::string base_path;     // "" or "/prefix" (no trailing slash); endpoints are appended
   bool stripped_v1 = false;  // the user gave the OpenAI base URL ".../v1"; we removed it
 
   // "http://127.0.0.1:30000" (IPv6 hosts in brackets).
