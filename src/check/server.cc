@@ -57,12 +57,18 @@ Result<std::string> ProbeReady(const HttpClient& http) {
 
 Result<std::string> WaitUntilReady(const HttpClient& http, double wait_s,
                                    const std::function<void(std::string_view)>& progress) {
+  // Probes use short timeouts, so that a blackholed address or a wedged
+  // server cannot hold one probe far past the --wait budget.
+  HttpOptions po = http.options();
+  po.connect_timeout_s = std::min(po.connect_timeout_s, 5.0);
+  po.timeout_s = std::min(po.timeout_s, 30.0);
+  const HttpClient probe(po);
   const auto t0 = Clock::now();
   const auto deadline =
       t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(std::max(0.0, wait_s)));
   Status last;
   for (;;) {
-    auto r = ProbeReady(http);
+    auto r = ProbeReady(probe);
     if (r.ok()) return r;
     last = r.status();
     const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
