@@ -15,6 +15,7 @@ Command RegisterTokenize(CLI::App& app);
 Command RegisterDetokenize(CLI::App& app);
 Command RegisterSynth(CLI::App& app);
 Command RegisterBench(CLI::App& app);
+Command RegisterTemplate(CLI::App& app);
 
 // Prints "tern: <message>" to stderr and returns 1.
 int Fail(const std::string& message);

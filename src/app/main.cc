@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "app/commands.h"
+#include "check/cli.h"
 
 namespace tern::app {
 int Fail(const std::string& message) {
@@ -27,6 +28,8 @@ int main(int argc, char** argv) {
   add("tokenize", "print the token ids of a text as a JSON array", RegisterTokenize);
   add("detokenize", "print the text of token ids", RegisterDetokenize);
   add("synth", "write a synthetic Hugging Face checkpoint with random weights", RegisterSynth);
+  add("template", "print the prompt that chat messages render to with the model's chat template", RegisterTemplate);
+  add("check", "validate a running OpenAI-compatible server (tern, SGLang, vLLM, llama.cpp)", tern::check::RegisterCheck);
   add("bench", "measure prefill and decode speed against the memory bandwidth", RegisterBench);
   try {
     app.parse(argc, argv);

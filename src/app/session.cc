@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "chat/chat_prompt.h"
+
 namespace tern::app {
 
 Result<std::unique_ptr<Session>> Session::Open(const std::string& dir, size_t threads, bool need_tokenizer) {
@@ -53,7 +55,10 @@ Result<std::unique_ptr<KvCache>> Session::MakeCache(int64_t tokens, const std::s
 }
 
 Result<std::string> Session::RenderChatPrompt(const std::string& user_message) const {
-  return Status::Errorf("--chat needs the chat template engine, which this build does not have yet");
+  TERN_ASSIGN_OR_RETURN(ChatPrompt chat, ChatPrompt::Load(dir));
+  ChatPrompt::Input in;
+  in.messages = nlohmann::ordered_json::array({{{"role", "user"}, {"content", user_message}}});
+  return chat.Render(in);
 }
 
 }  // namespace tern::app

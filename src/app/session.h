@@ -24,7 +24,6 @@ struct Session {
   std::optional<Tokenizer> tokenizer;
   GenerationDefaults generation;
   std::vector<int32_t> eos_token_ids;  // generation_config's, else config's
-  std::string chat_template;           // from tokenizer_config.json / chat_template.jinja; may be empty
 
   // need_tokenizer: fail when tokenizer.json is missing or bad (else load it if present).
   static Result<std::unique_ptr<Session>> Open(const std::string& dir, size_t threads, bool need_tokenizer);

@@ -1,0 +1,59 @@
+#include "server/http_util.h"
+
+#include <chrono>
+
+namespace tern::server {
+using nlohmann::json;
+
+namespace {
+std::string DefaultType(int status) {
+  switch (status) {
+    case 400: return "BadRequestError";
+    case 401: return "Unauthorized";
+    case 404: return "NotFoundError";
+    case 413: return "RequestEntityTooLarge";
+    case 503: return "ServiceUnavailable";
+    default: return status >= 500 ? "InternalServerError" : "BadRequestError";
+  }
+}
+}  // namespace
+
+json FlatError(int status, const std::string& message, const std::string& type) {
+  return {{"object", "error"}, {"message", message}, {"type", type.empty() ? DefaultType(status) : type},
+          {"param", nullptr}, {"code", status}};
+}
+
+void ReplyJson(httplib::Response& res, int status, const json& body) {
+  res.status = status;
+  res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
+}
+
+void ReplyFlatError(httplib::Response& res, int status, const std::string& message, const std::string& type) {
+  ReplyJson(res, status, FlatError(status, message, type));
+}
+
+void ReplyNativeError(httplib::Response& res, int status, const std::string& message) {
+  ReplyJson(res, status, {{"error", {{"message", message}}}});
+}
+
+bool ParseJsonBody(const httplib::Request& req, httplib::Response& res, json& out, bool flat_errors) {
+  auto fail = [&](const std::string& msg) {
+    if (flat_errors) ReplyFlatError(res, 400, msg);
+    else ReplyNativeError(res, 400, msg);
+    return false;
+  };
+  const std::string ct = req.get_header_value("Content-Type");
+  if (ct.rfind("application/json", 0) != 0) return fail("Unsupported Media Type: Only 'application/json' is allowed");
+  out = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
+  if (out.is_discarded()) return fail("Invalid request body: the body is not valid JSON");
+  if (!out.is_object()) return fail("Invalid request body: expected a JSON object");
+  return true;
+}
+
+std::string SseEvent(const std::string& payload) { return "data: " + payload + "\n\n"; }
+
+int64_t UnixNow() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace tern::server

@@ -1,0 +1,29 @@
+// Helpers shared by the handlers: JSON replies, SGLang's error bodies, SSE.
+#pragma once
+
+#include <string>
+
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+namespace tern::server {
+
+// SGLang's flat OpenAI-route error: {"object":"error","message","type","param","code"}.
+nlohmann::json FlatError(int status, const std::string& message, const std::string& type = "");
+void ReplyJson(httplib::Response& res, int status, const nlohmann::json& body);
+void ReplyFlatError(httplib::Response& res, int status, const std::string& message, const std::string& type = "");
+// Native-route error: {"error": {"message": ...}}.
+void ReplyNativeError(httplib::Response& res, int status, const std::string& message);
+
+// Parses a JSON request body, replying 400 (SGLang's messages) and returning
+// false on a wrong content type or malformed JSON.
+bool ParseJsonBody(const httplib::Request& req, httplib::Response& res, nlohmann::json& out, bool flat_errors = true);
+
+// One SSE event: "data: <payload>\n\n".
+std::string SseEvent(const std::string& payload);
+inline const char* kSseDone = "data: [DONE]\n\n";
+
+// Seconds since the epoch.
+int64_t UnixNow();
+
+}  // namespace tern::server

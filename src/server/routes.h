@@ -1,0 +1,18 @@
+// Route registration, one function per family of endpoints.
+#pragma once
+
+#include <httplib.h>
+
+#include "server/context.h"
+
+namespace tern::server {
+
+void AddInfoRoutes(httplib::Server& http, ServerContext& ctx);        // models, model/server info, health, metrics, cache
+void AddTokenizeRoutes(httplib::Server& http, ServerContext& ctx);    // /v1/tokenize, /v1/detokenize
+void AddGenerateRoutes(httplib::Server& http, ServerContext& ctx);    // native /generate
+void AddOpenAiRoutes(httplib::Server& http, ServerContext& ctx);      // /v1/chat/completions, /v1/completions
+
+// Waits for the health probe: true when the engine produced output within the timeout.
+bool ProbeEngine(ServerContext& ctx);
+
+}  // namespace tern::server

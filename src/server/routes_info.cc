@@ -1,0 +1,133 @@
+// /health, /model_info, /server_info, /v1/models, /metrics, /flush_cache, /abort_request.
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "server/http_util.h"
+#include "server/metrics_text.h"
+#include "server/routes.h"
+
+namespace tern::server {
+using nlohmann::json;
+
+namespace {
+
+json ModelCard(const ServerContext& ctx) {
+  return {{"id", ctx.model_name}, {"object", "model"}, {"created", ctx.created}, {"owned_by", "sglang"},
+          {"root", ctx.model_name}, {"parent", nullptr}, {"max_model_len", ctx.engine->context_length()}};
+}
+
+json ModelInfo(const ServerContext& ctx) {
+  const ModelConfig& c = ctx.model->config();
+  json preferred = nullptr;
+  return {{"model_path", ctx.opts.model_path},
+          {"tokenizer_path", ctx.opts.model_path},
+          {"is_generation", true},
+          {"preferred_sampling_params", preferred},
+          {"weight_version", "default"},
+          {"has_image_understanding", false},
+          {"has_audio_understanding", false},
+          {"model_type", c.model_type},
+          {"architectures", json::array({c.model_type})},
+          {"served_model_name", ctx.model_name},
+          {"context_length", ctx.engine->context_length()},
+          {"max_total_num_tokens", ctx.engine->max_total_tokens()}};
+}
+
+json ServerInfo(const ServerContext& ctx) {
+  const ServeOptions& o = ctx.opts;
+  return {{"model_path", o.model_path}, {"tokenizer_path", o.model_path}, {"host", o.host}, {"port", o.port},
+          {"served_model_name", ctx.model_name}, {"context_length", ctx.engine->context_length()},
+          {"max_running_requests", o.max_running_requests}, {"max_queued_requests", o.max_queued_requests},
+          {"chunked_prefill_size", o.chunked_prefill_size}, {"kv_cache_dtype", o.kv_cache_dtype},
+          {"page_size", o.page_size}, {"reasoning_parser", o.reasoning_parser},
+          {"tool_call_parser", o.tool_call_parser}, {"enable_metrics", o.enable_metrics},
+          {"skip_server_warmup", o.skip_server_warmup}, {"threads", ctx.model->pool().size()},
+          {"max_total_num_tokens", ctx.engine->max_total_tokens()},
+          {"max_req_input_len", ctx.engine->context_length() - 1},
+          {"internal_states", json::array({json::object()})}, {"version", "tern-0.1.0"}};
+}
+
+}  // namespace
+
+bool ProbeEngine(ServerContext& ctx) {
+  const auto start = std::chrono::steady_clock::now();
+  // A busy engine proves itself by its own output; an idle one gets a 1-token probe.
+  if (ctx.engine->last_output_time() > start - std::chrono::seconds(1)) return true;
+  EngineRequest probe{.id = "HEALTH_CHECK_" + ctx.NewRequestId(), .prompt = {0}, .max_tokens = 1};
+  probe.sampling.temperature = 0;
+  SubmitResult sub = ctx.engine->Submit(probe);
+  if (!sub.stream) return false;
+  const auto deadline = start + std::chrono::milliseconds(int64_t(ctx.opts.health_check_timeout_s * 1000));
+  RequestUpdate u;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (ctx.engine->last_output_time() > start) {
+      sub.stream->Abort();
+      return true;
+    }
+    if (sub.stream->Next(u, std::chrono::milliseconds(50)) && (!u.tokens.empty() || u.finished))
+      return u.reason != FinishReason::kAbort || !u.tokens.empty();
+  }
+  sub.stream->Abort();
+  return false;
+}
+
+void AddInfoRoutes(httplib::Server& http, ServerContext& ctx) {
+  auto health = [&ctx](const httplib::Request&, httplib::Response& res) {
+    const Health h = ctx.health.load();
+    if (h != Health::kUp && h != Health::kUnhealthy) {
+      res.status = 503;
+      return;
+    }
+    const bool ok = ProbeEngine(ctx);
+    ctx.health = ok ? Health::kUp : Health::kUnhealthy;
+    res.status = ok ? 200 : 503;
+  };
+  http.Get("/health", health);
+  http.Get("/health_generate", health);
+  http.Get("/ping", [](const httplib::Request&, httplib::Response& res) { res.status = 200; });
+
+  auto model_info = [&ctx](const httplib::Request&, httplib::Response& res) { ReplyJson(res, 200, ModelInfo(ctx)); };
+  http.Get("/model_info", model_info);
+  http.Get("/get_model_info", model_info);
+  auto server_info = [&ctx](const httplib::Request&, httplib::Response& res) { ReplyJson(res, 200, ServerInfo(ctx)); };
+  http.Get("/server_info", server_info);
+  http.Get("/get_server_info", server_info);
+
+  http.Get("/v1/models", [&ctx](const httplib::Request&, httplib::Response& res) {
+    ReplyJson(res, 200, {{"object", "list"}, {"data", json::array({ModelCard(ctx)})}});
+  });
+  http.Get(R"(/v1/models/(.+))", [&ctx](const httplib::Request& req, httplib::Response& res) {
+    const std::string id = req.matches[1];
+    if (id != ctx.model_name) {
+      ReplyJson(res, 404, {{"error", {{"message", fmt::format("The model '{}' does not exist", id)},
+                                      {"type", "invalid_request_error"}, {"param", "model"},
+                                      {"code", "model_not_found"}}}});
+      return;
+    }
+    ReplyJson(res, 200, ModelCard(ctx));
+  });
+
+  http.Get("/metrics", [&ctx](const httplib::Request&, httplib::Response& res) {
+    if (!ctx.opts.enable_metrics) {
+      res.status = 404;
+      res.set_content("Metrics are disabled; start the server with --enable-metrics.\n", "text/plain");
+      return;
+    }
+    res.set_content(RenderPrometheus(ctx), "text/plain; version=0.0.4; charset=utf-8");
+  });
+
+  auto flush = [&ctx](const httplib::Request&, httplib::Response& res) {
+    // There is no prefix cache yet, so there is nothing to flush; answer as SGLang does when idle.
+    const bool idle = ctx.engine->metrics().running.load() == 0 && ctx.engine->metrics().queued.load() == 0;
+    res.status = idle ? 200 : 400;
+    res.set_content(
+        "Cache flushed.\nPlease check backend logs for more details. (When there are running or waiting requests, "
+        "the operation will not be performed.)\n",
+        "text/plain");
+  };
+  http.Get("/flush_cache", flush);
+  http.Post("/flush_cache", flush);
+}
+
+}  // namespace tern::server

@@ -1,0 +1,153 @@
+#include "server/server.h"
+
+#include <atomic>
+#include <csignal>
+#include <filesystem>
+#include <random>
+#include <thread>
+
+#include <fmt/format.h>
+#include <httplib.h>
+
+#include "server/context.h"
+#include "server/http_util.h"
+#include "server/routes.h"
+
+namespace tern::server {
+namespace {
+
+std::atomic<int> g_signal{0};
+void OnSignal(int sig) { g_signal.store(sig); }
+
+// KV cache capacity: --max-total-tokens, else --kv-cache-memory-gb, else a
+// default of enough blocks for max_running_requests full-length sequences,
+// capped at a quarter of physical memory.
+int64_t KvBlocks(const ServeOptions& o, const Model& m, DType kv_dtype, int64_t context) {
+  const int64_t per_token = KvCache::BytesPerToken(m.cache_spec(), kv_dtype);
+  int64_t tokens = o.max_total_tokens;
+  if (tokens <= 0 && o.kv_cache_memory_gb > 0) tokens = int64_t(o.kv_cache_memory_gb * 1e9) / per_token;
+  if (tokens <= 0) {
+    const int64_t phys = int64_t(sysconf(_SC_PHYS_PAGES)) * int64_t(sysconf(_SC_PAGE_SIZE));
+    tokens = std::min<int64_t>(context * std::max<int64_t>(o.max_running_requests, 1), (phys / 4) / per_token);
+    tokens = std::max<int64_t>(tokens, std::min<int64_t>(context, 4096));
+  }
+  return (tokens + o.page_size - 1) / o.page_size;
+}
+
+Result<DType> KvDtype(const std::string& name, DType weights) {
+  if (name == "auto") return weights == DType::kF32 ? DType::kF32 : DType::kF16;
+  if (name == "bf16" || name == "bfloat16") return DType::kBF16;
+  if (name == "fp16" || name == "f16" || name == "float16" || name == "half") return DType::kF16;
+  if (name == "fp32" || name == "f32" || name == "float32") return DType::kF32;
+  if (name.rfind("fp8", 0) == 0)
+    return Status::Errorf("--kv-cache-dtype {}: the FP8 KV cache is not available yet (auto, bf16, fp16, fp32)", name);
+  return Status::Errorf("unknown --kv-cache-dtype \"{}\" (auto, bf16, fp16, fp32)", name);
+}
+
+// SGLang's warmup: one short greedy generation through the engine.
+bool Warmup(ServerContext& ctx) {
+  std::vector<int32_t> prompt;
+  if (ctx.tokenizer) {
+    auto ids = ctx.tokenizer->Encode("The capital city of France is", false);
+    if (ids.ok()) prompt = *ids;
+  }
+  if (prompt.empty()) prompt = {10, 11, 12};
+  EngineRequest req{.id = "warmup", .prompt = prompt, .max_tokens = 8};
+  req.sampling.temperature = 0;
+  SubmitResult sub = ctx.engine->Submit(req);
+  if (!sub.stream) return false;
+  RequestUpdate u;
+  for (int i = 0; i < 6000; ++i) {  // up to 600 s, as SGLang
+    if (sub.stream->Next(u, std::chrono::milliseconds(100)) && u.finished) return u.reason != FinishReason::kAbort;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string ServerContext::NewRequestId() {
+  static thread_local std::mt19937_64 rng(std::random_device{}() ^ uint64_t(std::hash<std::thread::id>{}(std::this_thread::get_id())));
+  return fmt::format("{:016x}{:016x}", rng(), next_request_id.fetch_add(1) ^ rng());
+}
+
+int RunServer(const ServeOptions& opts) {
+  auto ctx = std::make_unique<ServerContext>();
+  ctx->opts = opts;
+  ctx->model_name = opts.served_model_name.empty() ? opts.model_path : opts.served_model_name;
+  ctx->created = UnixNow();
+  ctx->start_time = std::chrono::steady_clock::now();
+  auto fail = [](const std::string& m) {
+    fmt::print(stderr, "tern serve: {}\n", m);
+    return 1;
+  };
+  fmt::print(stderr, "tern serve: loading {}\n", opts.model_path);
+  if (Status s = LoadServerModel(*ctx); !s.ok()) return fail(s.message());
+  ctx->load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - ctx->start_time).count();
+
+  auto kv_dtype = KvDtype(opts.kv_cache_dtype, ctx->model->weight_dtype());
+  if (!kv_dtype.ok()) return fail(kv_dtype.status().message());
+  const int64_t context = opts.context_length > 0 ? opts.context_length : ctx->model->config().max_position_embeddings;
+  if (context <= 0) return fail("the model's config has no max_position_embeddings; give --context-length");
+  EngineOptions eo{.max_running_requests = opts.max_running_requests,
+                   .max_queued_requests = opts.max_queued_requests,
+                   .chunked_prefill_size = opts.chunked_prefill_size,
+                   .context_length = context,
+                   .kv = {.block_size = int32_t(opts.page_size),
+                          .num_blocks = KvBlocks(opts, *ctx->model, *kv_dtype, context),
+                          .dtype = *kv_dtype}};
+  auto engine = Engine::Create(*ctx->model, eo);
+  if (!engine.ok()) return fail(engine.status().message());
+  ctx->engine = std::move(*engine);
+  fmt::print(stderr, "tern serve: {} loaded in {:.1f} s; KV cache {} tokens ({}, {:.2f} GB), context {}, {} threads\n",
+             ctx->model_name, ctx->load_seconds, ctx->engine->max_total_tokens(), DTypeName(*kv_dtype),
+             double(ctx->engine->max_total_tokens() * KvCache::BytesPerToken(ctx->model->cache_spec(), *kv_dtype)) / 1e9,
+             context, ctx->model->pool().size());
+
+  httplib::Server http;
+  // Streaming requests hold a worker each: allow many concurrent clients.
+  http.new_task_queue = [] { return new httplib::ThreadPool(256); };
+  http.set_payload_max_length(size_t(opts.max_request_bytes));
+  http.set_keep_alive_timeout(5);
+  http.set_read_timeout(600);
+  http.set_write_timeout(600);
+  InstallMiddleware(http, *ctx);
+  AddInfoRoutes(http, *ctx);
+  AddTokenizeRoutes(http, *ctx);
+  AddGenerateRoutes(http, *ctx);
+  AddOpenAiRoutes(http, *ctx);
+
+  if (!http.bind_to_port(opts.host.c_str(), opts.port))
+    return fail(fmt::format("cannot listen on {}:{} (in use, or not an address of this machine)", opts.host, opts.port));
+  std::thread listener([&] { http.listen_after_bind(); });
+
+  std::signal(SIGINT, OnSignal);
+  std::signal(SIGTERM, OnSignal);
+  std::signal(SIGPIPE, SIG_IGN);
+
+  if (opts.skip_server_warmup) {
+    ctx->health = Health::kUp;
+  } else {
+    fmt::print(stderr, "tern serve: warming up\n");
+    ctx->health = Warmup(*ctx) ? Health::kUp : Health::kUnhealthy;
+    if (ctx->health != Health::kUp) {
+      http.stop();
+      listener.join();
+      return fail("the warmup generation failed");
+    }
+  }
+  fmt::print(stderr, "tern serve: listening on http://{}:{} (model \"{}\")\n", opts.host, opts.port, ctx->model_name);
+
+  while (g_signal.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  fmt::print(stderr, "tern serve: signal {} received; draining (grace {:.0f} s)\n", g_signal.load(), opts.shutdown_grace_s);
+  ctx->health = Health::kShuttingDown;
+  ctx->engine->Drain(std::chrono::milliseconds(int64_t(opts.shutdown_grace_s * 1000)));
+  // Let handlers write their final chunks before the listener closes.
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  http.stop();
+  listener.join();
+  ctx->engine.reset();
+  fmt::print(stderr, "tern serve: stopped\n");
+  return 0;
+}
+
+}  // namespace tern::server

@@ -1,0 +1,42 @@
+// tern serve: an OpenAI- and SGLang-compatible HTTP server over the engine.
+// The app layer fills ServeOptions from the command line and calls RunServer;
+// nothing of the HTTP library or the engine's internals leaks out of here.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace tern::server {
+
+struct ServeOptions {
+  std::string model_path;
+  std::string host = "127.0.0.1";
+  int port = 30000;
+  std::string served_model_name;  // default: model_path
+  std::string api_key;
+  int64_t context_length = 0;     // 0: the model's
+  int64_t max_running_requests = 64;
+  int64_t max_queued_requests = -1;
+  int64_t chunked_prefill_size = 512;
+  std::string kv_cache_dtype = "auto";  // auto | bf16 | fp32 (fp8 variants arrive with the FP8 KV cache)
+  int64_t max_total_tokens = 0;     // KV cache capacity in tokens; 0: from kv_cache_memory_gb
+  double kv_cache_memory_gb = 0;    // 0: a default sized to the machine
+  int64_t page_size = 16;           // tokens per KV block
+  std::string reasoning_parser;     // "", qwen3, deepseek-r1
+  std::string tool_call_parser;     // "", qwen25, hermes, qwen3_coder
+  std::string chat_template;        // a file path, or the template text itself
+  std::string default_chat_template_kwargs;  // JSON object
+  bool enable_metrics = false;
+  bool skip_server_warmup = false;
+  size_t threads = 0;
+  int64_t max_request_bytes = 32 << 20;
+  double health_check_timeout_s = 20;
+  double shutdown_grace_s = 30;
+  std::string log_level = "info";
+};
+
+// Loads the model, starts the engine and serves until SIGINT/SIGTERM, then
+// drains. Returns the process exit code.
+int RunServer(const ServeOptions& opts);
+
+}  // namespace tern::server

@@ -1,0 +1,90 @@
+// Loading the served model and the cross-cutting HTTP behaviour.
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "server/context.h"
+#include "server/http_util.h"
+
+namespace tern::server {
+
+Status LoadServerModel(ServerContext& ctx) {
+  const std::string& dir = ctx.opts.model_path;
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) return Status::Errorf("model directory {} does not exist", dir);
+  TERN_ASSIGN_OR_RETURN(Tokenizer tok, Tokenizer::FromFile((std::filesystem::path(dir) / "tokenizer.json").string()));
+  ctx.tokenizer.emplace(std::move(tok));
+  TERN_ASSIGN_OR_RETURN(ctx.tokenizer_config, LoadTokenizerConfig(dir));
+  TERN_ASSIGN_OR_RETURN(ctx.generation, LoadGenerationDefaults(dir));
+  ChatPromptOptions co;
+  co.template_override = ctx.opts.chat_template;
+  if (!ctx.opts.default_chat_template_kwargs.empty()) {
+    co.default_kwargs = nlohmann::ordered_json::parse(ctx.opts.default_chat_template_kwargs, nullptr, false);
+    if (co.default_kwargs.is_discarded() || !co.default_kwargs.is_object())
+      return Status::Error("--default-chat-template-kwargs must be a JSON object");
+  }
+  auto chat = ChatPrompt::Load(dir, co);
+  if (chat.ok()) {
+    ctx.chat.emplace(std::move(*chat));
+  } else {
+    if (!ctx.opts.chat_template.empty()) return chat.status();
+    ctx.chat_error = chat.status().message();
+    fmt::print(stderr, "tern serve: warning: {}; /v1/chat/completions will answer 400\n", ctx.chat_error);
+  }
+  TERN_ASSIGN_OR_RETURN(ctx.model, LoadModel(dir, LoadOptions{.threads = ctx.opts.threads}));
+  ctx.eos_token_ids = ctx.generation.eos_token_ids.empty() ? ctx.model->config().eos_token_ids : ctx.generation.eos_token_ids;
+  if (ctx.tokenizer_config.eos_token) {
+    auto id = ctx.tokenizer->TokenToId(*ctx.tokenizer_config.eos_token);
+    if (id && std::find(ctx.eos_token_ids.begin(), ctx.eos_token_ids.end(), *id) == ctx.eos_token_ids.end())
+      ctx.eos_token_ids.push_back(*id);
+  }
+  return Status::Ok();
+}
+
+namespace {
+// Constant-time comparison, so the key cannot be guessed byte by byte from timing.
+bool SafeEquals(const std::string& a, const std::string& b) {
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  for (size_t i = 0; i < a.size(); ++i) diff |= (unsigned char)(a[i] ^ b[i % (b.empty() ? 1 : b.size())]);
+  return diff == 0 && !b.empty();
+}
+}  // namespace
+
+void InstallMiddleware(httplib::Server& http, ServerContext& ctx) {
+  http.set_pre_routing_handler([&ctx](const httplib::Request& req, httplib::Response& res) {
+    if (ctx.opts.api_key.empty() || req.method == "OPTIONS" || req.path.rfind("/health", 0) == 0 ||
+        req.path.rfind("/metrics", 0) == 0)
+      return httplib::Server::HandlerResponse::Unhandled;
+    const std::string auth = req.get_header_value("Authorization");
+    const std::string prefix = "Bearer ";
+    if (auth.rfind(prefix, 0) == 0 && SafeEquals(auth.substr(prefix.size()), ctx.opts.api_key))
+      return httplib::Server::HandlerResponse::Unhandled;
+    ReplyJson(res, 401, {{"error", "Unauthorized"}});
+    return httplib::Server::HandlerResponse::Handled;
+  });
+  http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    if (res.status == 404) {
+      ReplyJson(res, 404, {{"detail", "Not Found"}});
+    } else if (res.status == 413) {
+      ReplyFlatError(res, 413, "Request body too large", "RequestEntityTooLarge");
+    } else if (res.status == 405) {
+      ReplyJson(res, 405, {{"detail", "Method Not Allowed"}});
+    } else if (res.status >= 400) {
+      ReplyFlatError(res, res.status, fmt::format("HTTP error {}", res.status));
+    }
+  });
+  http.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+    std::string what = "unknown error";
+    try {
+      if (ep) std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    ReplyFlatError(res, 500, "Internal server error: " + what, "InternalServerError");
+  });
+  http.set_logger([&ctx](const httplib::Request&, const httplib::Response& res) { ctx.CountResponse(res.status); });
+}
+
+}  // namespace tern::server
