@@ -17,8 +17,11 @@ void MatMulGemv(const float* x, int64_t M, int64_t ldx, const MatrixView& w, flo
 // Packed, register-blocked GEMM (matmul_gemm_hwy.cc). Compute-bound prefill.
 void MatMulGemm(const float* x, int64_t M, int64_t ldx, const MatrixView& w, float* y, int64_t ldy, ThreadPool& pool);
 
-// MatMul uses MatMulGemm from this many rows of x on (measured on AVX2 with
-// tern_benchmark: below it, packing W costs more than the GEMM saves).
-inline constexpr int64_t kGemmMinRows = 8;
+// MatMul uses MatMulGemm from this many rows of x on. Below it, x fits one
+// register-blocked row block of MatMulGemv (at most 5 rows on AVX2, 6 on
+// AVX-512), which streams W once with prefetch and is bandwidth-bound; from
+// about 6 rows on, packing W pays for itself (BM_Gemv vs BM_Gemm in
+// tern_benchmark, AVX2).
+inline constexpr int64_t kGemmMinRows = 6;
 
 }  // namespace tern::kernels
