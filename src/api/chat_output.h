@@ -1,0 +1,91 @@
+// ChatOutputParser: the per-choice pipeline a chat completion runs its
+// output text through, as SGLang's serving_chat does: the reasoning parser
+// first (when --reasoning-parser is set and separate_reasoning is true),
+// then the tool-call parser on the content it leaves (when
+// --tool-call-parser is set, the request has tools and tool_choice is not
+// "none").
+//
+// Streaming use (one parser per choice):
+//   ChatStreamEncoder enc(meta);  send(enc.Role(i));
+//   for each detokenized text piece: d = parser.Push(piece); send chunks of d
+//   d = parser.Finish(); send chunks of d; send(enc.Finish(i, finish));
+// EncodeChatDelta turns a delta into those chunks. The non-stream reply is
+// ParseChatOutput on the whole text.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "api/reasoning_parser.h"
+#include "api/requests.h"
+#include "api/responses.h"
+#include "api/tool_parser.h"
+
+namespace tern::api {
+
+// The server's parser flags (--reasoning-parser, --tool-call-parser).
+struct ServerParsers {
+  std::optional<ReasoningParserKind> reasoning;
+  std::optional<ToolParserKind> tool_call;
+};
+
+struct ChatParseConfig {
+  std::optional<ReasoningConfig> reasoning;  // nullopt: no reasoning parsing
+  std::optional<ToolParserKind> tool_parser;  // nullopt: no tool parsing
+  std::vector<ToolSpec> tools;
+  bool include_reasoning = true;  // false (vLLM field): reasoning is dropped
+};
+
+// Derives the config from the request, the server flags and the rendered
+// prompt (for ResolveForceReasoning):
+//   reasoning: only with separate_reasoning (otherwise the raw text, tags
+//     included, is content, as in SGLang); stream_reasoning and
+//     chat_template_kwargs.force_nonempty_content carried over;
+//   tools: only when tool_choice is not "none" and tools are given; all the
+//     request's tools are known to the parser.
+ChatParseConfig MakeChatParseConfig(const ChatRequest& request, const ServerParsers& server,
+                                    std::string_view rendered_prompt);
+
+struct ChatDelta {
+  std::string reasoning;
+  std::string content;
+  std::vector<ToolCallDelta> tool_calls;
+  bool empty() const { return reasoning.empty() && content.empty() && tool_calls.empty(); }
+};
+
+class ChatOutputParser {
+ public:
+  explicit ChatOutputParser(const ChatParseConfig& config,
+                            ToolCallIdGenerator ids = RandomToolCallId);
+  ChatDelta Push(std::string_view text);
+  ChatDelta Finish();
+  // True once a tool call was emitted.
+  bool has_tool_calls() const { return tools_ && tools_->has_calls(); }
+  // True while the output is inside reasoning. For usage.reasoning_tokens,
+  // count the generated tokens whose text was pushed while this was true
+  // (SGLang counts the tokens of the thinking block).
+  bool in_reasoning() const { return reasoning_ && reasoning_->in_reasoning(); }
+
+ private:
+  void Route(ReasoningDelta r, ChatDelta* out);
+
+  std::optional<ReasoningParser> reasoning_;
+  std::unique_ptr<ToolCallParser> tools_;
+  bool include_reasoning_;
+};
+
+// The SSE chunks for one delta: reasoning, then content, then one chunk per
+// tool-call piece. `usage` goes on each chunk (continuous_usage_stats).
+std::string EncodeChatDelta(ChatStreamEncoder& encoder, int index, const ChatDelta& delta,
+                            const Usage* usage = nullptr);
+
+// Non-stream parse of a whole output. When tool calls were found the content
+// has its surrounding whitespace trimmed (SGLang returns the text before the
+// first call, stripped).
+ChatChoice ParseChatOutput(const ChatParseConfig& config, std::string_view text,
+                           FinishReason finish, ToolCallIdGenerator ids = RandomToolCallId);
+
+}  // namespace tern::api

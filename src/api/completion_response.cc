@@ -1,0 +1,101 @@
+// /v1/completions and native /generate bodies (serving_completions.py,
+// tokenizer_manager meta_info).
+#include "api/responses.h"
+
+namespace tern::api {
+namespace {
+
+Json MatchedStop(const FinishReason& f) {
+  if (f.kind != FinishReason::Kind::kStop) return nullptr;
+  if (const auto* id = std::get_if<int32_t>(&f.matched)) return *id;
+  if (const auto* s = std::get_if<std::string>(&f.matched)) return *s;
+  return nullptr;
+}
+
+Json CompletionChoiceJson(int index, std::string_view text, const FinishReason* finish,
+                          const std::vector<TokenLogprob>* logprobs) {
+  Json c = Json::object();
+  c["index"] = index;
+  c["text"] = text;
+  c["logprobs"] = logprobs ? CompletionLogprobsJson(*logprobs) : Json(nullptr);
+  c["finish_reason"] = finish ? Json(FinishReasonType(*finish)) : Json(nullptr);
+  c["matched_stop"] = finish ? MatchedStop(*finish) : Json(nullptr);
+  return c;
+}
+
+Json Header(const ResponseMeta& meta) {
+  Json j = Json::object();
+  j["id"] = meta.id;
+  j["object"] = "text_completion";
+  j["created"] = meta.created;
+  j["model"] = meta.model;
+  return j;
+}
+
+}  // namespace
+
+Json CompletionJson(const ResponseMeta& meta, const std::vector<CompletionChoice>& choices,
+                    const Usage& usage) {
+  Json j = Header(meta);
+  Json arr = Json::array();
+  for (size_t i = 0; i < choices.size(); ++i)
+    arr.push_back(CompletionChoiceJson(static_cast<int>(i), choices[i].text, &choices[i].finish,
+                                       choices[i].logprobs ? &*choices[i].logprobs : nullptr));
+  j["choices"] = std::move(arr);
+  j["usage"] = UsageJson(usage);
+  j["metadata"] = Json{{"weight_version", meta.weight_version}};
+  return j;
+}
+
+std::string CompletionStreamEncoder::Chunk(int index, std::string_view text, const FinishReason* finish,
+                                           const std::vector<TokenLogprob>* logprobs,
+                                           const Usage* usage) const {
+  Json j = Header(meta_);
+  j["choices"] = Json::array({CompletionChoiceJson(index, text, finish, logprobs)});
+  j["usage"] = usage ? UsageJson(*usage) : Json(nullptr);
+  return SseEvent(j);
+}
+
+std::string CompletionStreamEncoder::UsageChunk(const Usage& usage) const {
+  Json j = Header(meta_);
+  j["choices"] = Json::array();
+  Json u = UsageJson(usage);
+  if (u["prompt_tokens_details"].is_null()) u.erase("prompt_tokens_details");  // exclude_none
+  j["usage"] = std::move(u);
+  return SseEvent(j);
+}
+
+Json GenerateJson(const GenerateOutput& out) {
+  Json meta = Json::object();
+  meta["id"] = out.id;
+  meta["finish_reason"] = out.finish ? FinishReasonJson(*out.finish) : Json(nullptr);
+  meta["prompt_tokens"] = out.prompt_tokens;
+  meta["weight_version"] = out.weight_version;
+  meta["total_retractions"] = 0;
+  meta["completion_tokens"] = out.completion_tokens;
+  meta["cached_tokens"] = out.cached_tokens;
+  if (out.logprobs) {
+    Json tokens = Json::array(), tops = Json::array();
+    for (const auto& t : *out.logprobs) {
+      tokens.push_back(Json::array({t.logprob, t.id, out.text_in_logprobs ? Json(t.token) : Json(nullptr)}));
+      Json top = Json::array();
+      for (const auto& c : t.top)
+        top.push_back(Json::array({c.logprob, c.id, out.text_in_logprobs ? Json(c.token) : Json(nullptr)}));
+      tops.push_back(std::move(top));
+    }
+    meta["input_token_logprobs"] = Json::array();
+    meta["output_token_logprobs"] = std::move(tokens);
+    if (out.top_logprobs_num > 0) {
+      meta["input_top_logprobs"] = Json::array();
+      meta["output_top_logprobs"] = std::move(tops);
+    }
+  }
+  if (out.e2e_latency) meta["e2e_latency"] = *out.e2e_latency;
+  Json j = Json::object();
+  j["text"] = out.text;
+  j["output_ids"] = out.output_ids;
+  j["meta_info"] = std::move(meta);
+  return j;
+}
+
+}  // namespace tern::api

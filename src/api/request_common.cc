@@ -1,0 +1,161 @@
+#include "api/request_common.h"
+
+#include <fmt/format.h>
+
+namespace tern::api::internal {
+
+std::optional<PyNumber> ReadNumber(FieldReader& r, std::string_view key, bool as_float) {
+  const Json* v = r.Get(key);
+  if (!v) return std::nullopt;
+  const std::optional<double> d = r.Float(key);
+  if (!d) return std::nullopt;
+  return PyNumber{*d, !as_float && v->is_number_integer()};
+}
+
+std::optional<PyNumber> ReadIntNumber(FieldReader& r, std::string_view key) {
+  const std::optional<int64_t> i = r.Int(key);
+  if (!i) return std::nullopt;
+  return PyNumber{static_cast<double>(*i), true};
+}
+
+void ReadStop(FieldReader& r, std::string_view key, std::vector<std::string>* out) {
+  const Json* v = r.Get(key);
+  if (!v) return;
+  if (v->is_string()) {
+    out->push_back(v->get<std::string>());
+    return;
+  }
+  const Loc loc = r.At(key);
+  if (!v->is_array()) {
+    r.ErrorAt(loc.Key("str"), "string_type", "Input should be a valid string");
+    r.ErrorAt(loc.Key("list[str]"), "list_type", "Input should be a valid list");
+    return;
+  }
+  bool ok = true;
+  for (size_t i = 0; i < v->size(); ++i) {
+    if (!(*v)[i].is_string()) {
+      if (ok) r.ErrorAt(loc.Key("str"), "string_type", "Input should be a valid string");
+      r.ErrorAt(loc.Key("list[str]").Index(i), "string_type", "Input should be a valid string");
+      ok = false;
+    }
+  }
+  if (ok)
+    for (const auto& s : *v) out->push_back(s.get<std::string>());
+}
+
+std::optional<std::vector<int32_t>> ReadTokenIds(FieldReader& r, std::string_view key) {
+  const Json* list = r.List(key);
+  if (!list) return std::nullopt;
+  std::vector<int32_t> ids;
+  bool ok = true;
+  for (size_t i = 0; i < list->size(); ++i) {
+    const Loc loc = r.At(key).Index(i);
+    const auto id = FieldReader::ToInt((*list)[i], loc, r.errors());
+    if (!id) {
+      ok = false;
+    } else if (*id < INT32_MIN || *id > INT32_MAX) {
+      r.ErrorAt(loc, "int_parsing_size", "Input should be a 32-bit token id");
+      ok = false;
+    } else {
+      ids.push_back(static_cast<int32_t>(*id));
+    }
+  }
+  if (!ok) return std::nullopt;
+  return ids;
+}
+
+void ReadOpenAiSampling(FieldReader& r, SamplingRequest* s) {
+  s->temperature = ReadNumber(r, "temperature", /*as_float=*/true);
+  s->top_p = ReadNumber(r, "top_p", true);
+  s->top_k = ReadIntNumber(r, "top_k");
+  s->min_p = ReadNumber(r, "min_p", true);
+  s->repetition_penalty = ReadNumber(r, "repetition_penalty", true);
+  if (auto v = ReadNumber(r, "presence_penalty", true)) s->presence_penalty = *v;
+  if (auto v = ReadNumber(r, "frequency_penalty", true)) s->frequency_penalty = *v;
+  if (auto v = r.Int("min_tokens")) s->min_new_tokens = *v;
+  ReadStop(r, "stop", &s->stop);
+  if (auto ids = ReadTokenIds(r, "stop_token_ids")) s->stop_token_ids = std::move(*ids);
+  if (auto v = r.Bool("ignore_eos")) s->ignore_eos = *v;
+  if (auto v = r.Bool("skip_special_tokens")) s->skip_special_tokens = *v;
+  if (auto v = r.Bool("no_stop_trim")) s->no_stop_trim = *v;
+  s->seed = r.Int("seed");
+  if (auto v = r.Int("n")) s->n = *v;
+  if (const Json* bias = r.Dict("logit_bias")) {
+    for (const auto& [k, v] : bias->items()) {
+      const auto f = FieldReader::ToFloat(v, r.At("logit_bias").Key(k), r.errors());
+      if (!f) continue;
+      s->logit_bias.emplace_back(k, *f);
+    }
+  }
+}
+
+void ReadStreamOptions(FieldReader& r, bool* include_usage, bool* continuous_usage_stats) {
+  const Json* opts = r.Dict("stream_options");
+  if (!opts) return;
+  FieldReader o(*opts, r.At("stream_options"), r.errors());
+  if (auto v = o.Bool("include_usage")) *include_usage = *v;
+  if (auto v = o.Bool("continuous_usage_stats")) *continuous_usage_stats = *v;
+}
+
+std::optional<std::string> ReadRid(FieldReader& r) {
+  const Json* v = r.Get("rid");
+  if (!v) return std::nullopt;
+  if (v->is_string()) return v->get<std::string>();
+  if (v->is_array() && v->size() == 1 && (*v)[0].is_string()) return (*v)[0].get<std::string>();
+  r.Error("rid", "string_type", "Input should be a valid string");
+  return std::nullopt;
+}
+
+void ValidateResponseFormat(FieldReader& r) {
+  const Json* rf = r.Dict("response_format");
+  if (!rf) return;
+  const Loc loc = r.At("response_format");
+  const auto type_it = rf->find("type");
+  if (type_it == rf->end() || type_it->is_null()) {
+    r.ErrorAt(loc.Key("type"), "missing", "Field required");
+    return;
+  }
+  if (!type_it->is_string() ||
+      (*type_it != "text" && *type_it != "json_object" && *type_it != "json_schema" &&
+       *type_it != "structural_tag")) {
+    r.ErrorAt(loc.Key("type"), "literal_error",
+              "Input should be 'text', 'json_object' or 'json_schema'");
+    return;
+  }
+  if (*type_it == "json_schema") {
+    const auto js = rf->find("json_schema");
+    if (js != rf->end() && !js->is_null()) {
+      if (!js->is_object()) {
+        r.ErrorAt(loc.Key("json_schema"), "model_type",
+                  "Input should be a valid dictionary or instance of JsonSchemaResponseFormat");
+      } else if (!js->contains("name") || !(*js)["name"].is_string()) {
+        r.ErrorAt(loc.Key("json_schema").Key("name"), "missing", "Field required");
+      }
+    }
+  }
+}
+
+std::optional<ApiError> CheckUnsupportedConstraints(const Json& body) {
+  if (const auto rf = body.find("response_format"); rf != body.end() && rf->is_object()) {
+    const std::string type = rf->value("type", std::string("text"));
+    if (type != "text")
+      return ApiError::BadRequest(fmt::format(
+          "response_format type '{}' is not supported by this server yet (it has no "
+          "constrained decoding); use type 'text'.",
+          type));
+  }
+  for (const char* key : {"regex", "ebnf", "json_schema", "structural_tag"}) {
+    const auto it = body.find(key);
+    if (it != body.end() && !it->is_null())
+      return ApiError::BadRequest(fmt::format(
+          "'{}' constrained decoding is not supported by this server yet.", key));
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> CheckN(const SamplingRequest& s) {
+  if (s.n < 1) return ApiError::BadRequest(fmt::format("n must be at least 1, got {}.", s.n));
+  return std::nullopt;
+}
+
+}  // namespace tern::api::internal

@@ -1,0 +1,48 @@
+// Internal: field readers shared by the chat, completion and /generate
+// request parsers.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "api/field_reader.h"
+#include "api/requests.h"
+
+namespace tern::api::internal {
+
+// Number fields as PyNumber. `as_float`: pydantic float fields print as
+// floats even when sent as integers.
+std::optional<PyNumber> ReadNumber(FieldReader& r, std::string_view key, bool as_float);
+std::optional<PyNumber> ReadIntNumber(FieldReader& r, std::string_view key);
+
+// `stop`: a string or a list of strings.
+void ReadStop(FieldReader& r, std::string_view key, std::vector<std::string>* out);
+// A list of integer token ids (stop_token_ids, input_ids).
+std::optional<std::vector<int32_t>> ReadTokenIds(FieldReader& r, std::string_view key);
+
+// The OpenAI-style sampling fields chat and completions share:
+// temperature, top_p, top_k, min_p, repetition_penalty, presence_penalty,
+// frequency_penalty, min_tokens, stop, stop_token_ids, ignore_eos,
+// skip_special_tokens, no_stop_trim, seed, n, logit_bias.
+void ReadOpenAiSampling(FieldReader& r, SamplingRequest* s);
+
+// stream_options {include_usage, continuous_usage_stats}.
+void ReadStreamOptions(FieldReader& r, bool* include_usage, bool* continuous_usage_stats);
+
+// `rid`: a string (a one-element list is accepted as well).
+std::optional<std::string> ReadRid(FieldReader& r);
+
+// Rejects what tern cannot honour yet: response_format json_object /
+// json_schema / structural_tag, regex, ebnf, json_schema (400
+// BadRequestError naming the feature). Run after the SGLang checks.
+std::optional<ApiError> CheckUnsupportedConstraints(const Json& body);
+
+// Pydantic checks of response_format's shape (type literal, json_schema.name
+// required); appends FieldErrors.
+void ValidateResponseFormat(FieldReader& r);
+
+// n must be at least 1 (vLLM's message: "n must be at least 1, got 0.").
+std::optional<ApiError> CheckN(const SamplingRequest& s);
+
+}  // namespace tern::api::internal
