@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "hwy/cache_control.h"
 #include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
 #include "kernels/gemm_tile-inl.h"
@@ -90,6 +91,11 @@ HWY_INLINE float SoftmaxUpdate(float* HWY_RESTRICT s, size_t n, size_t valid, fl
   l = l * alpha + hn::GetLane(hn::SumOfLanes(df, vsum));
   m = m_new;
   return alpha;
+}
+
+// Requests every cache line of a KV row.
+HWY_INLINE void PrefetchRow(const uint8_t* row, size_t bytes) {
+  for (size_t b = 0; b < bytes; b += 64) hwy::Prefetch(row + b);
 }
 
 HWY_INLINE void ScaleRow(float* HWY_RESTRICT row, size_t n, float alpha) {

@@ -36,10 +36,6 @@ constexpr size_t kDecodeChunk = 64;
 // K rows prefetched ahead of the score loop.
 constexpr size_t kPrefetchRows = 8;
 
-HWY_INLINE void PrefetchRow(const uint8_t* row, size_t bytes) {
-  for (size_t b = 0; b < bytes; b += 64) hwy::Prefetch(row + b);
-}
-
 // scores[g * kDecodeChunk + j] = scale * q[g] . K row j, for the GN heads g0.. of a group.
 template <DType kDT, int GN>
 HWY_INLINE void ScoreHeads(const float* HWY_RESTRICT q, size_t g0, size_t D, const uint8_t* krow, size_t j, float scale,

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "hwy/cache_control.h"
 #include "hwy/highway.h"
 #include "kernels/attention-inl.h"
 #include "kernels/attention_internal.h"
@@ -92,6 +93,13 @@ void PrefillBlock(const AttentionJob& job, int64_t kvh, int64_t t0, int64_t t1, 
   for (int64_t kb0 = 0; kb0 < keys; kb0 += int64_t(Bk)) {
     const size_t nk = size_t(std::min<int64_t>(int64_t(Bk), keys - kb0));
     const size_t key_panels = (nk + NW - 1) / NW;
+    // One head's K and V rows are scattered (a slice of every position), which
+    // hardware prefetchers follow poorly: request this block's V rows now
+    // (used after S and the softmax) and the next block's K rows.
+    const size_t row_bytes = D * DTypeSize(kDT);
+    for (size_t j = 0; j < nk; ++j) PrefetchRow(KvRow<kDT>(kv, kv.v, kb0 + int64_t(j), kvh), row_bytes);
+    for (int64_t j = kb0 + int64_t(Bk); j < std::min(keys, kb0 + 2 * int64_t(Bk)); ++j)
+      PrefetchRow(KvRow<kDT>(kv, kv.k, j, kvh), row_bytes);
     for (size_t pk = 0; pk < key_panels; ++pk) {
       const uint8_t* rows[kNV * HWY_MAX_BYTES / sizeof(float)];
       for (size_t j = 0; j < NW; ++j) rows[j] = KvRow<kDT>(kv, kv.k, kb0 + int64_t(std::min(pk * NW + j, nk - 1)), kvh);
