@@ -255,8 +255,11 @@ void MatMulTyped(const float* xs, size_t kp, size_t M, const MatrixView& w, floa
   // NC: a chunk of W (NC * KC elements) fills about a quarter of L2 ...
   constexpr size_t kChunkBytes = 256 * 1024, kRowQuantum = 24;  // 24: a multiple of every NR
   size_t nc = std::max(kRowQuantum, kChunkBytes / (kc * kBytes) / kRowQuantum * kRowQuantum);
-  // ... but there are at least ~4 chunks per thread, for balance.
-  const size_t per_thread = (N + 4 * pool.size() - 1) / (4 * pool.size());
+  // ... but there are at least ~4 chunks per thread for balance (~8 when
+  // streaming: the last chunk is read by one thread alone, at less than the
+  // machine's bandwidth).
+  const size_t chunks_per_thread = streaming ? 8 : 4;
+  const size_t per_thread = (N + chunks_per_thread * pool.size() - 1) / (chunks_per_thread * pool.size());
   nc = std::min(nc, std::max(kRowQuantum, (per_thread + kRowQuantum - 1) / kRowQuantum * kRowQuantum));
   const size_t num_chunks = (N + nc - 1) / nc;
   const size_t num_blocks = (M + kMaxMR - 1) / kMaxMR;  // row blocks of balanced size <= kMaxMR
