@@ -81,6 +81,14 @@ Value Evaluator::EvalInner(const Expr& e) {
       }
       Value l = Eval(*b.left);
       Value r = Eval(*b.right);
+      if (b.op == BinaryOp::kAdd && r.is_string()) {
+        // 'a' + x + 'b' + ...: append to the temporary left operand.
+        if (std::string* s = l.unique_str()) {
+          CheckSize(s->size() + r.str().size());
+          s->append(r.str());
+          return l;
+        }
+      }
       return BinaryOpValues(*this, b.op, l, r);
     }
     case ExprKind::kConcat: {

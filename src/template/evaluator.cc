@@ -432,7 +432,7 @@ Value Evaluator::CallMacro(const MacroStmt& def, const std::vector<std::pair<int
     bound[i] = args.pos[i];
     given[i] = true;
   }
-  auto extra_kw = Value::NewDict();
+  Value extra_kw;  // built only when the macro takes **kwargs
   Value call_caller = caller;
   for (auto& [k, v] : args.kw) {
     bool matched = false;
@@ -451,6 +451,7 @@ Value Evaluator::CallMacro(const MacroStmt& def, const std::vector<std::pair<int
       continue;
     }
     if (!def.uses_kwargs) ThrowRender(fmt::format("macro '{}' takes no keyword argument '{}'", def.name, k));
+    if (extra_kw.is_undefined()) extra_kw = Value::NewDict();
     extra_kw.dict().Set(k, v);
   }
 
@@ -472,7 +473,7 @@ Value Evaluator::CallMacro(const MacroStmt& def, const std::vector<std::pair<int
     }
   }
   if (def.uses_varargs && varargs_sym_ >= 0) SetVar(varargs_sym_, Value::List(std::move(extra_pos), true));
-  if (def.uses_kwargs && kwargs_sym_ >= 0) SetVar(kwargs_sym_, extra_kw);
+  if (def.uses_kwargs && kwargs_sym_ >= 0) SetVar(kwargs_sym_, extra_kw.is_undefined() ? Value::NewDict() : extra_kw);
   if (!call_caller.is_undefined() && caller_sym_ >= 0) SetVar(caller_sym_, call_caller);
   return MakeString(Capture(def.body));
 }

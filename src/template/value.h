@@ -91,6 +91,11 @@ class Value {
     return kind_ == Kind::kFloat ? f_ : static_cast<double>(as_int());
   }
   const std::string& str() const { return *static_cast<const std::string*>(ptr_.get()); }
+  // The string, writable, when this value is its only owner (a temporary
+  // result such as a + b): lets `a + b + c` append in place. Null otherwise.
+  std::string* unique_str() {
+    return kind_ == Kind::kString && ptr_.use_count() == 1 ? static_cast<std::string*>(ptr_.get()) : nullptr;
+  }
   ListObj& list() const { return *static_cast<ListObj*>(ptr_.get()); }
   DictObj& dict() const { return *static_cast<DictObj*>(ptr_.get()); }
   Object& obj() const { return *static_cast<Object*>(ptr_.get()); }
