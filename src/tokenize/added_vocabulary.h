@@ -59,7 +59,8 @@ class AddedVocabulary {
   AddedVocabulary() = default;
   // `tokens` in file order with ids assigned; `normalized_contents[i]` is the
   // content of tokens[i] passed through the normalizer.
-  AddedVocabulary(std::vector<AddedToken> tokens, const std::vector<std::string>& normalized_contents);
+  AddedVocabulary(std::vector<AddedToken> tokens,
+                  const std::vector<std::string>& normalized_contents);
 
   const std::vector<AddedToken>& tokens() const { return tokens_; }
   bool has_normalized() const { return !normalized_.empty(); }

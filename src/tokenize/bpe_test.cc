@@ -81,3 +81,32 @@ TEST(BpeMerge, DuplicateMergeKeepsLastRank) {
 
 }  // namespace
 }  // namespace tern::tok
+
+namespace tern::tok {
+namespace {
+
+TEST(BpeCache, CachedEqualsUncachedAcrossModels) {
+  // Two models share the thread's cache; each must only ever see its own
+  // entries, and cached results must equal freshly merged ones.
+  const auto j1 = nlohmann::json::parse(MakeSyntheticTokenizerJson(300));
+  const auto j2 = nlohmann::json::parse(MakeSyntheticTokenizerJson(2048));
+  auto m1 = BpeModel::FromJson(j1["model"], true);
+  auto m2 = BpeModel::FromJson(j2["model"], true);
+  ASSERT_TRUE(m1.ok() && m2.ok());
+  const std::vector<std::string> pieces = {"the", " the", " model", " tokenizer", "ing", " and",
+                                           "\xE4\xBD\xA0\xE5\xA5\xBD", " question", " answers"};
+  std::vector<int32_t> scratch;
+  for (int round = 0; round < 3; ++round) {
+    for (const std::string& p : pieces) {
+      for (const BpeModel* m : {&*m1, &*m2}) {
+        std::vector<int32_t> cached, fresh;
+        m->Tokenize(p, &cached, &scratch);
+        m->TokenizeUncached(p, &fresh, &scratch);
+        ASSERT_EQ(cached, fresh) << p << " round " << round;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tern::tok

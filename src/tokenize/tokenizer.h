@@ -18,6 +18,12 @@
 //    them silently).
 //  - "truncation" and "padding" settings in the file are ignored, as
 //    transformers does unless asked for them per call.
+// Like Hugging Face, added tokens get their ids the way AddedVocabulary
+// assigns them on load (their model-vocabulary id, else the next id after
+// the model's vocabulary); the "id" fields of the file are not trusted.
+// Not supported (load error naming them): other models than BPE, BPE
+// dropout, Lowercase/Replace/Strip-style normalizers, Metaspace-style
+// pre-tokenizers, decoders other than ByteLevel.
 // A Tokenizer is immutable; all methods are thread-safe. Copies share data.
 #pragma once
 

@@ -45,8 +45,8 @@ struct TokenizerData {
     return id >= 0 && id < vocab_size() && (flags[size_t(id)] & kSpecial);
   }
   std::string_view DecodedBytes(int32_t id) const {
-    return std::string_view(decoded_bytes)
-        .substr(decoded_offsets[size_t(id)], decoded_offsets[size_t(id) + 1] - decoded_offsets[size_t(id)]);
+    const uint32_t begin = decoded_offsets[size_t(id)];
+    return std::string_view(decoded_bytes).substr(begin, decoded_offsets[size_t(id) + 1] - begin);
   }
 };
 

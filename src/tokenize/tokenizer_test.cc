@@ -3,7 +3,10 @@
 // tokenizer.json (and no crash on truncated or corrupted files).
 #include "tokenize/tokenizer.h"
 
+#include <atomic>
+#include <functional>
 #include <random>
+#include <thread>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -168,6 +171,41 @@ TEST(Tokenizer, LongInputs) {
     ASSERT_TRUE(ids.ok()) << ids.status().message();
     EXPECT_EQ(t.Decode(*ids, false).value(), text);
   }
+}
+
+}  // namespace
+}  // namespace tern
+
+namespace tern {
+namespace {
+
+TEST(Tokenizer, ConcurrentEncodeMatchesSerial) {
+  // Encode is const and thread-safe (per-thread caches); results must not
+  // depend on which thread runs it.
+  const Tokenizer t = Synthetic();
+  std::vector<std::string> texts;
+  std::mt19937 rng(11);
+  const std::vector<std::string> words = {"the", " model", " reads", " text", "\n", " 42",
+                                          "<|im_end|>", " caf\xC3\xA9", " \xE4\xBD\xA0", "!"};
+  for (int i = 0; i < 200; ++i) {
+    std::string s;
+    for (int k = 0; k < 20; ++k) s += words[rng() % words.size()];
+    texts.push_back(s);
+  }
+  std::vector<std::vector<int32_t>> serial;
+  for (const auto& s : texts) serial.push_back(t.Encode(s).value());
+  std::vector<std::thread> threads;
+  std::atomic<int> mismatches{0};
+  for (int th = 0; th < 4; ++th) {
+    threads.emplace_back([&, th] {
+      for (size_t i = 0; i < texts.size(); ++i) {
+        const size_t k = (i * 7 + size_t(th) * 13) % texts.size();
+        if (t.Encode(texts[k]).value() != serial[k]) ++mismatches;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(mismatches.load(), 0);
 }
 
 }  // namespace
