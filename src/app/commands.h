@@ -16,6 +16,7 @@ Command RegisterDetokenize(CLI::App& app);
 Command RegisterSynth(CLI::App& app);
 Command RegisterBench(CLI::App& app);
 Command RegisterTemplate(CLI::App& app);
+Command RegisterServe(CLI::App& app);
 
 // Prints "tern: <message>" to stderr and returns 1.
 int Fail(const std::string& message);

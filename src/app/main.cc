@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
     CLI::App* sub = app.add_subcommand(name, help);
     commands[sub] = reg(*sub);
   };
+  add("serve", "serve a model over the OpenAI and SGLang HTTP APIs", RegisterServe);
   add("generate", "generate text from a prompt", RegisterGenerate);
   add("tokenize", "print the token ids of a text as a JSON array", RegisterTokenize);
   add("detokenize", "print the text of token ids", RegisterDetokenize);

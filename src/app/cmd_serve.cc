@@ -1,0 +1,42 @@
+// `tern serve`: SGLang's launch_server flags where they exist.
+#include "app/commands.h"
+#include "server/server.h"
+
+namespace tern::app {
+
+Command RegisterServe(CLI::App& app) {
+  auto o = std::make_shared<server::ServeOptions>();
+  app.set_config("--config", "", "read options from a TOML/INI file (key = value, names as the flags)");
+  app.add_option("--model,--model-path", o->model_path, "model directory (Hugging Face layout)")->required();
+  app.add_option("--host", o->host, "address to listen on")->default_val("127.0.0.1");
+  app.add_option("--port", o->port, "port to listen on")->default_val(30000);
+  app.add_option("--served-model-name", o->served_model_name, "model name reported by the API (default: the path)");
+  app.add_option("--api-key", o->api_key, "require 'Authorization: Bearer KEY' (health and metrics exempt)");
+  app.add_option("--context-length", o->context_length, "maximum context length (default: the model's)");
+  app.add_option("--max-running-requests", o->max_running_requests, "sequences decoded together")->default_val(64);
+  app.add_option("--max-queued-requests", o->max_queued_requests, "waiting requests before 503 (-1: unbounded)")
+      ->default_val(-1);
+  app.add_option("--chunked-prefill-size", o->chunked_prefill_size, "prompt tokens processed per step")->default_val(512);
+  app.add_option("--kv-cache-dtype", o->kv_cache_dtype, "auto, bf16, fp16, fp32")->default_val("auto");
+  app.add_option("--max-total-tokens", o->max_total_tokens, "KV cache capacity in tokens");
+  app.add_option("--kv-cache-memory-gb", o->kv_cache_memory_gb, "KV cache memory budget in GB");
+  app.add_option("--page-size", o->page_size, "tokens per KV cache block")->default_val(16);
+  app.add_option("--reasoning-parser", o->reasoning_parser, "qwen3, qwen3-thinking, deepseek-r1");
+  app.add_option("--tool-call-parser", o->tool_call_parser, "qwen25, hermes, qwen3_coder");
+  app.add_option("--chat-template", o->chat_template, "chat template file or text (default: the model's)");
+  app.add_option("--default-chat-template-kwargs", o->default_chat_template_kwargs,
+                 "JSON object of default template variables, e.g. '{\"enable_thinking\": false}'");
+  app.add_flag("--enable-metrics", o->enable_metrics, "serve Prometheus metrics at /metrics");
+  app.add_flag("--skip-server-warmup", o->skip_server_warmup, "report healthy without a warm-up generation");
+  app.add_option("--threads", o->threads, "compute threads (0: all cores)")->default_val(0);
+  app.add_option("--log-level", o->log_level, "info, warning, error")->default_val("info");
+  app.add_option("--shutdown-grace", o->shutdown_grace_s, "seconds running requests get to finish on SIGTERM")
+      ->default_val(30);
+  return [o]() {
+    if (o->page_size <= 0 || o->max_running_requests <= 0 || o->chunked_prefill_size <= 0)
+      return Fail("serve: --page-size, --max-running-requests and --chunked-prefill-size must be positive");
+    return server::RunServer(*o);
+  };
+}
+
+}  // namespace tern::app

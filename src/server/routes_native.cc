@@ -1,0 +1,162 @@
+// Native SGLang endpoints: /generate, /v1/tokenize, /v1/detokenize, /abort_request.
+#include <fmt/format.h>
+
+#include "api/error_json.h"
+#include "api/requests.h"
+#include "server/generation.h"
+#include "server/http_util.h"
+#include "server/routes.h"
+
+namespace tern::server {
+namespace {
+using api::Json;
+
+void ReplyGenerateError(httplib::Response& res, const api::ApiError& e) {
+  res.status = e.status;
+  res.set_content(api::GenerateErrorBody(e), "application/json");
+}
+
+void HandleGenerate(ServerContext& ctx, const httplib::Request& http_req, httplib::Response& res) {
+  auto body = api::ParseJsonBody(http_req.body);
+  if (!body.ok()) return ReplyGenerateError(res, body.error());
+  auto parsed = api::ParseGenerateRequest(*body);
+  if (!parsed.ok()) return ReplyGenerateError(res, parsed.error());
+  api::GenerateRequest& req = parsed.value();
+  if (req.prompts.size() != 1 || req.sampling.n != 1)
+    return ReplyGenerateError(res, api::ApiError::BadRequest("batched prompts and n > 1 are not supported by tern yet"));
+  std::vector<int32_t> prompt = req.prompts[0].token_ids;
+  if (req.prompts[0].text) {
+    auto ids = ctx.tokenizer->Encode(*req.prompts[0].text, true);
+    if (!ids.ok()) return ReplyGenerateError(res, api::ApiError::BadRequest(ids.status().message()));
+    prompt = std::move(*ids);
+  }
+  auto sampling = api::ResolveSampling(req.sampling, {}, ctx.model->config().vocab_size);
+  if (!sampling.ok()) return ReplyGenerateError(res, sampling.error());
+  api::ContextCheck cc = api::CheckContextLength(int64_t(prompt.size()), sampling->max_new_tokens,
+                                                 ctx.engine->context_length(), false);
+  if (cc.error) return ReplyGenerateError(res, *cc.error);
+  const std::string id = req.rid.value_or(api::NewRequestId(""));
+  RunSpec spec{.id = id, .prompt = prompt, .sampling = *sampling,
+               .top_logprobs = req.return_logprob ? int32_t(req.top_logprobs_num) : -1};
+  auto started = GenerationRun::Start(ctx, std::move(spec));
+  if (!started.ok()) return ReplyGenerateError(res, started.error());
+  std::shared_ptr<GenerationRun> run = std::move(started).value();
+
+  auto make_output = [&ctx, run, id, return_logprob = req.return_logprob, top_n = req.top_logprobs_num,
+                      text_in = req.return_text_in_logprobs](const std::string& text,
+                                                             const std::vector<TokenOutput>& toks,
+                                                             const std::optional<api::FinishReason>& fin) {
+    api::GenerateOutput out{.id = id, .text = text, .output_ids = run->output_ids(), .finish = fin,
+                            .prompt_tokens = run->prompt_tokens(), .completion_tokens = run->completion_tokens()};
+    if (fin) out.e2e_latency = run->elapsed_seconds();
+    if (return_logprob) {
+      std::vector<api::TokenLogprob> lps;
+      for (const auto& t : toks) {
+        api::TokenLogprob l{.id = t.id, .token = "", .logprob = t.logprob, .top = {}};
+        for (const auto& [tid, lp] : t.top) l.top.push_back({.id = tid, .token = "", .logprob = lp});
+        lps.push_back(std::move(l));
+      }
+      out.logprobs = std::move(lps);
+      out.text_in_logprobs = text_in;
+      out.top_logprobs_num = top_n;
+    }
+    (void)ctx;
+    return api::GenerateJson(out);
+  };
+
+  if (!req.stream) {
+    GenerationRun::Step all = run->RunToEnd();
+    if (all.finish.kind == api::FinishReason::Kind::kAbort && all.finish.status_code)
+      return ReplyGenerateError(res, api::ApiError::Http(*all.finish.status_code, all.finish.message));
+    res.status = 200;
+    res.set_content(api::ToJsonText(make_output(all.text, all.tokens, all.finish)), "application/json");
+    return;
+  }
+  // SGLang streams the whole text so far in every chunk.
+  struct State {
+    std::string text;
+    std::vector<TokenOutput> tokens;
+  };
+  auto st = std::make_shared<State>();
+  res.set_header("Cache-Control", "no-cache");
+  res.set_chunked_content_provider(
+      "text/event-stream",
+      [st, run, make_output](size_t, httplib::DataSink& sink) {
+        GenerationRun::Step step;
+        for (;;) {
+          if (!sink.is_writable()) {
+            run->Abort();
+            return false;
+          }
+          if (run->Next(step, std::chrono::milliseconds(100))) break;
+        }
+        st->text += step.text;
+        for (auto& t : step.tokens) st->tokens.push_back(t);
+        std::string out;
+        if (step.finished && step.finish.kind == api::FinishReason::Kind::kAbort && step.finish.status_code) {
+          out = SseEvent(api::GenerateErrorBody(api::ApiError::Http(*step.finish.status_code, step.finish.message)));
+        } else if (!step.tokens.empty() || step.finished) {
+          out = "data: " + api::ToJsonText(make_output(st->text, st->tokens,
+                                                       step.finished ? std::optional(step.finish) : std::nullopt)) + "\n\n";
+        }
+        if (step.finished) out += kSseDone;
+        if (!out.empty()) sink.write(out.data(), out.size());
+        if (step.finished) sink.done();
+        return true;
+      },
+      [run](bool ok) {
+        if (!ok) run->Abort();
+      });
+}
+
+}  // namespace
+
+void AddGenerateRoutes(httplib::Server& http, ServerContext& ctx) {
+  auto gen = [&ctx](const httplib::Request& req, httplib::Response& res) { HandleGenerate(ctx, req, res); };
+  http.Post("/generate", gen);
+  http.Put("/generate", gen);
+  http.Post("/abort_request", [&ctx](const httplib::Request& req, httplib::Response& res) {
+    Json body = Json::parse(req.body, nullptr, false);
+    if (body.is_discarded() || !body.is_object()) return ReplyNativeError(res, 400, "expected a JSON object");
+    const bool all = body.value("abort_all", false);
+    const std::string rid = body.contains("rid") && body["rid"].is_string() ? body["rid"].get<std::string>() : "";
+    std::lock_guard lock(ctx.streams_mu);
+    for (auto& [id, weak] : ctx.streams)
+      if (all || id == rid)
+        if (auto s = weak.lock()) s->Abort();
+    res.status = 200;
+  });
+}
+
+void AddTokenizeRoutes(httplib::Server& http, ServerContext& ctx) {
+  auto tokenize = [&ctx](const httplib::Request& req, httplib::Response& res) {
+    Json body = Json::parse(req.body, nullptr, false);
+    if (body.is_discarded() || !body.is_object()) return ReplyFlatError(res, 400, "expected a JSON object");
+    const bool add_special = body.value("add_special_tokens", true);
+    std::vector<Json> prompts;
+    const Json p = body.contains("prompt") ? body["prompt"] : body.value("text", Json());
+    if (!p.is_string()) return ReplyFlatError(res, 400, "\"prompt\" must be a string");
+    auto ids = ctx.tokenizer->Encode(p.get<std::string>(), add_special);
+    if (!ids.ok()) return ReplyFlatError(res, 400, ids.status().message());
+    ReplyJson(res, 200, {{"tokens", *ids}, {"count", ids->size()}, {"max_model_len", ctx.engine->context_length()}});
+  };
+  http.Post("/v1/tokenize", tokenize);
+  http.Post("/tokenize", tokenize);
+  auto detokenize = [&ctx](const httplib::Request& req, httplib::Response& res) {
+    Json body = Json::parse(req.body, nullptr, false);
+    if (body.is_discarded() || !body.is_object() || !body.contains("tokens") || !body["tokens"].is_array())
+      return ReplyFlatError(res, 400, "\"tokens\" must be a list of token ids");
+    std::vector<int32_t> ids;
+    for (const auto& t : body["tokens"]) {
+      if (!t.is_number_integer()) return ReplyFlatError(res, 400, "\"tokens\" must be a list of token ids");
+      ids.push_back(t.get<int32_t>());
+    }
+    auto text = ctx.tokenizer->Decode(ids, body.value("skip_special_tokens", false));
+    if (!text.ok()) return ReplyFlatError(res, 400, text.status().message());
+    ReplyJson(res, 200, {{"text", *text}});
+  };
+  http.Post("/v1/detokenize", detokenize);
+  http.Post("/detokenize", detokenize);
+}
+
+}  // namespace tern::server

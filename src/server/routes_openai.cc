@@ -1,0 +1,276 @@
+// /v1/chat/completions and /v1/completions.
+#include <fmt/format.h>
+
+#include "api/chat_output.h"
+#include "api/chat_template_inputs.h"
+#include "api/error_json.h"
+#include "api/requests.h"
+#include "server/generation.h"
+#include "server/http_util.h"
+#include "server/routes.h"
+
+namespace tern::server {
+namespace {
+using api::Json;
+
+void ReplyApiError(httplib::Response& res, const api::ApiError& e) {
+  res.status = e.status;
+  res.set_content(api::ErrorBody(e), "application/json");
+}
+
+// Content type and JSON decoding, with SGLang's errors.
+std::optional<Json> DecodeBody(const httplib::Request& req, httplib::Response& res) {
+  const std::string ct = req.get_header_value("Content-Type");
+  if (ct.rfind("application/json", 0) != 0) {
+    ReplyApiError(res, api::ApiError::BadRequest("Unsupported Media Type: Only 'application/json' is allowed"));
+    return std::nullopt;
+  }
+  auto body = api::ParseJsonBody(req.body);
+  if (!body.ok()) {
+    ReplyApiError(res, body.error());
+    return std::nullopt;
+  }
+  return std::move(body).value();
+}
+
+api::GenerationDefaults ModelDefaults(const ServerContext& ctx) {
+  api::GenerationDefaults d;
+  d.temperature = ctx.generation.temperature;
+  d.top_p = ctx.generation.top_p;
+  d.top_k = ctx.generation.top_k;
+  d.min_p = ctx.generation.min_p;
+  d.repetition_penalty = ctx.generation.repetition_penalty;
+  return d;
+}
+
+std::vector<api::TokenLogprob> ToLogprobs(const ServerContext& ctx, const std::vector<TokenOutput>& toks) {
+  std::vector<api::TokenLogprob> out;
+  auto text = [&](int32_t id) {
+    auto t = ctx.tokenizer->Decode(std::span<const int32_t>(&id, 1), false);
+    return t.ok() ? *t : std::string();
+  };
+  for (const auto& t : toks) {
+    api::TokenLogprob l{.id = t.id, .token = text(t.id), .logprob = t.logprob, .top = {}};
+    for (const auto& [id, lp] : t.top) l.top.push_back({.id = id, .token = text(id), .logprob = lp});
+    out.push_back(std::move(l));
+  }
+  return out;
+}
+
+// Streams a run's chunks: `on_step(step, sink)` writes one step's SSE, `on_end(sink)`
+// the closing chunks. The client vanishing aborts the run (its KV blocks return
+// within one engine step).
+void StreamRun(httplib::Response& res, std::shared_ptr<GenerationRun> run,
+               std::function<void(const GenerationRun::Step&, httplib::DataSink&)> on_step,
+               std::function<void(httplib::DataSink&)> on_start) {
+  auto started = std::make_shared<bool>(false);
+  res.set_header("Cache-Control", "no-cache");
+  res.set_chunked_content_provider(
+      "text/event-stream",
+      [run, on_step, on_start, started](size_t, httplib::DataSink& sink) {
+        if (!*started) {
+          *started = true;
+          on_start(sink);
+        }
+        GenerationRun::Step step;
+        for (;;) {
+          if (!sink.is_writable()) {
+            run->Abort();
+            return false;
+          }
+          if (run->Next(step, std::chrono::milliseconds(100))) break;
+        }
+        on_step(step, sink);
+        if (step.finished) {
+          sink.write(kSseDone, std::strlen(kSseDone));
+          sink.done();
+        }
+        return true;
+      },
+      [run](bool success) {
+        if (!success) run->Abort();
+      });
+}
+
+void HandleChat(ServerContext& ctx, const httplib::Request& http_req, httplib::Response& res) {
+  auto body = DecodeBody(http_req, res);
+  if (!body) return;
+  auto parsed = api::ParseChatRequest(*body, {.context_length = ctx.engine->context_length()});
+  if (!parsed.ok()) return ReplyApiError(res, parsed.error());
+  api::ChatRequest& req = parsed.value();
+
+  // Prompt tokens: the client's input_ids, or the rendered chat template.
+  std::vector<int32_t> prompt;
+  std::string rendered;
+  if (req.input_ids) {
+    prompt = *req.input_ids;
+  } else {
+    if (!ctx.chat) return ReplyApiError(res, api::ApiError::BadRequest(ctx.chat_error));
+    api::ChatTemplateInputs in = api::PrepareChatTemplateInputs(req, api::DetectContentFormat(ctx.chat->source()));
+    auto text = ctx.chat->Render({.messages = in.messages, .tools = in.tools,
+                                  .add_generation_prompt = !in.assistant_prefix.has_value(), .kwargs = in.kwargs});
+    if (!text.ok()) return ReplyApiError(res, api::ApiError::BadRequest(text.status().message()));
+    rendered = *text + in.assistant_prefix.value_or("");
+    auto ids = ctx.tokenizer->Encode(rendered, /*add_special_tokens=*/false);
+    if (!ids.ok()) return ReplyApiError(res, api::ApiError::BadRequest(ids.status().message()));
+    prompt = std::move(*ids);
+  }
+  if (req.sampling.n != 1)
+    return ReplyApiError(res, api::ApiError::BadRequest("n > 1 is not supported by tern yet; send n separate requests"));
+  auto sampling = api::ResolveSampling(req.sampling, ModelDefaults(ctx), ctx.model->config().vocab_size);
+  if (!sampling.ok()) return ReplyApiError(res, sampling.error());
+  api::ContextCheck cc = api::CheckContextLength(int64_t(prompt.size()), sampling->max_new_tokens,
+                                                 ctx.engine->context_length(), false);
+  if (cc.error) return ReplyApiError(res, *cc.error);
+
+  api::ServerParsers parsers{.reasoning = api::ReasoningParserFromName(ctx.opts.reasoning_parser),
+                             .tool_call = api::ToolParserFromName(ctx.opts.tool_call_parser)};
+  const api::ChatParseConfig pcfg = api::MakeChatParseConfig(req, parsers, rendered);
+  api::ResponseMeta meta{.id = req.rid.value_or(api::NewRequestId("chatcmpl-")), .created = UnixNow(), .model = req.model};
+  RunSpec spec{.id = meta.id, .prompt = prompt, .sampling = *sampling,
+               .top_logprobs = req.logprobs ? int32_t(req.top_logprobs) : -1};
+  auto started = GenerationRun::Start(ctx, std::move(spec));
+  if (!started.ok()) return ReplyApiError(res, started.error());
+  std::shared_ptr<GenerationRun> run = std::move(started).value();
+
+  if (!req.stream) {
+    GenerationRun::Step all = run->RunToEnd();
+    if (all.finish.kind == api::FinishReason::Kind::kAbort && all.finish.status_code)
+      return ReplyApiError(res, api::ApiError::Http(*all.finish.status_code, all.finish.message));
+    api::ChatChoice choice = api::ParseChatOutput(pcfg, all.text, all.finish);
+    if (req.logprobs) choice.logprobs = ToLogprobs(ctx, all.tokens);
+    api::Usage usage{.prompt_tokens = run->prompt_tokens(), .completion_tokens = run->completion_tokens()};
+    if (!choice.reasoning.empty()) {
+      auto r = ctx.tokenizer->Encode(choice.reasoning, false);
+      usage.reasoning_tokens = r.ok() ? int64_t(r->size()) : 0;
+    }
+    res.status = 200;
+    res.set_content(api::ToJsonText(api::ChatCompletionJson(meta, {choice}, usage)), "application/json");
+    return;
+  }
+
+  struct State {
+    api::ChatStreamEncoder enc;
+    api::ChatOutputParser parser;
+    int64_t reasoning_tokens = 0;
+  };
+  auto st = std::make_shared<State>(State{api::ChatStreamEncoder(meta), api::ChatOutputParser(pcfg), 0});
+  const bool include_usage = req.include_usage, continuous = req.continuous_usage_stats, logprobs = req.logprobs;
+  ServerContext* c = &ctx;
+  StreamRun(
+      res, run,
+      [st, run, include_usage, continuous, logprobs, c](const GenerationRun::Step& step, httplib::DataSink& sink) {
+        std::string out;
+        if (st->parser.in_reasoning()) st->reasoning_tokens += int64_t(step.tokens.size());
+        api::Usage usage{.prompt_tokens = run->prompt_tokens(), .completion_tokens = run->completion_tokens(),
+                         .reasoning_tokens = st->reasoning_tokens};
+        api::ChatDelta d = st->parser.Push(step.text);
+        if (step.finished) {
+          api::ChatDelta tail = st->parser.Finish();
+          d.reasoning += tail.reasoning;
+          d.content += tail.content;
+          for (auto& t : tail.tool_calls) d.tool_calls.push_back(std::move(t));
+        }
+        if (logprobs && !step.tokens.empty()) {
+          Json lp = api::ChatLogprobsJson(ToLogprobs(*c, step.tokens));
+          if (!d.reasoning.empty()) out += st->enc.Reasoning(0, d.reasoning, continuous ? &usage : nullptr, &lp), d.reasoning.clear();
+          else if (!d.content.empty()) out += st->enc.Content(0, d.content, continuous ? &usage : nullptr, &lp), d.content.clear();
+        }
+        out += api::EncodeChatDelta(st->enc, 0, d, continuous ? &usage : nullptr);
+        if (step.finished) {
+          if (step.finish.kind == api::FinishReason::Kind::kAbort && step.finish.status_code) {
+            out += SseEvent(api::ErrorBody(api::ApiError::Http(*step.finish.status_code, step.finish.message)));
+          } else {
+            out += st->enc.Finish(0, step.finish);
+          }
+          if (include_usage) out += st->enc.UsageChunk(usage);
+        }
+        if (!out.empty()) sink.write(out.data(), out.size());
+      },
+      [st](httplib::DataSink& sink) {
+        const std::string role = st->enc.Role(0);
+        sink.write(role.data(), role.size());
+      });
+}
+
+void HandleCompletion(ServerContext& ctx, const httplib::Request& http_req, httplib::Response& res) {
+  auto body = DecodeBody(http_req, res);
+  if (!body) return;
+  auto parsed = api::ParseCompletionRequest(*body);
+  if (!parsed.ok()) return ReplyApiError(res, parsed.error());
+  api::CompletionRequest& req = parsed.value();
+  if (req.prompts.size() != 1 || req.sampling.n != 1)
+    return ReplyApiError(res, api::ApiError::BadRequest("batched prompts and n > 1 are not supported by tern yet"));
+  const api::PromptInput& p = req.prompts[0];
+  std::vector<int32_t> prompt = p.token_ids;
+  std::string prompt_text;
+  if (p.text) {
+    auto ids = ctx.tokenizer->Encode(*p.text, /*add_special_tokens=*/true);
+    if (!ids.ok()) return ReplyApiError(res, api::ApiError::BadRequest(ids.status().message()));
+    prompt = std::move(*ids);
+    prompt_text = *p.text;
+  } else if (req.echo) {
+    auto t = ctx.tokenizer->Decode(prompt, false);
+    if (t.ok()) prompt_text = *t;
+  }
+  auto sampling = api::ResolveSampling(req.sampling, {}, ctx.model->config().vocab_size);
+  if (!sampling.ok()) return ReplyApiError(res, sampling.error());
+  api::ContextCheck cc = api::CheckContextLength(int64_t(prompt.size()), sampling->max_new_tokens,
+                                                 ctx.engine->context_length(), false);
+  if (cc.error) return ReplyApiError(res, *cc.error);
+  api::ResponseMeta meta{.id = req.rid.value_or(api::NewRequestId("cmpl-")), .created = UnixNow(), .model = req.model};
+  RunSpec spec{.id = meta.id, .prompt = prompt, .sampling = *sampling,
+               .top_logprobs = req.logprobs ? int32_t(*req.logprobs) : -1};
+  auto started = GenerationRun::Start(ctx, std::move(spec));
+  if (!started.ok()) return ReplyApiError(res, started.error());
+  std::shared_ptr<GenerationRun> run = std::move(started).value();
+  const bool echo = req.echo;
+
+  if (!req.stream) {
+    GenerationRun::Step all = run->RunToEnd();
+    if (all.finish.kind == api::FinishReason::Kind::kAbort && all.finish.status_code)
+      return ReplyApiError(res, api::ApiError::Http(*all.finish.status_code, all.finish.message));
+    api::CompletionChoice choice{.text = (echo ? prompt_text : "") + all.text, .finish = all.finish};
+    if (req.logprobs) choice.logprobs = ToLogprobs(ctx, all.tokens);
+    api::Usage usage{.prompt_tokens = run->prompt_tokens(), .completion_tokens = run->completion_tokens()};
+    res.status = 200;
+    res.set_content(api::ToJsonText(api::CompletionJson(meta, {choice}, usage)), "application/json");
+    return;
+  }
+  auto enc = std::make_shared<api::CompletionStreamEncoder>(meta);
+  const bool include_usage = req.include_usage, logprobs = req.logprobs.has_value();
+  ServerContext* c = &ctx;
+  StreamRun(
+      res, run,
+      [enc, run, include_usage, logprobs, c](const GenerationRun::Step& step, httplib::DataSink& sink) {
+        std::string out;
+        std::vector<api::TokenLogprob> lps;
+        if (logprobs) lps = ToLogprobs(*c, step.tokens);
+        if (!step.text.empty() || (logprobs && !lps.empty())) out += enc->Chunk(0, step.text, nullptr, logprobs ? &lps : nullptr);
+        if (step.finished) {
+          if (step.finish.kind == api::FinishReason::Kind::kAbort && step.finish.status_code)
+            out += SseEvent(api::ErrorBody(api::ApiError::Http(*step.finish.status_code, step.finish.message)));
+          else
+            out += enc->Chunk(0, "", &step.finish);
+          if (include_usage)
+            out += enc->UsageChunk({.prompt_tokens = run->prompt_tokens(), .completion_tokens = run->completion_tokens()});
+        }
+        if (!out.empty()) sink.write(out.data(), out.size());
+      },
+      [enc, echo, prompt_text](httplib::DataSink& sink) {
+        if (echo && !prompt_text.empty()) {
+          const std::string chunk = enc->Chunk(0, prompt_text);
+          sink.write(chunk.data(), chunk.size());
+        }
+      });
+}
+
+}  // namespace
+
+void AddOpenAiRoutes(httplib::Server& http, ServerContext& ctx) {
+  http.Post("/v1/chat/completions", [&ctx](const httplib::Request& req, httplib::Response& res) { HandleChat(ctx, req, res); });
+  http.Post("/invocations", [&ctx](const httplib::Request& req, httplib::Response& res) { HandleChat(ctx, req, res); });
+  http.Post("/v1/completions", [&ctx](const httplib::Request& req, httplib::Response& res) { HandleCompletion(ctx, req, res); });
+}
+
+}  // namespace tern::server

@@ -1,0 +1,233 @@
+// End-to-end tests of `tern serve` on a small synthetic checkpoint, through the
+// official OpenAI Node client (v6) and raw HTTP. Random weights: the text is
+// noise, so these tests check the protocol, determinism, errors, load and
+// resource accounting — not answers.
+//
+// Usage: TERN=path/to/tern MODEL_DIR=dir node --test tests/server/server_e2e.test.mjs
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import net from 'node:net';
+import http from 'node:http';
+
+const require = createRequire(import.meta.url);
+const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../..');
+const OpenAI = require(path.join(root, 'third_party/npm/node_modules/openai')).default;
+
+const TERN = process.env.TERN;
+const MODEL = process.env.MODEL_DIR;
+const KEY = 'test-key-123';
+let server, port, base, client, stderr = '';
+
+function freePort() {
+  return new Promise((resolve) => {
+    const s = net.createServer();
+    s.listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => resolve(p)); });
+  });
+}
+
+async function raw(method, p, { body, headers = {}, auth = true } = {}) {
+  const h = { ...headers };
+  if (auth) h.authorization = `Bearer ${KEY}`;
+  if (body !== undefined && !('content-type' in h)) h['content-type'] = 'application/json';
+  const res = await fetch(base + p, { method, headers: h, body: typeof body === 'string' ? body : body === undefined ? undefined : JSON.stringify(body) });
+  const text = await res.text();
+  let json = null;
+  try { json = JSON.parse(text); } catch {}
+  return { status: res.status, text, json, headers: res.headers };
+}
+
+async function waitHealthy(ms) {
+  const t0 = Date.now();
+  let saw503 = false;
+  while (Date.now() - t0 < ms) {
+    try {
+      const r = await fetch(base + '/health');
+      if (r.status === 503) saw503 = true;
+      if (r.status === 200) return saw503;
+    } catch {}
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error('server did not become healthy; stderr:\n' + stderr);
+}
+
+// Parses an SSE body into JSON payloads; asserts the [DONE] terminator.
+function sse(text) {
+  const events = text.split('\n\n').filter((e) => e.length > 0);
+  assert.equal(events.at(-1), 'data: [DONE]', 'stream must end with data: [DONE]');
+  return events.slice(0, -1).map((e) => { assert.ok(e.startsWith('data: '), e); return JSON.parse(e.slice(6)); });
+}
+
+before(async () => {
+  assert.ok(TERN && MODEL, 'set TERN and MODEL_DIR');
+  port = await freePort();
+  base = `http://127.0.0.1:${port}`;
+  server = spawn(TERN, ['serve', '--model', MODEL, '--port', String(port), '--api-key', KEY, '--enable-metrics',
+    '--served-model-name', 'tiny', '--max-running-requests', '16', '--max-total-tokens', '8192',
+    '--reasoning-parser', 'qwen3', '--tool-call-parser', 'qwen25', '--threads', '2', '--shutdown-grace', '20'],
+    { stdio: ['ignore', 'ignore', 'pipe'] });
+  server.stderr.on('data', (d) => { stderr += d; });
+  await waitHealthy(120000);
+  client = new OpenAI({ baseURL: base + '/v1', apiKey: KEY, maxRetries: 0 });
+});
+
+after(async () => {
+  if (server && server.exitCode === null) server.kill('SIGKILL');
+});
+
+test('models list, model info, server info', async () => {
+  const models = await client.models.list();
+  assert.equal(models.data[0].id, 'tiny');
+  assert.equal(models.data[0].owned_by, 'sglang');
+  assert.ok(models.data[0].max_model_len > 0);
+  const info = await raw('GET', '/model_info');
+  assert.equal(info.status, 200);
+  assert.equal(info.json.is_generation, true);
+  assert.equal((await raw('GET', '/get_model_info')).status, 200);
+  assert.equal((await raw('GET', '/server_info')).status, 200);
+  const missing = await raw('GET', '/v1/models/nope');
+  assert.equal(missing.status, 404);
+  assert.equal(missing.json.error.code, 'model_not_found');
+});
+
+test('chat non-stream: content is a string, usage adds up', async () => {
+  const r = await client.chat.completions.create({ model: 'tiny', messages: [{ role: 'user', content: 'Hello' }],
+    max_tokens: 12, temperature: 0, chat_template_kwargs: { enable_thinking: false } });
+  assert.equal(r.object, 'chat.completion');
+  assert.equal(typeof r.choices[0].message.content, 'string');
+  assert.ok(['stop', 'length'].includes(r.choices[0].finish_reason));
+  assert.equal(r.usage.total_tokens, r.usage.prompt_tokens + r.usage.completion_tokens);
+  assert.ok(r.usage.completion_tokens <= 12 && r.usage.completion_tokens > 0);
+});
+
+test('chat stream equals non-stream under greedy; role first, usage chunk, [DONE]', async () => {
+  const req = { model: 'tiny', messages: [{ role: 'user', content: 'Count to five' }], max_tokens: 16, temperature: 0,
+    chat_template_kwargs: { enable_thinking: false }, separate_reasoning: false };
+  const whole = await raw('POST', '/v1/chat/completions', { body: req });
+  assert.equal(whole.status, 200, whole.text);
+  const streamed = await raw('POST', '/v1/chat/completions', { body: { ...req, stream: true, stream_options: { include_usage: true } },
+    headers: { accept: 'application/json' } });
+  assert.equal(streamed.status, 200, streamed.text);
+  const chunks = sse(streamed.text);
+  assert.equal(chunks[0].choices[0].delta.role, 'assistant');
+  const text = chunks.flatMap((c) => c.choices).map((c) => c.delta?.content ?? '').join('');
+  assert.equal(text, whole.json.choices[0].message.content);
+  const usage = chunks.at(-1);
+  assert.deepEqual(usage.choices, []);
+  assert.equal(usage.usage.completion_tokens, whole.json.usage.completion_tokens);
+  // Through the SDK as well (it sends accept: application/json with stream: true).
+  const stream = await client.chat.completions.create({ ...req, stream: true });
+  let sdkText = '';
+  for await (const c of stream) sdkText += c.choices[0]?.delta?.content ?? '';
+  assert.equal(sdkText, text);
+});
+
+test('completions, native /generate and tokenize agree', async () => {
+  const prompt = 'The capital city of France is';
+  const c = await client.completions.create({ model: 'tiny', prompt, max_tokens: 8, temperature: 0 });
+  const g = await raw('POST', '/generate', { body: { text: prompt, sampling_params: { max_new_tokens: 8, temperature: 0 } } });
+  assert.equal(g.status, 200, g.text);
+  assert.equal(g.json.text, c.choices[0].text);
+  assert.equal(g.json.meta_info.completion_tokens, c.usage.completion_tokens);
+  assert.equal(g.json.output_ids.length, g.json.meta_info.completion_tokens);
+  const tok = await raw('POST', '/v1/tokenize', { body: { prompt } });
+  assert.equal(tok.json.count, c.usage.prompt_tokens);
+  const detok = await raw('POST', '/v1/detokenize', { body: { tokens: tok.json.tokens } });
+  assert.equal(detok.json.text, prompt);
+  const gs = await raw('POST', '/generate', { body: { input_ids: tok.json.tokens, stream: true, sampling_params: { max_new_tokens: 8, temperature: 0 } } });
+  const events = sse(gs.text);
+  assert.equal(events.at(-1).text, g.json.text, 'native stream chunks carry the whole text so far');
+});
+
+test('seed determinism and stop strings', async () => {
+  const req = { model: 'tiny', prompt: 'Once upon a time', max_tokens: 24, temperature: 1.0, seed: 42 };
+  const a = await client.completions.create(req);
+  const b = await client.completions.create(req);
+  assert.equal(a.choices[0].text, b.choices[0].text);
+  const full = await client.completions.create({ ...req, temperature: 0 });
+  const text = full.choices[0].text;
+  const cut = [...text].slice(4, 7).join('');
+  if (cut.length > 0 && !cut.includes('\ufffd')) {
+    const s = await client.completions.create({ ...req, temperature: 0, stop: [cut] });
+    assert.equal(s.choices[0].finish_reason, 'stop');
+    assert.equal(s.choices[0].text, text.slice(0, text.indexOf(cut)));
+  }
+});
+
+test('errors: statuses and SGLang bodies; the server stays healthy', async () => {
+  const bad = await raw('POST', '/v1/chat/completions', { body: '{"messages": [' });
+  assert.equal(bad.status, 400);
+  assert.equal(bad.json.object, 'error');
+  const ct = await raw('POST', '/v1/chat/completions', { body: '{}', headers: { 'content-type': 'text/plain' } });
+  assert.equal(ct.status, 400);
+  const empty = await raw('POST', '/v1/chat/completions', { body: { model: 'tiny', messages: [] } });
+  assert.equal(empty.status, 400);
+  assert.equal(empty.json.message, 'Messages cannot be empty.');
+  const temp = await raw('POST', '/v1/completions', { body: { prompt: 'x', temperature: -1 } });
+  assert.equal(temp.status, 400);
+  const long = await raw('POST', '/v1/completions', { body: { prompt: 'x', max_tokens: 10000000 } });
+  assert.equal(long.status, 400);
+  assert.match(long.json.message, /context length/);
+  const big = await raw('POST', '/v1/completions', { body: JSON.stringify({ prompt: 'a'.repeat(40 << 20) }) });
+  assert.equal(big.status, 413);
+  const noauth = await raw('GET', '/v1/models', { auth: false });
+  assert.equal(noauth.status, 401);
+  assert.deepEqual(noauth.json, { error: 'Unauthorized' });
+  assert.equal((await raw('GET', '/health', { auth: false })).status, 200);
+  assert.equal((await raw('GET', '/metrics', { auth: false })).status, 200);
+  const viaSdk = await client.chat.completions.create({ model: 'tiny', messages: [] }).catch((e) => e);
+  assert.equal(viaSdk.status, 400);
+});
+
+async function metric(name) {
+  const m = await raw('GET', '/metrics', { auth: false });
+  const line = m.text.split('\n').find((l) => l.startsWith(name + '{'));
+  return Number(line.split(' ').at(-1));
+}
+
+test('64 concurrent streams complete well-formed', async () => {
+  const reqs = Array.from({ length: 64 }, (_, i) => raw('POST', '/v1/completions', {
+    body: { prompt: `Request ${i}`, max_tokens: 8, temperature: 0, stream: true } }));
+  const results = await Promise.all(reqs);
+  for (const r of results) {
+    assert.equal(r.status, 200, r.text);
+    const chunks = sse(r.text);
+    assert.ok(chunks.some((c) => c.choices?.[0]?.finish_reason), 'a finish chunk');
+  }
+});
+
+test('clients that vanish mid-stream give back every KV block', async () => {
+  const aborts = [];
+  for (let i = 0; i < 32; ++i) {
+    aborts.push(new Promise((resolve) => {
+      const req = http.request(base + '/v1/completions', { method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${KEY}` } }, (res) => {
+        res.once('data', () => { req.destroy(); resolve(); });
+      });
+      req.on('error', () => resolve());
+      req.end(JSON.stringify({ prompt: `Story ${i}`, max_tokens: 2000, stream: true, ignore_eos: true }));
+    }));
+  }
+  await Promise.all(aborts);
+  let used = -1;
+  for (let i = 0; i < 100; ++i) {
+    used = await metric('sglang:kv_used_blocks');
+    if (used === 0) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  assert.equal(used, 0, 'every KV block back in the pool');
+  assert.ok(await metric('sglang:num_aborted_requests_total') >= 32);
+});
+
+test('SIGTERM drains: a running request finishes, then the server exits 0', async () => {
+  const running = raw('POST', '/v1/completions', { body: { prompt: 'Drain me', max_tokens: 24, temperature: 0 } });
+  await new Promise((r) => setTimeout(r, 100));
+  const exited = new Promise((resolve) => server.on('exit', (code) => resolve(code)));
+  server.kill('SIGTERM');
+  const r = await running;
+  assert.equal(r.status, 200, r.text);
+  assert.equal(r.json.usage.completion_tokens, 24);
+  assert.equal(await exited, 0);
+});
