@@ -17,6 +17,7 @@ Command RegisterSynth(CLI::App& app);
 Command RegisterBench(CLI::App& app);
 Command RegisterTemplate(CLI::App& app);
 Command RegisterServe(CLI::App& app);
+Command RegisterBenchServing(CLI::App& app);
 
 // Prints "tern: <message>" to stderr and returns 1.
 int Fail(const std::string& message);

@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
   add("synth", "write a synthetic Hugging Face checkpoint with random weights", RegisterSynth);
   add("template", "print the prompt that chat messages render to with the model's chat template", RegisterTemplate);
   add("check", "validate a running OpenAI-compatible server (tern, SGLang, vLLM, llama.cpp)", tern::check::RegisterCheck);
+  add("bench-serving", "load-test a running server (throughput, TTFT, inter-token latency)", RegisterBenchServing);
   add("bench", "measure prefill and decode speed against the memory bandwidth", RegisterBench);
   try {
     app.parse(argc, argv);
