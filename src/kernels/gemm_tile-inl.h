@@ -1,5 +1,5 @@
 // The register-blocked GEMM tile shared by MatMul (matmul_gemm_hwy.cc) and
-// attention (attention_hwy.cc): W panel packing, x packing and the
+// prefill attention (attention_prefill_hwy.cc): W panel packing, x packing and the
 // micro-kernel. A per-target header: included after foreach_target.h and
 // re-read once per target.
 //
