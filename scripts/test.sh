@@ -7,6 +7,7 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/fetch-test-data.sh
 jobs=$(nproc)
+export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=true
 
 echo "== Release build and tests"
 scripts/build.sh build
