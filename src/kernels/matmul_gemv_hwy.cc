@@ -138,14 +138,17 @@ HWY_INLINE void TileStep(const float* HWY_RESTRICT x, size_t ldxs, size_t kx, co
 // sums[i * NR + j] = sum over k in [k0, k1) of x[i][k] * W[j][k], where x has
 // row stride ldxs (prepared, zero-padded) and rows[j] points at W row j.
 // k0 is a multiple of S; k1 is too unless it equals K (the tail).
+// With `prefetch`, requests every row ~1 KiB ahead of the loads and, when
+// next_rows is not null, the rows of the next tile at the same column: a
+// tile's rows are then already in cache when it starts, instead of each row
+// starting with a full memory latency (rows are only 2-6 KiB long).
 template <DType kDT, int MR, int NR>
-HWY_NOINLINE void Tile(const float* HWY_RESTRICT x, size_t ldxs, const uint8_t* const* rows, size_t k0, size_t k1,
-                       bool prefetch, float* HWY_RESTRICT sums) {
+HWY_NOINLINE void Tile(const float* HWY_RESTRICT x, size_t ldxs, const uint8_t* const* rows,
+                       const uint8_t* const* next_rows, size_t k0, size_t k1, bool prefetch,
+                       float* HWY_RESTRICT sums) {
   const DF df;
   const size_t S = 2 * hn::Lanes(df);
   constexpr size_t kBytes = WRow<kDT>::kBytes;
-  // About 1 KiB ahead of the loads in every row: far enough to cover memory
-  // latency at the rate one core streams, near enough to stay in L1.
   constexpr size_t kPrefetchBytes = 1024;
   VF acc[MR][NR];
   for (int i = 0; i < MR; ++i)
@@ -155,7 +158,12 @@ HWY_NOINLINE void Tile(const float* HWY_RESTRICT x, size_t ldxs, const uint8_t* 
   size_t k = k0;
   if (prefetch) {
     for (; k < kmain; k += S) {
-      for (int j = 0; j < NR; ++j) hwy::Prefetch(rows[j] + k * kBytes + kPrefetchBytes);
+      const size_t byte = k * kBytes;
+      if ((byte & 63) < S * kBytes) {  // once per cache line of the rows
+        for (int j = 0; j < NR; ++j) hwy::Prefetch(rows[j] + byte + kPrefetchBytes);
+        if (next_rows != nullptr)
+          for (int j = 0; j < NR; ++j) hwy::Prefetch(next_rows[j] + byte);
+      }
       TileStep<kDT, MR, NR>(x, ldxs, k, rows, k, acc);
     }
   } else {
@@ -187,9 +195,13 @@ void RowBlock(const float* xs, size_t ldxs, const MatrixView& w, size_t n0, size
   for (size_t n = n0; n < n1; n += NR) {
     // Past the end of the range, repeat the last row: its results are dropped.
     const uint8_t* rows[NR];
-    for (int j = 0; j < NR; ++j) rows[j] = base + std::min(n + j, n1 - 1) * row_bytes;
+    const uint8_t* next[NR];
+    for (int j = 0; j < NR; ++j) {
+      rows[j] = base + std::min(n + j, n1 - 1) * row_bytes + k0 * WRow<kDT>::kBytes;
+      next[j] = base + std::min(n + NR + j, n1 - 1) * row_bytes + k0 * WRow<kDT>::kBytes;
+    }
     float sums[MR * NR];
-    Tile<kDT, MR, NR>(xs, ldxs, rows, k0, k1, prefetch, sums);
+    Tile<kDT, MR, NR>(xs + k0, ldxs, rows, n + NR < n1 ? next : nullptr, 0, k1 - k0, prefetch, sums);
     const size_t valid = std::min<size_t>(NR, n1 - n);
     for (int i = 0; i < MR; ++i) {
       float* yi = y + i * ldy + n;
