@@ -166,6 +166,13 @@ HWY_NOINLINE void MicroKernel(const float* HWY_RESTRICT xs, const float* HWY_RES
   VF acc[MR][kNV];
   for (int i = 0; i < MR; ++i)
     for (int v = 0; v < kNV; ++v) acc[i][v] = hn::Zero(df);
+  // The y tile is read back at the end; fetch it now, behind the FMAs.
+  if (accumulate) {
+    for (int i = 0; i < MR; ++i) {
+      hwy::Prefetch(y + i * ldy);
+      hwy::Prefetch(y + i * ldy + NW - 1);
+    }
+  }
 
   for (size_t k = 0; k < kc; ++k) {
     VF b[kNV];
