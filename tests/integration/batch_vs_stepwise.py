@@ -15,7 +15,10 @@ import numpy as np
 
 def run(tern, model, ids, steps, chunk, out):
     cmd = [tern, "generate", "--model", model, "--prompt-ids", ids, "--max-tokens", str(steps),
-           "--temperature", "0", "--ignore-eos", "--prefill-chunk", str(chunk), "--logits-out", out]
+           "--temperature", "0", "--ignore-eos", "--prefill-chunk", str(chunk), "--logits-out", out,
+           # An f32 cache isolates the batching arithmetic: with a 16-bit cache, last-bit
+           # differences between the batched and one-token matmuls can flip a rounding.
+           "--kv-cache-dtype", "f32"]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     if p.returncode != 0:
         sys.exit(f"FAIL: {' '.join(cmd)} exited {p.returncode}: {p.stderr}")
