@@ -104,16 +104,18 @@ HWY_INLINE float ElementAsF32(const uint8_t* row, size_t k) {
 }
 
 // Packs NW rows (rows[j] points at element 0 of row j, in dtype kDT) over
-// columns [k0, k1) into panel[(k - k0) * NW + j] as f32.
+// columns [k0, k1) into panel[(k - k0) * NW + j] as f32. When next_rows is
+// not null, also prefetches next_rows[j] from column next_k0 on, as far as
+// this call reads (the caller passes what it packs next, so that W, usually
+// coming from memory, arrives before it is needed).
 //
 // The transpose works on 32-bit units (a pair of bf16/f16 columns, or one f32
 // column): 16 bytes = 4 units from each of 4 rows per 128-bit block, then a
 // 4x4 transpose inside every block (two rounds of interleaves) leaves vector q
 // holding unit q of L consecutive rows, in order.
-constexpr size_t kPackPrefetchBytes = 512;
-
 template <DType kDT>
-void PackPanel(const uint8_t* const* rows, size_t k0, size_t k1, float* HWY_RESTRICT panel) {
+void PackPanel(const uint8_t* const* rows, size_t k0, size_t k1, float* HWY_RESTRICT panel,
+               const uint8_t* const* next_rows = nullptr, size_t next_k0 = 0) {
   const size_t NW = PanelWidth();
 
   size_t k = k0;
@@ -125,9 +127,10 @@ void PackPanel(const uint8_t* const* rows, size_t k0, size_t k1, float* HWY_REST
   for (; k + 4 * kUnitCols <= k1; k += 4 * kUnitCols) {
     const size_t byte = k * DTypeSize(kDT);
     float* out = panel + (k - k0) * NW;
-    // W usually comes from memory: keep a few cache lines of every row in flight.
-    if (byte % 64 == 0)
-      for (size_t j = 0; j < NW; ++j) hwy::Prefetch(rows[j] + byte + kPackPrefetchBytes);
+    if (next_rows != nullptr && byte % 64 == 0) {
+      const size_t next_byte = (next_k0 + k - k0) * DTypeSize(kDT);
+      for (size_t j = 0; j < NW; ++j) hwy::Prefetch(next_rows[j] + next_byte);
+    }
     for (int v = 0; v < kNV; ++v) {
       // a[r], block b: 4 units of row v*L + 4b + r.
       hn::Vec<DU> a[4];

@@ -14,11 +14,11 @@
 //   by every row tile of x, which amortizes it over M.
 // * x is packed once per call into row tiles, k-major (MR values per k), so
 //   the micro-kernel's broadcasts read one contiguous stream.
-// * Blocking and threads: a task is a chunk of NC columns of y (whole panels)
-//   and packs its panels first, reading each W row sequentially over all of K.
-//   Then, per K block of KC columns and per block of row tiles (x block in
-//   L2), each panel slice (KC*NW floats, L1) is reused by all the block's row
-//   tiles. Tasks are claimed dynamically by the pool's threads.
+// * Blocking and threads: a task is a chunk of NC columns of y (whole panels).
+//   Per K block of KC columns it packs its panels' slices (NC*KC floats, L2),
+//   then, per block of row tiles (x block in L2), each panel slice (KC*NW
+//   floats, L1) is reused by all the block's row tiles. Packing prefetches
+//   the W rows it reads next. Tasks are claimed dynamically by the threads.
 // The tile pieces (packing, micro-kernel) live in gemm_tile-inl.h, shared
 // with attention.
 
@@ -78,24 +78,32 @@ void GemmTyped(const float* x, size_t M, size_t ldx, const MatrixView& w, float*
   pool.Run(num_tasks, [&](size_t task, size_t) {
     const size_t n0 = task * nc, n1 = std::min(N, n0 + nc);
     const size_t panels = (n1 - n0 + NW - 1) / NW;
-    // Panel p holds all of K, k-major: packed[p * K * NW + k * NW + j]. Packing
-    // whole rows reads W in long sequential runs (prefetch-friendly).
-    float* packed = ThreadScratch(ScratchSlot::kGemmPanels, panels * K * NW);
+    // Per K block, the chunk's panels are packed into packed[p * kc * NW + k * NW + j]
+    // (a slice that stays in L2), each packing call prefetching what the next
+    // one reads: the next panel's rows, or the first panel's next K block.
+    float* packed = ThreadScratch(ScratchSlot::kGemmPanels, panels * kKC * NW);
     const size_t row_bytes = size_t(w.row_stride) * DTypeSize(kDT);
-    for (size_t p = 0; p < panels; ++p) {
-      // Rows past n1 repeat the last one (their results are dropped), so every load stays inside W.
-      const uint8_t* rows[kNV * HWY_MAX_BYTES / sizeof(float)];
+    const auto panel_rows = [&](size_t p, const uint8_t** rows) {
+      // Rows past n1 repeat the last one (their results are dropped): every load stays inside W.
       for (size_t j = 0; j < NW; ++j)
         rows[j] = static_cast<const uint8_t*>(w.data) + std::min(n0 + p * NW + j, n1 - 1) * row_bytes;
-      PackPanel<kDT>(rows, 0, K, packed + p * K * NW);
-    }
+    };
+    const uint8_t* rows[kNV * HWY_MAX_BYTES / sizeof(float)];
+    const uint8_t* next[kNV * HWY_MAX_BYTES / sizeof(float)];
     for (size_t k0 = 0; k0 < K; k0 += kKC) {
-      const size_t kc = std::min(K, k0 + kKC) - k0;
+      const size_t k1 = std::min(K, k0 + kKC), kc = k1 - k0;
+      for (size_t p = 0; p < panels; ++p) {
+        panel_rows(p, rows);
+        const bool last = p + 1 == panels;
+        panel_rows(last ? 0 : p + 1, next);
+        const bool prefetch = !last || k1 < K;
+        PackPanel<kDT>(rows, k0, k1, packed + p * kc * NW, prefetch ? next : nullptr, last ? k1 : k0);
+      }
       for (size_t tb = 0; tb < tiles; tb += kTilesPerBlock) {
         const size_t te = std::min(tiles, tb + kTilesPerBlock);
         for (size_t p = 0; p < panels; ++p) {
           const size_t n = n0 + p * NW, cols = std::min(NW, n1 - n);
-          const float* panel = packed + p * K * NW + k0 * NW;
+          const float* panel = packed + p * kc * NW;
           for (size_t t = tb; t < te; ++t) {
             const size_t m0 = t * kMR, mr = std::min<size_t>(kMR, M - m0);
             MicroKernelFor(mr, xs + t * K * kMR + k0 * kMR, panel, NW, kc, y + m0 * ldy + n, ldy, cols, k0 > 0);

@@ -144,8 +144,7 @@ HWY_INLINE void TileStep(const float* HWY_RESTRICT x, size_t ldxs, size_t kx, co
 // starting with a full memory latency (rows are only 2-6 KiB long).
 template <DType kDT, int MR, int NR>
 HWY_NOINLINE void Tile(const float* HWY_RESTRICT x, size_t ldxs, const uint8_t* const* rows,
-                       const uint8_t* const* next_rows, size_t k0, size_t k1, bool prefetch,
-                       float* HWY_RESTRICT sums) {
+                       const uint8_t* const* next_rows, size_t k0, size_t k1, bool prefetch, float* HWY_RESTRICT sums) {
   const DF df;
   const size_t S = 2 * hn::Lanes(df);
   constexpr size_t kBytes = WRow<kDT>::kBytes;
