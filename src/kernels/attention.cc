@@ -1,38 +1,85 @@
-// PagedAttention (ops.h): splits the jobs into tasks and runs them on the
-// pool, largest first so the long causal blocks of a prefill do not finish
-// last.
+// PagedAttention (ops.h): splits the jobs into tasks, runs them on the pool
+// (largest first, so long causal blocks do not finish last), and merges the
+// partial results of decode ranges.
 //
-// * A job with at most kDecodeMaxQueries queries (a decode step) is one task
-//   per kv head: AttentionDecodeTask.
-// * A longer job is one task per (kv head, block of queries), with blocks of
-//   about kPrefillRows rows of Q (queries x query heads per kv head):
-//   AttentionPrefillTask.
+// * Decode (a job with at most kDecodeMaxQueries queries): a task is one
+//   query over a range of key positions, all heads. A long context is split
+//   into ranges when there are too few queries to keep the threads busy
+//   (split-K, as flash-decoding does); the ranges' softmax partials are merged
+//   exactly afterwards.
+// * Prefill (more queries): a task is one (kv head, block of queries) with
+//   about kPrefillRows rows of Q (queries x query heads per kv head).
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "kernels/attention_internal.h"
 #include "kernels/ops.h"
 #include "kernels/reference.h"
+#include "kernels/scratch.h"
 
 namespace tern::kernels {
 namespace {
 
 constexpr int64_t kDecodeMaxQueries = 2;
 constexpr int64_t kPrefillRows = 96;
+// Decode ranges: at least this many positions each, in whole chunks of the kernel.
+constexpr int64_t kMinRange = 256, kRangeQuantum = 64;
 
 struct Task {
   uint32_t job;
-  int32_t kv_head;
-  int64_t t0, t1;  // queries [t0, t1)
+  int32_t kv_head;  // prefill
+  int64_t t0, t1;   // queries [t0, t1); decode: t1 = t0 + 1
+  int64_t p0, p1;   // decode: key positions
+  size_t partial;   // decode: offset of its partials, in floats
   bool decode;
-  double cost;  // ~ multiply-adds
+  double cost;  // multiply-adds
 };
+
+// The ranges of one decode query: tasks [first, first + count).
+struct DecodeQuery {
+  uint32_t job;
+  int64_t t;
+  size_t first, count;
+};
+
+void MergePartials(const float* partials, const Task* tasks, size_t count, int64_t q_heads, int64_t head_dim,
+                   float* out) {
+  const size_t stride = AttentionPartialStride(head_dim);
+  for (int64_t h = 0; h < q_heads; ++h) {
+    float m = -INFINITY;
+    for (size_t r = 0; r < count; ++r) m = std::max(m, partials[tasks[r].partial + size_t(h) * stride + stride - 2]);
+    float l = 0;
+    float* o = out + h * head_dim;
+    std::fill(o, o + head_dim, 0.0f);
+    for (size_t r = 0; r < count; ++r) {
+      const float* part = partials + tasks[r].partial + size_t(h) * stride;
+      const float w = std::exp(part[stride - 2] - m);
+      l += w * part[stride - 1];
+      for (int64_t d = 0; d < head_dim; ++d) o[d] += w * part[d];
+    }
+    const float inv = l > 0 ? 1.0f / l : 0.0f;  // l = 0: no keys at all (outside the contract)
+    for (int64_t d = 0; d < head_dim; ++d) o[d] *= inv;
+  }
+}
 
 }  // namespace
 
 void PagedAttention(std::span<const AttentionJob> jobs, int64_t q_heads, float scale, ThreadPool& pool) {
-  thread_local std::vector<Task> tasks;  // reused across calls: no allocation per decode step
+  // Reused across calls (no allocation per decode step); the caller's, not the workers'.
+  thread_local std::vector<Task> tasks;
+  thread_local std::vector<DecodeQuery> queries;
   tasks.clear();
+  queries.clear();
+
+  int64_t decode_queries = 0;
+  for (const AttentionJob& job : jobs)
+    if (job.num_queries > 0 && job.num_queries <= kDecodeMaxQueries) decode_queries += job.num_queries;
+  // Ranges per decode query: enough tasks for ~4 per thread overall.
+  const int64_t want_ranges =
+      decode_queries > 0 ? std::max<int64_t>(1, (4 * int64_t(pool.size()) + decode_queries - 1) / decode_queries) : 1;
+
+  size_t partial_floats = 0;
   for (size_t j = 0; j < jobs.size(); ++j) {
     const AttentionJob& job = jobs[j];
     if (job.num_queries <= 0) continue;
@@ -40,26 +87,73 @@ void PagedAttention(std::span<const AttentionJob> jobs, int64_t q_heads, float s
       ref::PagedAttention(jobs.subspan(j, 1), q_heads, scale);  // outside the contract: slow but right
       continue;
     }
-    const bool decode = job.num_queries <= kDecodeMaxQueries;
-    const int64_t group = q_heads / job.kv.kv_heads;
-    const int64_t block = decode ? job.num_queries : std::max<int64_t>(1, kPrefillRows / group);
-    for (int64_t t0 = 0; t0 < job.num_queries; t0 += block) {
-      const int64_t t1 = std::min(job.num_queries, t0 + block);
-      const double keys = double(std::max<int64_t>(1, job.ctx_len - job.num_queries + t1));
-      for (int32_t h = 0; h < job.kv.kv_heads; ++h)
-        tasks.push_back({uint32_t(j), h, t0, t1, decode, double(t1 - t0) * keys});
+    const int64_t D = job.kv.head_dim;
+    if (job.num_queries <= kDecodeMaxQueries) {
+      const size_t per_task = size_t(q_heads) * AttentionPartialStride(D);
+      for (int64_t t = 0; t < job.num_queries; ++t) {
+        const int64_t keys = std::max<int64_t>(0, job.ctx_len - job.num_queries + t + 1);
+        const int64_t ranges = std::clamp<int64_t>(want_ranges, 1, std::max<int64_t>(1, keys / kMinRange));
+        const int64_t len = ((keys + ranges - 1) / ranges + kRangeQuantum - 1) / kRangeQuantum * kRangeQuantum;
+        queries.push_back({uint32_t(j), t, tasks.size(), 0});
+        for (int64_t p0 = 0; p0 < keys || p0 == 0; p0 += std::max<int64_t>(len, 1)) {
+          const int64_t p1 = std::min(keys, p0 + len);
+          tasks.push_back({.job = uint32_t(j),
+                           .kv_head = 0,
+                           .t0 = t,
+                           .t1 = t + 1,
+                           .p0 = p0,
+                           .p1 = p1,
+                           .partial = partial_floats,
+                           .decode = true,
+                           .cost = double(p1 - p0) * double(q_heads) * double(D) * 2});
+          partial_floats += per_task;
+          ++queries.back().count;
+          if (p1 >= keys) break;
+        }
+      }
+    } else {
+      const int64_t group = q_heads / job.kv.kv_heads;
+      const int64_t block = std::max<int64_t>(1, kPrefillRows / group);
+      for (int64_t t0 = 0; t0 < job.num_queries; t0 += block) {
+        const int64_t t1 = std::min(job.num_queries, t0 + block);
+        const double keys = double(std::max<int64_t>(1, job.ctx_len - job.num_queries + t1));
+        for (int32_t h = 0; h < job.kv.kv_heads; ++h)
+          tasks.push_back({.job = uint32_t(j),
+                           .kv_head = h,
+                           .t0 = t0,
+                           .t1 = t1,
+                           .p0 = 0,
+                           .p1 = 0,
+                           .partial = 0,
+                           .decode = false,
+                           .cost = double(t1 - t0) * double(group) * keys * double(D) * 2});
+      }
     }
   }
-  std::stable_sort(tasks.begin(), tasks.end(), [](const Task& a, const Task& b) { return a.cost > b.cost; });
-  const std::vector<Task>& all = tasks;  // the caller's list (tasks is thread_local)
+  if (tasks.empty()) return;
+
+  float* partials = partial_floats > 0 ? ThreadScratch(ScratchSlot::kAttentionPartials, partial_floats) : nullptr;
+  // Run the largest first, through an index (the decode queries refer to task positions).
+  thread_local std::vector<uint32_t> order;
+  order.resize(tasks.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = uint32_t(i);
+  const std::vector<Task>& all = tasks;
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return all[a].cost > all[b].cost; });
+  const std::vector<uint32_t>& run_order = order;
   pool.Run(all.size(), [&](size_t i, size_t) {
-    const Task& t = all[i];
+    const Task& t = all[run_order[i]];
+    const AttentionJob& job = jobs[t.job];
     if (t.decode) {
-      AttentionDecodeTask(jobs[t.job], t.t0, t.t1, t.kv_head, q_heads, scale);
+      AttentionDecodeRange(job, t.t0, t.p0, t.p1, q_heads, scale, partials + t.partial);
     } else {
-      AttentionPrefillTask(jobs[t.job], t.t0, t.t1, t.kv_head, q_heads, scale);
+      AttentionPrefillTask(job, t.t0, t.t1, t.kv_head, q_heads, scale);
     }
   });
+  for (const DecodeQuery& dq : queries) {
+    const AttentionJob& job = jobs[dq.job];
+    MergePartials(partials, all.data() + dq.first, dq.count, q_heads, job.kv.head_dim,
+                  job.out + dq.t * q_heads * job.kv.head_dim);
+  }
 }
 
 }  // namespace tern::kernels

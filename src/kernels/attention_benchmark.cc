@@ -5,6 +5,10 @@
 //   BM_AttentionPrefill/queries/ctx one sequence, causal; GFLOP/s (QK and PV)
 #include <benchmark/benchmark.h>
 
+#include <sys/mman.h>
+
+#include <cstdlib>
+#include <memory>
 #include <numeric>
 #include <vector>
 
@@ -18,20 +22,38 @@ namespace {
 
 constexpr int32_t kQHeads = 16, kKvHeads = 8, kHeadDim = 128, kBlockSize = 16;
 
+// A KV pool: 2 MiB-aligned and, where TERN_BENCH_HUGEPAGES=1, madvised for
+// transparent huge pages (one head's rows are scattered, one 256-byte row
+// every 2 KiB, so with 4 KiB pages a long context misses the TLB on every
+// other position).
+struct PoolBuffer {
+  uint16_t* p = nullptr;
+  explicit PoolBuffer(size_t elems) {
+    const size_t bytes = (elems * 2 + (2 << 20) - 1) / (2 << 20) * (2 << 20);
+    p = static_cast<uint16_t*>(std::aligned_alloc(2 << 20, bytes));
+    const char* env = std::getenv("TERN_BENCH_HUGEPAGES");
+    if (env != nullptr && env[0] == '1') madvise(p, bytes, MADV_HUGEPAGE);
+  }
+  ~PoolBuffer() { std::free(p); }
+  PoolBuffer(const PoolBuffer&) = delete;
+  PoolBuffer& operator=(const PoolBuffer&) = delete;
+  uint16_t* data() { return p; }
+};
+
 struct Batch {
-  std::vector<uint16_t> k, v;
+  explicit Batch(size_t pool_elems) : k(pool_elems), v(pool_elems) {}
+  PoolBuffer k, v;
   std::vector<std::vector<int32_t>> tables;
   std::vector<float> q, out;
   std::vector<AttentionJob> jobs;
 };
 
 // `batch` sequences of ctx_len positions each (the last num_queries of them queried).
-Batch MakeBatch(int64_t batch, int64_t ctx_len, int64_t num_queries) {
-  Batch b;
+std::unique_ptr<Batch> MakeBatch(int64_t batch, int64_t ctx_len, int64_t num_queries) {
   const int64_t blocks_per_seq = (ctx_len + kBlockSize - 1) / kBlockSize;
   const size_t pool_elems = size_t(batch * blocks_per_seq * kBlockSize * kKvHeads * kHeadDim);
-  b.k.resize(pool_elems);
-  b.v.resize(pool_elems);
+  auto owner = std::make_unique<Batch>(pool_elems);
+  Batch& b = *owner;
   FillRandom(DType::kBF16, b.k.data(), pool_elems);
   FillRandom(DType::kBF16, b.v.data(), pool_elems);
   const size_t q_elems = size_t(num_queries * kQHeads * kHeadDim);
@@ -57,12 +79,13 @@ Batch MakeBatch(int64_t batch, int64_t ctx_len, int64_t num_queries) {
                              .kv_heads = kKvHeads,
                              .head_dim = kHeadDim}});
   }
-  return b;
+  return owner;
 }
 
 void BM_AttentionDecode(benchmark::State& state) {
   const int64_t batch = state.range(0), ctx = state.range(1);
-  Batch b = MakeBatch(batch, ctx, 1);
+  const std::unique_ptr<Batch> owner = MakeBatch(batch, ctx, 1);
+  Batch& b = *owner;
   ThreadPool& pool = BenchPool();
   const float scale = 0.08838834764f;
   for (auto _ : state) {
@@ -84,7 +107,8 @@ BENCHMARK(BM_AttentionDecode)
 
 void BM_AttentionPrefill(benchmark::State& state) {
   const int64_t queries = state.range(0), ctx = state.range(1);
-  Batch b = MakeBatch(1, ctx, queries);
+  const std::unique_ptr<Batch> owner = MakeBatch(1, ctx, queries);
+  Batch& b = *owner;
   ThreadPool& pool = BenchPool();
   for (auto _ : state) {
     PagedAttention(b.jobs, kQHeads, 0.08838834764f, pool);

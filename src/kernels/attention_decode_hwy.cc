@@ -1,12 +1,20 @@
-// Decode attention (attention_internal.h): one task is one job's few queries
-// with the G = q_heads / kv_heads query heads sharing one kv head, processed
-// together so each K and V row is read once per step. Keys go in chunks of
-// kDecodeChunk positions: scores are dot products along head_dim (K rows
-// prefetched ahead: one head's slice of each position is scattered, which the
-// hardware prefetchers see little of), then the online-softmax update
-// (running max m, sum l, output rescaled), then the output accumulates P * V
-// with a register block of output vectors. Bandwidth-bound on the KV cache,
-// as decode is.
+// Decode attention (attention_internal.h): one task is one query of a job
+// over a range of key positions, for every query head. attention.cc splits
+// long contexts into several ranges (run in parallel) and merges their
+// partial results.
+//
+// Memory order: the cache stores a position's keys for all kv heads together
+// ([block][slot][kv_head][head_dim]), so a task walks positions and, for each,
+// every kv head's K row: one contiguous run per position, which the hardware
+// prefetchers follow (one head at a time would touch a 256-byte row every
+// 2 KiB, with a TLB miss every other position on long contexts). Positions go
+// in chunks of kDecodeChunk:
+//   1. scores for all heads (dot products along head_dim; the G query heads
+//      sharing a kv head use each K row once), prefetching the chunk's V;
+//   2. per query head, the online-softmax update (running max m, sum l,
+//      output rescaled);
+//   3. per kv head, the output accumulates P * V with a register block of
+//      output vectors (V now in cache).
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/attention_decode_hwy.cc"
@@ -28,15 +36,16 @@ namespace HWY_NAMESPACE {
 namespace {
 
 namespace hn = hwy::HWY_NAMESPACE;
-using namespace gemm;       // NOLINT: DF, VF, the micro-kernel and the panel packer
+using namespace gemm;       // NOLINT: DF, VF, ElementAsF32
 using namespace attention;  // NOLINT: KvRow, LoadRow, SoftmaxUpdate, ...
 
 constexpr size_t kDecodeChunk = 64;
+// Positions whose K is prefetched ahead of the score loop (block order in the
+// pool is arbitrary, so the hardware prefetchers lose the stream at every
+// block boundary).
+constexpr size_t kPrefetchAhead = 4;
 
-// K rows prefetched ahead of the score loop.
-constexpr size_t kPrefetchRows = 8;
-
-// scores[g * kDecodeChunk + j] = scale * q[g] . K row j, for the GN heads g0.. of a group.
+// scores[g * kDecodeChunk + j] = scale * q[g] . krow, for the GN heads g0.. (q: rows of D).
 template <DType kDT, int GN>
 HWY_INLINE void ScoreHeads(const float* HWY_RESTRICT q, size_t g0, size_t D, const uint8_t* krow, size_t j, float scale,
                            float* HWY_RESTRICT scores) {
@@ -56,125 +65,131 @@ HWY_INLINE void ScoreHeads(const float* HWY_RESTRICT q, size_t g0, size_t D, con
   }
 }
 
-// Query t of `job`, the G heads of kv head kvh. scratch: >= DecodeScratchFloats.
-size_t DecodeScratchFloats(size_t G, size_t D) {
-  return 2 * kDecodeChunk * sizeof(void*) / sizeof(float) + G * RoundUp(D, hn::Lanes(DF())) + G * kDecodeChunk + 2 * G;
+// acc[g][0, D) += sum_j p[g][j] * V row j, for the GN heads g0.. of a group
+// (acc rows Dp apart, p rows kDecodeChunk apart), 4 output vectors per head
+// held in registers over the chunk.
+template <DType kDT, int GN>
+HWY_INLINE void AccumulateHeads(const float* HWY_RESTRICT p, size_t g0, const uint8_t* const* vrows, size_t nc,
+                                size_t D, float* HWY_RESTRICT acc, size_t acc_stride) {
+  const DF df;
+  const size_t L = hn::Lanes(df);
+  size_t d = 0;
+  for (; d + 4 * L <= D; d += 4 * L) {
+    VF a[GN][4];
+    for (int gi = 0; gi < GN; ++gi)
+      for (int i = 0; i < 4; ++i) a[gi][i] = hn::LoadU(df, acc + (g0 + gi) * acc_stride + d + i * L);
+    for (size_t j = 0; j < nc; ++j) {
+      VF v[4];
+      for (int i = 0; i < 4; ++i) v[i] = LoadRow<kDT>(vrows[j], d + i * L);
+      for (int gi = 0; gi < GN; ++gi) {
+        const VF w = hn::Set(df, p[(g0 + gi) * kDecodeChunk + j]);
+        for (int i = 0; i < 4; ++i) a[gi][i] = hn::MulAdd(w, v[i], a[gi][i]);
+      }
+    }
+    for (int gi = 0; gi < GN; ++gi)
+      for (int i = 0; i < 4; ++i) hn::StoreU(a[gi][i], df, acc + (g0 + gi) * acc_stride + d + i * L);
+  }
+  for (; d < D; ++d) {  // a head_dim that is not a multiple of 4 vectors
+    for (int gi = 0; gi < GN; ++gi) {
+      float s = 0;
+      for (size_t j = 0; j < nc; ++j) s += p[(g0 + gi) * kDecodeChunk + j] * ElementAsF32<kDT>(vrows[j], d);
+      acc[(g0 + gi) * acc_stride + d] += s;
+    }
+  }
 }
 
 template <DType kDT>
-void DecodeGroup(const AttentionJob& job, int64_t t, int64_t kvh, int64_t q_heads, float scale, float* scratch) {
+void DecodeRange(const AttentionJob& job, int64_t t, int64_t p0, int64_t p1, int64_t q_heads, float scale,
+                 float* partial) {
   const DF df;
   const size_t L = hn::Lanes(df);
   const KvPages& kv = job.kv;
-  const size_t D = size_t(kv.head_dim), G = size_t(q_heads / kv.kv_heads), Dp = RoundUp(D, L);
-  const int64_t qpos = job.ctx_len - job.num_queries + t;
-  const float* q = job.q + (t * q_heads + kvh * int64_t(G)) * int64_t(D);  // G rows of D
-  float* out = job.out + (t * q_heads + kvh * int64_t(G)) * int64_t(D);
-  if (qpos < 0) {  // no context at all: outside the contract; define it as zeros
-    std::fill(out, out + G * D, 0.0f);
-    return;
-  }
-  // scratch (64-byte aligned): row pointers first, then floats.
-  auto** krows = reinterpret_cast<const uint8_t**>(scratch);                // [kDecodeChunk]
-  const uint8_t** vrows = krows + kDecodeChunk;                             // [kDecodeChunk]
-  float* acc = scratch + 2 * kDecodeChunk * sizeof(void*) / sizeof(float);  // [G][Dp]
-  float* scores = acc + G * Dp;                                             // [G][kDecodeChunk]
-  float* m = scores + G * kDecodeChunk;                                     // [G]
-  float* l = m + G;                                                         // [G]
-  std::fill(acc, acc + G * Dp, 0.0f);
-  std::fill(m, m + G, kNegBig);
-  std::fill(l, l + G, 0.0f);
+  const size_t D = size_t(kv.head_dim), H = size_t(kv.kv_heads), G = size_t(q_heads) / H;
+  const size_t stride = AttentionPartialStride(kv.head_dim);
+  const size_t row_bytes = D * DTypeSize(kDT);
+  const float* q = job.q + t * q_heads * int64_t(D);  // q_heads rows of D
 
-  const size_t n = size_t(qpos) + 1;
-  for (size_t p0 = 0; p0 < n; p0 += kDecodeChunk) {
-    const size_t nc = std::min(kDecodeChunk, n - p0);
+  // Scratch: K/V position pointers (all heads of a position), then scores.
+  float* scratch = ThreadScratch(ScratchSlot::kAttention,
+                                 2 * kDecodeChunk * sizeof(void*) / sizeof(float) + size_t(q_heads) * kDecodeChunk);
+  auto** kpos = reinterpret_cast<const uint8_t**>(scratch);
+  const uint8_t** vpos = kpos + kDecodeChunk;
+  float* scores = scratch + 2 * kDecodeChunk * sizeof(void*) / sizeof(float);  // [q_heads][kDecodeChunk]
+  const uint8_t* vrows[kDecodeChunk];
+
+  for (size_t h = 0; h < size_t(q_heads); ++h) {
+    float* acc = partial + h * stride;
+    std::fill(acc, acc + stride, 0.0f);
+    acc[stride - 2] = kNegBig;  // m; l = acc[stride - 1] = 0
+  }
+
+  for (int64_t c0 = p0; c0 < p1; c0 += int64_t(kDecodeChunk)) {
+    const size_t nc = size_t(std::min<int64_t>(int64_t(kDecodeChunk), p1 - c0));
     for (size_t j = 0; j < nc; ++j) {
-      krows[j] = KvRow<kDT>(kv, kv.k, int64_t(p0 + j), kvh);
-      vrows[j] = KvRow<kDT>(kv, kv.v, int64_t(p0 + j), kvh);
+      kpos[j] = KvRow<kDT>(kv, kv.k, c0 + int64_t(j), 0);
+      vpos[j] = KvRow<kDT>(kv, kv.v, c0 + int64_t(j), 0);
     }
-    // Scores, up to 4 heads per pass over a K row. The rows are scattered
-    // (one head's slice of each position), so the hardware prefetchers see
-    // little: fetch K a few rows ahead, and this chunk's V for the pass below.
-    const size_t row_bytes = D * DTypeSize(kDT);
-    for (size_t j = 0; j < std::min(nc, kPrefetchRows); ++j) PrefetchRow(krows[j], row_bytes);
+    // 1. Scores; every kv head's K row of a position in turn (one contiguous run).
     for (size_t j = 0; j < nc; ++j) {
-      if (j + kPrefetchRows < nc) PrefetchRow(krows[j + kPrefetchRows], row_bytes);
-      PrefetchRow(vrows[j], row_bytes);
-      for (size_t g0 = 0; g0 < G; g0 += 4) {
-        switch (std::min<size_t>(4, G - g0)) {
-          case 4:
-            ScoreHeads<kDT, 4>(q, g0, D, krows[j], j, scale, scores);
-            break;
-          case 3:
-            ScoreHeads<kDT, 3>(q, g0, D, krows[j], j, scale, scores);
-            break;
-          case 2:
-            ScoreHeads<kDT, 2>(q, g0, D, krows[j], j, scale, scores);
-            break;
-          default:
-            ScoreHeads<kDT, 1>(q, g0, D, krows[j], j, scale, scores);
-            break;
-        }
-      }
-    }
-    for (size_t g = 0; g < G; ++g) {
-      const float alpha = SoftmaxUpdate(scores + g * kDecodeChunk, RoundUp(nc, L), nc, m[g], l[g]);
-      if (alpha != 1.0f) ScaleRow(acc + g * Dp, Dp, alpha);
-    }
-    // acc[g] += sum_j P[g][j] * V[j]: blocks of 2 heads x 4 vectors in registers.
-    for (size_t g0 = 0; g0 < G; g0 += 2) {
-      const size_t gn = std::min<size_t>(2, G - g0);
-      const float* p0row = scores + g0 * kDecodeChunk;
-      const float* p1row = scores + (g0 + gn - 1) * kDecodeChunk;
-      float* acc0 = acc + g0 * Dp;
-      float* acc1 = acc + (g0 + gn - 1) * Dp;
-      size_t d = 0;
-      for (; d + 4 * L <= D; d += 4 * L) {
-        VF a0[4], a1[4];
-        for (int i = 0; i < 4; ++i) {
-          a0[i] = hn::LoadU(df, acc0 + d + i * L);
-          a1[i] = hn::LoadU(df, acc1 + d + i * L);
-        }
-        for (size_t j = 0; j < nc; ++j) {
-          const VF w0 = hn::Set(df, p0row[j]), w1 = hn::Set(df, p1row[j]);
-          for (int i = 0; i < 4; ++i) {
-            const VF v = LoadRow<kDT>(vrows[j], d + i * L);
-            a0[i] = hn::MulAdd(w0, v, a0[i]);
-            a1[i] = hn::MulAdd(w1, v, a1[i]);
+      if (c0 + int64_t(j + kPrefetchAhead) < p1)
+        PrefetchRow(KvRow<kDT>(kv, kv.k, c0 + int64_t(j + kPrefetchAhead), 0), H * row_bytes);
+      PrefetchRow(vpos[j], H * row_bytes);
+      for (size_t h = 0; h < H; ++h) {
+        const uint8_t* krow = kpos[j] + h * row_bytes;
+        const float* qh = q + h * G * D;
+        float* sh = scores + h * G * kDecodeChunk;
+        for (size_t g0 = 0; g0 < G; g0 += 4) {
+          switch (std::min<size_t>(4, G - g0)) {
+            case 4:
+              ScoreHeads<kDT, 4>(qh, g0, D, krow, j, scale, sh);
+              break;
+            case 3:
+              ScoreHeads<kDT, 3>(qh, g0, D, krow, j, scale, sh);
+              break;
+            case 2:
+              ScoreHeads<kDT, 2>(qh, g0, D, krow, j, scale, sh);
+              break;
+            default:
+              ScoreHeads<kDT, 1>(qh, g0, D, krow, j, scale, sh);
+              break;
           }
         }
-        for (int i = 0; i < 4; ++i) {
-          hn::StoreU(a0[i], df, acc0 + d + i * L);
-          if (gn == 2) hn::StoreU(a1[i], df, acc1 + d + i * L);
-        }
       }
-      for (; d < D; ++d) {  // a head_dim that is not a multiple of 4 vectors
-        for (size_t gi = 0; gi < gn; ++gi) {
-          const float* prow = scores + (g0 + gi) * kDecodeChunk;
-          float s = 0;
-          for (size_t j = 0; j < nc; ++j) s += prow[j] * ElementAsF32<kDT>(vrows[j], d);
-          acc[(g0 + gi) * Dp + d] += s;
+    }
+    // 2. Online softmax per query head.
+    for (size_t h = 0; h < size_t(q_heads); ++h) {
+      float* acc = partial + h * stride;
+      const float alpha =
+          SoftmaxUpdate(scores + h * kDecodeChunk, RoundUp(nc, L), nc, acc[stride - 2], acc[stride - 1]);
+      if (alpha != 1.0f) ScaleRow(acc, stride - 16, alpha);
+    }
+    // 3. acc += P V, per kv head (its G query heads at once, 2 per register block).
+    for (size_t h = 0; h < H; ++h) {
+      for (size_t j = 0; j < nc; ++j) vrows[j] = vpos[j] + h * row_bytes;
+      const float* ph = scores + h * G * kDecodeChunk;
+      float* acc = partial + h * G * stride;
+      for (size_t g0 = 0; g0 < G; g0 += 2) {
+        if (G - g0 >= 2) {
+          AccumulateHeads<kDT, 2>(ph, g0, vrows, nc, D, acc, stride);
+        } else {
+          AccumulateHeads<kDT, 1>(ph, g0, vrows, nc, D, acc, stride);
         }
       }
     }
   }
-  for (size_t g = 0; g < G; ++g)
-    for (size_t d = 0; d < D; ++d) out[g * D + d] = acc[g * Dp + d] / l[g];
 }
 
 }  // namespace
 
-void DecodeTaskImpl(const AttentionJob& job, int64_t t0, int64_t t1, int64_t kv_head, int64_t q_heads, float scale) {
-  const size_t G = size_t(q_heads / job.kv.kv_heads);
-  float* scratch = ThreadScratch(ScratchSlot::kAttention, DecodeScratchFloats(G, size_t(job.kv.head_dim)));
-  for (int64_t t = t0; t < t1; ++t) {
-    if (job.kv.dtype == DType::kBF16) {
-      DecodeGroup<DType::kBF16>(job, t, kv_head, q_heads, scale, scratch);
-    } else if (job.kv.dtype == DType::kF16) {
-      DecodeGroup<DType::kF16>(job, t, kv_head, q_heads, scale, scratch);
-    } else {
-      DecodeGroup<DType::kF32>(job, t, kv_head, q_heads, scale, scratch);
-    }
+void DecodeRangeImpl(const AttentionJob& job, int64_t t, int64_t p0, int64_t p1, int64_t q_heads, float scale,
+                     float* partial) {
+  switch (job.kv.dtype) {
+    case DType::kBF16:
+      return DecodeRange<DType::kBF16>(job, t, p0, p1, q_heads, scale, partial);
+    case DType::kF16:
+      return DecodeRange<DType::kF16>(job, t, p0, p1, q_heads, scale, partial);
+    default:
+      return DecodeRange<DType::kF32>(job, t, p0, p1, q_heads, scale, partial);
   }
 }
 
@@ -185,11 +200,11 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace tern::kernels {
 
-HWY_EXPORT(DecodeTaskImpl);
+HWY_EXPORT(DecodeRangeImpl);
 
-void AttentionDecodeTask(const AttentionJob& job, int64_t t0, int64_t t1, int64_t kv_head, int64_t q_heads,
-                         float scale) {
-  HWY_DYNAMIC_DISPATCH(DecodeTaskImpl)(job, t0, t1, kv_head, q_heads, scale);
+void AttentionDecodeRange(const AttentionJob& job, int64_t t, int64_t p0, int64_t p1, int64_t q_heads, float scale,
+                          float* partial) {
+  HWY_DYNAMIC_DISPATCH(DecodeRangeImpl)(job, t, p0, p1, q_heads, scale, partial);
 }
 
 }  // namespace tern::kernels

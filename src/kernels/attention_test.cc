@@ -140,6 +140,9 @@ TEST(PagedAttentionTest, DecodeBatchOfMixedLengths) {
       CheckAttention(dt, 5, 1, 3, 40, {{23, 1}, {7, 1}}, pool, seed++);   // odd block size and head_dim
       CheckAttention(dt, 16, 2, 1, 32, {{40, 2}, {3, 2}}, pool, seed++);  // two queries, no grouping
       CheckAttention(dt, 8, 1, 8, 24, {{70, 1}}, pool, seed++);           // wide group (8 heads share one)
+      // Long enough to be split into key ranges whose partials are merged.
+      CheckAttention(dt, 16, 2, 2, 32, {{700, 1}}, pool, seed++);
+      CheckAttention(dt, 16, 1, 2, 16, {{1100, 2}, {5, 1}}, pool, seed++);
     }
   });
 }
