@@ -46,20 +46,32 @@ constexpr size_t kDecodeChunk = 64;
 constexpr size_t kPrefetchAhead = 4;
 
 // scores[g * kDecodeChunk + j] = scale * q[g] . krow, for the GN heads g0.. (q: rows of D).
+// kChains partial sums per head so that the FMA chains do not wait on each
+// other's latency (a dot product of 128 is only 16 vector steps).
 template <DType kDT, int GN>
 HWY_INLINE void ScoreHeads(const float* HWY_RESTRICT q, size_t g0, size_t D, const uint8_t* krow, size_t j, float scale,
                            float* HWY_RESTRICT scores) {
+  constexpr int kChains = GN <= 2 ? 4 : 2;
   const DF df;
   const size_t L = hn::Lanes(df);
-  VF a[GN];
-  for (int gi = 0; gi < GN; ++gi) a[gi] = hn::Zero(df);
+  VF a[GN][kChains];
+  for (int gi = 0; gi < GN; ++gi)
+    for (int c = 0; c < kChains; ++c) a[gi][c] = hn::Zero(df);
   size_t d = 0;
+  for (; d + kChains * L <= D; d += kChains * L) {
+    for (int c = 0; c < kChains; ++c) {
+      const VF k = LoadRow<kDT>(krow, d + c * L);
+      for (int gi = 0; gi < GN; ++gi) a[gi][c] = hn::MulAdd(hn::LoadU(df, q + (g0 + gi) * D + d + c * L), k, a[gi][c]);
+    }
+  }
   for (; d + L <= D; d += L) {
     const VF k = LoadRow<kDT>(krow, d);
-    for (int gi = 0; gi < GN; ++gi) a[gi] = hn::MulAdd(hn::LoadU(df, q + (g0 + gi) * D + d), k, a[gi]);
+    for (int gi = 0; gi < GN; ++gi) a[gi][0] = hn::MulAdd(hn::LoadU(df, q + (g0 + gi) * D + d), k, a[gi][0]);
   }
   for (int gi = 0; gi < GN; ++gi) {
-    float s = hn::GetLane(hn::SumOfLanes(df, a[gi]));
+    VF sum = a[gi][0];
+    for (int c = 1; c < kChains; ++c) sum = hn::Add(sum, a[gi][c]);
+    float s = hn::GetLane(hn::SumOfLanes(df, sum));
     for (size_t dd = d; dd < D; ++dd) s += q[(g0 + gi) * D + dd] * ElementAsF32<kDT>(krow, dd);
     scores[(g0 + gi) * kDecodeChunk + j] = s * scale;
   }
