@@ -38,14 +38,6 @@ SamplingParams Session::DefaultSampling() const {
   return p;
 }
 
-Result<DType> ParseKvCacheDtype(const std::string& name, DType weight_dtype) {
-  if (name == "auto") return weight_dtype == DType::kF32 ? DType::kF32 : DType::kF16;
-  if (name == "f32" || name == "fp32" || name == "float32") return DType::kF32;
-  if (name == "f16" || name == "fp16" || name == "float16" || name == "half") return DType::kF16;
-  if (name == "bf16" || name == "bfloat16") return DType::kBF16;
-  return Status::Errorf("unknown KV cache dtype \"{}\" (auto, f32, f16, bf16)", name);
-}
-
 Result<std::unique_ptr<KvCache>> Session::MakeCache(int64_t tokens, const std::string& kv_dtype) const {
   KvCacheOptions o;
   TERN_ASSIGN_OR_RETURN(o.dtype, ParseKvCacheDtype(kv_dtype, model->weight_dtype()));

@@ -15,9 +15,6 @@
 
 namespace tern::app {
 
-// "auto" | "f32" | "f16" | "bf16" (and common spellings) -> the KV cache dtype.
-Result<DType> ParseKvCacheDtype(const std::string& name, DType weight_dtype);
-
 struct Session {
   std::string dir;
   std::unique_ptr<Model> model;

@@ -2,6 +2,16 @@
 
 namespace tern {
 
+Result<DType> ParseKvCacheDtype(const std::string& name, DType weight_dtype) {
+  if (name == "auto") return weight_dtype == DType::kF32 ? DType::kF32 : DType::kF16;
+  if (name == "f32" || name == "fp32" || name == "float32") return DType::kF32;
+  if (name == "f16" || name == "fp16" || name == "float16" || name == "half") return DType::kF16;
+  if (name == "bf16" || name == "bfloat16") return DType::kBF16;
+  if (name.rfind("fp8", 0) == 0)
+    return Status::Errorf("KV cache dtype {}: the FP8 KV cache is not available yet (auto, f32, f16, bf16)", name);
+  return Status::Errorf("unknown KV cache dtype \"{}\" (auto, f32, f16, bf16)", name);
+}
+
 int64_t KvCache::BytesPerToken(const CacheSpec& spec, DType dtype) {
   return 2 * spec.attention_layers * spec.kv_heads * spec.head_dim * int64_t(DTypeSize(dtype));
 }

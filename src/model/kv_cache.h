@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "base/dtype.h"
@@ -31,6 +32,11 @@ struct KvCacheOptions {
   int64_t num_blocks = 0;
   DType dtype = DType::kF16;  // F32, F16 or BF16
 };
+
+// "auto" (F32 for F32 weights, else F16, as llama.cpp), "f32"/"fp32"/"float32",
+// "f16"/"fp16"/"float16"/"half", "bf16"/"bfloat16". FP8 spellings are recognised
+// and refused until the FP8 KV cache exists.
+Result<DType> ParseKvCacheDtype(const std::string& name, DType weight_dtype);
 
 class KvCache {
  public:

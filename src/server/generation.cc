@@ -1,6 +1,9 @@
 #include "server/generation.h"
 
 #include <algorithm>
+#include <cstring>
+
+#include "server/http_util.h"
 
 namespace tern::server {
 
@@ -116,6 +119,36 @@ GenerationRun::Step GenerationRun::RunToEnd() {
     }
   }
   return all;
+}
+
+void StreamRun(httplib::Response& res, std::shared_ptr<GenerationRun> run, StepWriter on_step, StartWriter on_start) {
+  auto started = std::make_shared<bool>(false);
+  res.set_header("Cache-Control", "no-cache");
+  res.set_chunked_content_provider(
+      "text/event-stream",
+      [run, on_step, on_start, started](size_t, httplib::DataSink& sink) {
+        if (!*started) {
+          *started = true;
+          on_start(sink);
+        }
+        GenerationRun::Step step;
+        for (;;) {
+          if (!sink.is_writable()) {
+            run->Abort();
+            return false;
+          }
+          if (run->Next(step, std::chrono::milliseconds(100))) break;
+        }
+        on_step(step, sink);
+        if (step.finished) {
+          sink.write(kSseDone, std::strlen(kSseDone));
+          sink.done();
+        }
+        return true;
+      },
+      [run](bool success) {
+        if (!success) run->Abort();
+      });
 }
 
 }  // namespace tern::server

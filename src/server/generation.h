@@ -5,6 +5,9 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
+
+#include <httplib.h>
 #include <memory>
 #include <optional>
 #include <string>
@@ -63,6 +66,13 @@ class GenerationRun {
   bool done_ = false;
   std::chrono::steady_clock::time_point start_;
 };
+
+// Streams a run as SSE: on_start writes the opening chunks, on_step each step's
+// chunks; "data: [DONE]" closes the stream. A client that vanishes aborts the run
+// (its KV blocks return to the pool within one engine step).
+using StepWriter = std::function<void(const GenerationRun::Step&, httplib::DataSink&)>;
+using StartWriter = std::function<void(httplib::DataSink&)>;
+void StreamRun(httplib::Response& res, std::shared_ptr<GenerationRun> run, StepWriter on_step, StartWriter on_start);
 
 // The engine's sampling parameters for a resolved API request.
 SamplingParams ToEngineSampling(const api::SamplingParams& s);

@@ -78,18 +78,9 @@ void HandleGenerate(ServerContext& ctx, const httplib::Request& http_req, httpli
     std::vector<TokenOutput> tokens;
   };
   auto st = std::make_shared<State>();
-  res.set_header("Cache-Control", "no-cache");
-  res.set_chunked_content_provider(
-      "text/event-stream",
-      [st, run, make_output](size_t, httplib::DataSink& sink) {
-        GenerationRun::Step step;
-        for (;;) {
-          if (!sink.is_writable()) {
-            run->Abort();
-            return false;
-          }
-          if (run->Next(step, std::chrono::milliseconds(100))) break;
-        }
+  StreamRun(
+      res, run,
+      [st, make_output](const GenerationRun::Step& step, httplib::DataSink& sink) {
         st->text += step.text;
         for (auto& t : step.tokens) st->tokens.push_back(t);
         std::string out;
@@ -99,14 +90,9 @@ void HandleGenerate(ServerContext& ctx, const httplib::Request& http_req, httpli
           out = "data: " + api::ToJsonText(make_output(st->text, st->tokens,
                                                        step.finished ? std::optional(step.finish) : std::nullopt)) + "\n\n";
         }
-        if (step.finished) out += kSseDone;
         if (!out.empty()) sink.write(out.data(), out.size());
-        if (step.finished) sink.done();
-        return true;
       },
-      [run](bool ok) {
-        if (!ok) run->Abort();
-      });
+      [](httplib::DataSink&) {});
 }
 
 }  // namespace

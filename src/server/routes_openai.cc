@@ -57,41 +57,6 @@ std::vector<api::TokenLogprob> ToLogprobs(const ServerContext& ctx, const std::v
   return out;
 }
 
-// Streams a run's chunks: `on_step(step, sink)` writes one step's SSE, `on_end(sink)`
-// the closing chunks. The client vanishing aborts the run (its KV blocks return
-// within one engine step).
-void StreamRun(httplib::Response& res, std::shared_ptr<GenerationRun> run,
-               std::function<void(const GenerationRun::Step&, httplib::DataSink&)> on_step,
-               std::function<void(httplib::DataSink&)> on_start) {
-  auto started = std::make_shared<bool>(false);
-  res.set_header("Cache-Control", "no-cache");
-  res.set_chunked_content_provider(
-      "text/event-stream",
-      [run, on_step, on_start, started](size_t, httplib::DataSink& sink) {
-        if (!*started) {
-          *started = true;
-          on_start(sink);
-        }
-        GenerationRun::Step step;
-        for (;;) {
-          if (!sink.is_writable()) {
-            run->Abort();
-            return false;
-          }
-          if (run->Next(step, std::chrono::milliseconds(100))) break;
-        }
-        on_step(step, sink);
-        if (step.finished) {
-          sink.write(kSseDone, std::strlen(kSseDone));
-          sink.done();
-        }
-        return true;
-      },
-      [run](bool success) {
-        if (!success) run->Abort();
-      });
-}
-
 void HandleChat(ServerContext& ctx, const httplib::Request& http_req, httplib::Response& res) {
   auto body = DecodeBody(http_req, res);
   if (!body) return;

@@ -34,16 +34,6 @@ int64_t KvBlocks(const ServeOptions& o, const Model& m, DType kv_dtype, int64_t 
   return (tokens + o.page_size - 1) / o.page_size;
 }
 
-Result<DType> KvDtype(const std::string& name, DType weights) {
-  if (name == "auto") return weights == DType::kF32 ? DType::kF32 : DType::kF16;
-  if (name == "bf16" || name == "bfloat16") return DType::kBF16;
-  if (name == "fp16" || name == "f16" || name == "float16" || name == "half") return DType::kF16;
-  if (name == "fp32" || name == "f32" || name == "float32") return DType::kF32;
-  if (name.rfind("fp8", 0) == 0)
-    return Status::Errorf("--kv-cache-dtype {}: the FP8 KV cache is not available yet (auto, bf16, fp16, fp32)", name);
-  return Status::Errorf("unknown --kv-cache-dtype \"{}\" (auto, bf16, fp16, fp32)", name);
-}
-
 // SGLang's warmup: one short greedy generation through the engine.
 bool Warmup(ServerContext& ctx) {
   std::vector<int32_t> prompt;
@@ -84,7 +74,7 @@ int RunServer(const ServeOptions& opts) {
   if (Status s = LoadServerModel(*ctx); !s.ok()) return fail(s.message());
   ctx->load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - ctx->start_time).count();
 
-  auto kv_dtype = KvDtype(opts.kv_cache_dtype, ctx->model->weight_dtype());
+  auto kv_dtype = ParseKvCacheDtype(opts.kv_cache_dtype, ctx->model->weight_dtype());
   if (!kv_dtype.ok()) return fail(kv_dtype.status().message());
   const int64_t context = opts.context_length > 0 ? opts.context_length : ctx->model->config().max_position_embeddings;
   if (context <= 0) return fail("the model's config has no max_position_embeddings; give --context-length");
