@@ -11,7 +11,7 @@
 #include "app/commands.h"
 #include "app/session.h"
 #include "base/mapped_file.h"
-#include "engine/block_allocator.h"
+#include "engine/generate.h"
 #include "kernels/simd_target.h"
 
 namespace tern::app {
@@ -26,33 +26,17 @@ struct RunTimes {
   double prefill_s = 0, decode_s = 0;
 };
 
-// One prefill of `prompt` and `gen` greedy decode steps.
+// One prefill of `prompt` and `gen` greedy decode forwards, timed by Generate.
 Result<RunTimes> RunOnce(Model& model, KvCache& cache, const std::vector<int32_t>& prompt, int64_t gen, int64_t chunk) {
   BlockAllocator alloc(cache.num_blocks());
-  std::vector<int32_t> blocks;
-  if (!alloc.Allocate(BlocksFor(int64_t(prompt.size()) + gen, cache.block_size()), blocks))
-    return Status::Error("bench: KV cache too small");
-  std::vector<float> logits;
-  RunTimes t;
-  auto t0 = std::chrono::steady_clock::now();
-  for (int64_t pos = 0; pos < int64_t(prompt.size()); pos += chunk) {
-    const int64_t n = std::min<int64_t>(chunk, int64_t(prompt.size()) - pos);
-    SequenceChunk c{.tokens = std::span<const int32_t>(prompt).subspan(size_t(pos), size_t(n)), .start_pos = pos,
-                    .block_table = blocks, .skip_logits = pos + n < int64_t(prompt.size())};
-    TERN_RETURN_IF_ERROR(model.Forward({&c, 1}, cache, logits));
-  }
-  auto t1 = std::chrono::steady_clock::now();
-  const int64_t V = model.config().vocab_size;
-  int32_t tok = int32_t(std::max_element(logits.begin(), logits.begin() + V) - logits.begin());
-  for (int64_t i = 0; i < gen; ++i) {
-    SequenceChunk c{.tokens = {&tok, 1}, .start_pos = int64_t(prompt.size()) + i, .block_table = blocks};
-    TERN_RETURN_IF_ERROR(model.Forward({&c, 1}, cache, logits));
-    tok = int32_t(std::max_element(logits.begin(), logits.begin() + V) - logits.begin());
-  }
-  auto t2 = std::chrono::steady_clock::now();
-  t.prefill_s = std::chrono::duration<double>(t1 - t0).count();
-  t.decode_s = std::chrono::duration<double>(t2 - t1).count();
-  return t;
+  GenerateRequest req;
+  req.prompt = prompt;
+  req.max_tokens = gen + 1;  // the first token comes from the prefill's logits
+  req.prefill_chunk = chunk;
+  req.sampling.temperature = 0;
+  TERN_ASSIGN_OR_RETURN(GenerateResult r, Generate(model, cache, alloc, req, nullptr));
+  if (int64_t(r.tokens.size()) != gen + 1) return Status::Error("bench: generation ended early (context length)");
+  return RunTimes{r.prefill_seconds, r.decode_seconds};
 }
 
 }  // namespace
@@ -93,7 +77,7 @@ Command RegisterBench(CLI::App& app) {
     std::mt19937 rng(1234);
     std::vector<int32_t> prompt(size_t(o->prompt_tokens));
     for (auto& t : prompt) t = int32_t(rng() % uint32_t(cfg.vocab_size));
-    auto cache = (*session)->MakeCache(o->prompt_tokens + o->gen_tokens, o->kv_dtype);
+    auto cache = (*session)->MakeCache(o->prompt_tokens + o->gen_tokens + 1, o->kv_dtype);
     if (!cache.ok()) return Fail(cache.status().message());
 
     fmt::print(stderr, "tern bench: warming up (pages in the weights)\n");
