@@ -27,11 +27,12 @@ ThreadPool::~ThreadPool() {
   for (auto& t : workers_) t.join();
 }
 
-void ThreadPool::DrainTasks(size_t thread_index) {
+void ThreadPool::Drain(Loop& loop, size_t thread_index) {
   for (;;) {
-    const size_t task = next_task_.fetch_add(1, std::memory_order_relaxed);
-    if (task >= num_tasks_) break;
-    fn_(ctx_, task, thread_index);
+    const size_t task = loop.next.fetch_add(1, std::memory_order_relaxed);
+    if (task >= loop.num_tasks) return;
+    loop.fn(loop.ctx, task, thread_index);
+    loop.done.fetch_add(1, std::memory_order_release);
   }
 }
 
@@ -41,15 +42,17 @@ void ThreadPool::RunErased(size_t num_tasks, TaskFn fn, void* ctx) {
     for (size_t t = 0; t < num_tasks; ++t) fn(ctx, t, 0);
     return;
   }
-  fn_ = fn;
-  ctx_ = ctx;
-  num_tasks_ = num_tasks;
-  next_task_.store(0, std::memory_order_relaxed);
-  busy_workers_.store(workers_.size(), std::memory_order_relaxed);
-  epoch_.fetch_add(1, std::memory_order_acq_rel);  // publishes the loop
+  Loop loop{fn, ctx, num_tasks};
+  current_.store(&loop, std::memory_order_seq_cst);
+  epoch_.fetch_add(1, std::memory_order_acq_rel);
   epoch_.notify_all();
-  DrainTasks(0);
-  while (busy_workers_.load(std::memory_order_acquire) != 0) TERN_CPU_RELAX();
+  Drain(loop, 0);
+  while (loop.done.load(std::memory_order_acquire) != num_tasks) TERN_CPU_RELAX();
+  // Unpublish, then wait out workers that may still hold the pointer. Dekker
+  // pairing with WorkerLoop: both sides use seq_cst, so a worker either sees
+  // nullptr or is seen in inside_.
+  current_.store(nullptr, std::memory_order_seq_cst);
+  while (inside_.load(std::memory_order_seq_cst) != 0) TERN_CPU_RELAX();
 }
 
 void ThreadPool::WorkerLoop(size_t thread_index) {
@@ -67,8 +70,10 @@ void ThreadPool::WorkerLoop(size_t thread_index) {
     }
     seen = e;
     if (stop_.load(std::memory_order_acquire)) return;
-    DrainTasks(thread_index);
-    busy_workers_.fetch_sub(1, std::memory_order_acq_rel);
+    inside_.fetch_add(1, std::memory_order_seq_cst);
+    // May be a later loop than the one that woke us, or none: either is fine.
+    if (Loop* loop = current_.load(std::memory_order_seq_cst)) Drain(*loop, thread_index);
+    inside_.fetch_sub(1, std::memory_order_seq_cst);
   }
 }
 

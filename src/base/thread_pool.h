@@ -9,7 +9,9 @@
 //
 // Workers spin briefly between loops before sleeping (C++20 atomic wait), since
 // a decode step issues hundreds of short loops and a sleep/wake round trip per
-// loop would cost more than the loop itself.
+// loop would cost more than the loop itself. Run waits only for the tasks, not
+// for every worker to wake: on a busy machine a worker that is not scheduled in
+// time simply misses the loop and the others (the caller at least) do its share.
 #pragma once
 
 #include <atomic>
@@ -60,15 +62,22 @@ class ThreadPool {
   using TaskFn = void (*)(void*, size_t, size_t);
   void RunErased(size_t num_tasks, TaskFn fn, void* ctx);
   void WorkerLoop(size_t thread_index);
-  void DrainTasks(size_t thread_index);
+
+  // One loop, living on Run's stack. Workers reach it only through current_
+  // and only while counted in inside_, which Run waits to drop to zero after
+  // unpublishing it, so the stack frame outlives every access.
+  struct Loop {
+    TaskFn fn;
+    void* ctx;
+    size_t num_tasks;
+    alignas(64) std::atomic<size_t> next{0};
+    alignas(64) std::atomic<size_t> done{0};
+  };
+  static void Drain(Loop& loop, size_t thread_index);
 
   std::vector<std::thread> workers_;
-  // The current loop. Written by Run before epoch_ is bumped.
-  TaskFn fn_ = nullptr;
-  void* ctx_ = nullptr;
-  size_t num_tasks_ = 0;
-  alignas(64) std::atomic<size_t> next_task_{0};
-  alignas(64) std::atomic<size_t> busy_workers_{0};
+  alignas(64) std::atomic<Loop*> current_{nullptr};
+  alignas(64) std::atomic<size_t> inside_{0};
   alignas(64) std::atomic<uint64_t> epoch_{0};
   std::atomic<bool> stop_{false};
 };

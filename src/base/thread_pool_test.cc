@@ -1,6 +1,8 @@
 #include "base/thread_pool.h"
 
 #include <atomic>
+#include <chrono>
+#include <thread>
 #include <numeric>
 #include <vector>
 
@@ -46,6 +48,23 @@ TEST(ThreadPool, ManyShortLoops) {
   std::atomic<long> sum{0};
   for (int iter = 0; iter < 20000; ++iter) pool.Run(4, [&](size_t t, size_t) { sum += long(t); });
   EXPECT_EQ(sum.load(), 20000L * 6);
+}
+
+// More threads than cores, loops whose state lives on the caller's stack, and
+// pauses long enough for workers to fall asleep between bursts: every task runs
+// once, its writes are visible when Run returns, and no worker touches a loop
+// after Run has returned (ASan would flag the stale stack frame).
+TEST(ThreadPool, OversubscribedLoopsWithSleepingWorkers) {
+  ThreadPool pool(8);
+  for (int burst = 0; burst < 20; ++burst) {
+    for (int iter = 0; iter < 500; ++iter) {
+      const size_t n = 1 + static_cast<size_t>((burst * 500 + iter) % 13);
+      std::vector<int> out(n, 0);
+      pool.Run(n, [&out, iter](size_t t, size_t) { out[t] = iter + static_cast<int>(t); });
+      for (size_t t = 0; t < n; ++t) ASSERT_EQ(out[t], iter + static_cast<int>(t));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
 }
 
 }  // namespace
