@@ -1,6 +1,7 @@
 // MatMul for many rows of x (prefill, large batches): a packed GEMM,
-// y[M, N] = x[M, K] · W[N, K]^T with W in F32, BF16 or F16, compiled per SIMD
-// target. Small M goes to matmul_gemv_hwy.cc instead (see matmul.cc).
+// y[M, N] = x[M, K] · W[N, K]^T with W in any WeightFormat, compiled per SIMD
+// target. Quantized W (NVFP4, FP8) is dequantized exactly to f32 rows on its
+// way into the panels (once per call, amortized over M like the packing). Small M goes to matmul_gemv_hwy.cc instead (see matmul.cc).
 //
 // Design (the classic blocked GEMM):
 // * Micro-kernel: an MR x NW tile of y (NW = NV vectors of columns) kept in
@@ -37,6 +38,7 @@
 #include "kernels/ops.h"
 #include "kernels/reference.h"
 #include "kernels/scratch.h"
+#include "kernels/wload-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace tern::kernels {
@@ -51,7 +53,16 @@ using namespace gemm;  // NOLINT: the tile's pieces are this file's vocabulary
 // for the panel vectors streaming past it.
 constexpr size_t kKC = 256;
 
-template <DType kDT>
+using wload::Fmt;
+
+// The dtype PackPanel reads for format kF: dense weights are packed straight
+// from W; quantized ones are first dequantized to f32 rows (DequantRows).
+template <Fmt kF>
+constexpr DType kPackDType = kF == Fmt::kBF16 ? DType::kBF16 : kF == Fmt::kF16 ? DType::kF16 : DType::kF32;
+template <Fmt kF>
+constexpr bool kQuantized = kF == Fmt::kNvfp4 || kF == Fmt::kFp8 || kF == Fmt::kFp8Block;
+
+template <Fmt kF>
 void GemmTyped(const float* x, size_t M, size_t ldx, const MatrixView& w, float* y, size_t ldy, ThreadPool& pool) {
   const size_t N = size_t(w.rows), K = size_t(w.cols), NW = PanelWidth();
   // x, packed once per call and shared by all tasks.
@@ -82,7 +93,10 @@ void GemmTyped(const float* x, size_t M, size_t ldx, const MatrixView& w, float*
     // (a slice that stays in L2), each packing call prefetching what the next
     // one reads: the next panel's rows, or the first panel's next K block.
     float* packed = ThreadScratch(ScratchSlot::kGemmPanels, panels * kKC * NW);
+    constexpr DType kDT = kPackDType<kF>;
     const size_t row_bytes = size_t(w.row_stride) * DTypeSize(kDT);
+    // Quantized W: one panel's rows over one K block, dequantized, row-major.
+    float* dequant = kQuantized<kF> ? ThreadScratch(ScratchSlot::kGemmDequant, NW * kKC) : nullptr;
     const auto panel_rows = [&](size_t p, const uint8_t** rows) {
       // Rows past n1 repeat the last one (their results are dropped): every load stays inside W.
       for (size_t j = 0; j < NW; ++j)
@@ -93,6 +107,13 @@ void GemmTyped(const float* x, size_t M, size_t ldx, const MatrixView& w, float*
     for (size_t k0 = 0; k0 < K; k0 += kKC) {
       const size_t k1 = std::min(K, k0 + kKC), kc = k1 - k0;
       for (size_t p = 0; p < panels; ++p) {
+        if constexpr (kQuantized<kF>) {
+          const size_t n = n0 + p * NW, valid = std::min(NW, n1 - n);
+          wload::DequantRows<kF>(w, n, valid, k0, k1, dequant, kKC);
+          for (size_t j = 0; j < NW; ++j) rows[j] = reinterpret_cast<const uint8_t*>(dequant + std::min(j, valid - 1) * kKC);
+          PackPanel<DType::kF32>(rows, 0, kc, packed + p * kc * NW);
+          continue;
+        }
         panel_rows(p, rows);
         const bool last = p + 1 == panels;
         panel_rows(last ? 0 : p + 1, next);
@@ -122,15 +143,19 @@ void GemmImpl(const float* x, int64_t M, int64_t ldx, const MatrixView& w, float
     for (int64_t m = 0; m < M; ++m) std::fill(y + m * ldy, y + m * ldy + w.rows, 0.0f);
     return;
   }
-  switch (w.dtype) {
-    case DType::kBF16:
-      return GemmTyped<DType::kBF16>(x, size_t(M), size_t(ldx), w, y, size_t(ldy), pool);
-    case DType::kF16:
-      return GemmTyped<DType::kF16>(x, size_t(M), size_t(ldx), w, y, size_t(ldy), pool);
-    case DType::kF32:
-      return GemmTyped<DType::kF32>(x, size_t(M), size_t(ldx), w, y, size_t(ldy), pool);
-    default:
-      return ref::MatMul(x, M, ldx, w, y, ldy);  // outside ops.h's contract: slow but right
+  switch (wload::FmtOf(w)) {
+    case Fmt::kBF16:
+      return GemmTyped<Fmt::kBF16>(x, size_t(M), size_t(ldx), w, y, size_t(ldy), pool);
+    case Fmt::kF16:
+      return GemmTyped<Fmt::kF16>(x, size_t(M), size_t(ldx), w, y, size_t(ldy), pool);
+    case Fmt::kF32:
+      return GemmTyped<Fmt::kF32>(x, size_t(M), size_t(ldx), w, y, size_t(ldy), pool);
+    case Fmt::kNvfp4:
+      return GemmTyped<Fmt::kNvfp4>(x, size_t(M), size_t(ldx), w, y, size_t(ldy), pool);
+    case Fmt::kFp8:
+      return GemmTyped<Fmt::kFp8>(x, size_t(M), size_t(ldx), w, y, size_t(ldy), pool);
+    case Fmt::kFp8Block:
+      return GemmTyped<Fmt::kFp8Block>(x, size_t(M), size_t(ldx), w, y, size_t(ldy), pool);
   }
 }
 

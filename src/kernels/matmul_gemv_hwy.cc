@@ -39,6 +39,7 @@
 #include "kernels/ops.h"
 #include "kernels/reference.h"
 #include "kernels/scratch.h"
+#include "kernels/wload-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace tern::kernels {
@@ -64,65 +65,18 @@ constexpr int NRFor(int mr) {
   return mr == 1 ? 4 : mr == 2 ? 3 : 2;
 }
 
-// Loads one step (2 f32 vectors) of a W row starting at element k.
-template <DType kDT>
-struct WRow;
-
-template <>
-struct WRow<DType::kBF16> {
-  static constexpr size_t kBytes = 2;
-  static HWY_INLINE void Load(const uint8_t* row, size_t k, VF& lo, VF& hi) {
-    const DF df;
-#if HWY_TARGET == HWY_SCALAR  // one lane cannot hold a pair of bf16
-    uint16_t pair[2];
-    std::memcpy(pair, row + k * 2, 4);
-    lo = hn::Set(df, Bf16ToF32(pair[0]));
-    hi = hn::Set(df, Bf16ToF32(pair[1]));
-#else
-    const hn::RebindToUnsigned<DF> du32;
-    const hn::Repartition<uint16_t, DF> du16;
-    const auto u = hn::BitCast(du32, hn::LoadU(du16, reinterpret_cast<const uint16_t*>(row) + k));
-    lo = hn::BitCast(df, hn::ShiftLeft<16>(u));                    // elements 2i
-    hi = hn::BitCast(df, hn::And(u, hn::Set(du32, 0xFFFF0000u)));  // elements 2i + 1
-#endif
-  }
-};
-
-template <>
-struct WRow<DType::kF16> {
-  static constexpr size_t kBytes = 2;
-  static HWY_INLINE void Load(const uint8_t* row, size_t k, VF& lo, VF& hi) {
-    const DF df;
-    const hn::Rebind<hwy::float16_t, DF> dh;
-    const auto* p = reinterpret_cast<const hwy::float16_t*>(row) + k;
-    lo = hn::PromoteTo(df, hn::LoadU(dh, p));
-    hi = hn::PromoteTo(df, hn::LoadU(dh, p + hn::Lanes(df)));
-  }
-};
-
-template <>
-struct WRow<DType::kF32> {
-  static constexpr size_t kBytes = 4;
-  static HWY_INLINE void Load(const uint8_t* row, size_t k, VF& lo, VF& hi) {
-    const DF df;
-    const float* p = reinterpret_cast<const float*>(row) + k;
-    lo = hn::LoadU(df, p);
-    hi = hn::LoadU(df, p + hn::Lanes(df));
-  }
-};
-
-// Whether x must be stored as (even, odd) halves per step to match WRow::Load.
-constexpr bool InterleavedX(DType dt) { return dt == DType::kBF16; }
+using wload::Fmt;
+using wload::WLoad;
 
 // One step of the tile: acc[i][j] += W[j][k..k+S) · x[i][k..k+S).
-template <DType kDT, int MR, int NR>
-HWY_INLINE void TileStep(const float* HWY_RESTRICT x, size_t ldxs, size_t kx, const uint8_t* const* rows, size_t kw,
-                         VF (&acc)[MR][NR]) {
+template <Fmt kF, int MR, int NR>
+HWY_INLINE void TileStep(const float* HWY_RESTRICT x, size_t ldxs, size_t kx, const uint8_t* const* rows,
+                         const uint8_t* const* srows, size_t kw, VF (&acc)[MR][NR]) {
   const DF df;
   const size_t L = hn::Lanes(df);
   VF lo[NR], hi[NR];
   HWY_UNROLL(8)
-  for (int j = 0; j < NR; ++j) WRow<kDT>::Load(rows[j], kw, lo[j], hi[j]);
+  for (int j = 0; j < NR; ++j) WLoad<kF>::Load(rows[j], srows[j], kw, lo[j], hi[j]);
   HWY_UNROLL(8)
   for (int i = 0; i < MR; ++i) {
     const VF xl = hn::LoadU(df, x + i * ldxs + kx);
@@ -136,18 +90,18 @@ HWY_INLINE void TileStep(const float* HWY_RESTRICT x, size_t ldxs, size_t kx, co
 }
 
 // sums[i * NR + j] = sum over k in [k0, k1) of x[i][k] * W[j][k], where x has
-// row stride ldxs (prepared, zero-padded) and rows[j] points at W row j.
+// row stride ldxs (prepared, zero-padded), rows[j] points at W row j and
+// srows[j] at its block scales (formats with block scales), both at k = 0.
 // k0 is a multiple of S; k1 is too unless it equals K (the tail).
 // With `prefetch`, requests every row ~1 KiB ahead of the loads and, when
 // next_rows is not null, the rows of the next tile at the same column: a
 // tile's rows are then already in cache when it starts, instead of each row
 // starting with a full memory latency (rows are only 2-6 KiB long).
-template <DType kDT, int MR, int NR>
-HWY_NOINLINE void Tile(const float* HWY_RESTRICT x, size_t ldxs, const uint8_t* const* rows,
+template <Fmt kF, int MR, int NR>
+HWY_NOINLINE void Tile(const float* HWY_RESTRICT x, size_t ldxs, const uint8_t* const* rows, const uint8_t* const* srows,
                        const uint8_t* const* next_rows, size_t k0, size_t k1, bool prefetch, float* HWY_RESTRICT sums) {
   const DF df;
   const size_t S = 2 * hn::Lanes(df);
-  constexpr size_t kBytes = WRow<kDT>::kBytes;
   constexpr size_t kPrefetchBytes = 1024;
   VF acc[MR][NR];
   for (int i = 0; i < MR; ++i)
@@ -157,27 +111,36 @@ HWY_NOINLINE void Tile(const float* HWY_RESTRICT x, size_t ldxs, const uint8_t* 
   size_t k = k0;
   if (prefetch) {
     for (; k < kmain; k += S) {
-      const size_t byte = k * kBytes;
-      if ((byte & 63) < S * kBytes) {  // once per cache line of the rows
+      const size_t byte = wload::RowBytes<kF>(k);
+      if ((byte & 63) < wload::RowBytes<kF>(S)) {  // once per cache line of the rows
         for (int j = 0; j < NR; ++j) hwy::Prefetch(rows[j] + byte + kPrefetchBytes);
         if (next_rows != nullptr)
           for (int j = 0; j < NR; ++j) hwy::Prefetch(next_rows[j] + byte);
       }
-      TileStep<kDT, MR, NR>(x, ldxs, k, rows, k, acc);
+      TileStep<kF, MR, NR>(x, ldxs, k, rows, srows, k, acc);
     }
   } else {
-    for (; k < kmain; k += S) TileStep<kDT, MR, NR>(x, ldxs, k, rows, k, acc);
+    for (; k < kmain; k += S) TileStep<kF, MR, NR>(x, ldxs, k, rows, srows, k, acc);
   }
   if (k < k1) {
-    // Tail: the last partial step of each W row, zero-padded (x is padded too).
+    // Tail: the last partial step of each W row, zero-padded (x is padded
+    // too), with the scales that cover it (k is a multiple of S, which
+    // divides both block sizes, so they start at element k's scale).
     alignas(64) uint8_t buf[NR][2 * HWY_MAX_BYTES];
+    alignas(64) uint8_t sbuf[NR][16];
     const uint8_t* tail_rows[NR];
+    const uint8_t* tail_srows[NR];
     for (int j = 0; j < NR; ++j) {
       std::memset(buf[j], 0, sizeof(buf[j]));
-      std::memcpy(buf[j], rows[j] + k * kBytes, (k1 - k) * kBytes);
+      std::memcpy(buf[j], rows[j] + wload::RowBytes<kF>(k), wload::RowBytes<kF>(k1 - k));
       tail_rows[j] = buf[j];
+      std::memset(sbuf[j], 0, sizeof(sbuf[j]));
+      if (srows[j] != nullptr)
+        std::memcpy(sbuf[j], srows[j] + wload::ScaleBytes<kF>(k),
+                    wload::ScaleBytes<kF>(k1 - 1) - wload::ScaleBytes<kF>(k) + (kF == Fmt::kFp8Block ? 4 : 1));
+      tail_srows[j] = sbuf[j];
     }
-    TileStep<kDT, MR, NR>(x, ldxs, k, tail_rows, 0, acc);
+    TileStep<kF, MR, NR>(x, ldxs, k, tail_rows, tail_srows, 0, acc);
   }
   for (int i = 0; i < MR; ++i)
     for (int j = 0; j < NR; ++j) sums[i * NR + j] = hn::GetLane(hn::SumOfLanes(df, acc[i][j]));
@@ -185,40 +148,51 @@ HWY_NOINLINE void Tile(const float* HWY_RESTRICT x, size_t ldxs, const uint8_t* 
 
 // Computes (or, with `accumulate`, adds to) y[0..MR)[n0..n1) the partial
 // products over k in [k0, k1) of MR prepared x rows and W rows n0..n1.
-template <DType kDT, int MR>
+// k0 is a multiple of the format's block size along K (16 for NVFP4, 128 for
+// block FP8). The per-tensor global_scale is applied here, to the sums.
+template <Fmt kF, int MR>
 void RowBlock(const float* xs, size_t ldxs, const MatrixView& w, size_t n0, size_t n1, size_t k0, size_t k1, float* y,
               size_t ldy, bool accumulate, bool prefetch) {
   constexpr int NR = NRFor(MR);
   const auto* base = static_cast<const uint8_t*>(w.data);
-  const size_t row_bytes = size_t(w.row_stride) * WRow<kDT>::kBytes;
+  const size_t row_bytes = wload::RowBytes<kF>(size_t(w.row_stride));
+  const size_t k0_bytes = wload::RowBytes<kF>(k0), k0_scale = wload::ScaleBytes<kF>(k0);
+  const auto scale_row = [&](size_t n) {
+    const uint8_t* s = wload::ScaleRow<kF>(w, n);
+    return s == nullptr ? s : s + k0_scale;
+  };
+  const float g = w.global_scale;
   for (size_t n = n0; n < n1; n += NR) {
     // Past the end of the range, repeat the last row: its results are dropped.
     const uint8_t* rows[NR];
+    const uint8_t* srows[NR];
     const uint8_t* next[NR];
     for (int j = 0; j < NR; ++j) {
-      rows[j] = base + std::min(n + j, n1 - 1) * row_bytes + k0 * WRow<kDT>::kBytes;
-      next[j] = base + std::min(n + NR + j, n1 - 1) * row_bytes + k0 * WRow<kDT>::kBytes;
+      const size_t r = std::min(n + j, n1 - 1);
+      rows[j] = base + r * row_bytes + k0_bytes;
+      srows[j] = scale_row(r);
+      next[j] = base + std::min(n + NR + j, n1 - 1) * row_bytes + k0_bytes;
     }
     float sums[MR * NR];
-    Tile<kDT, MR, NR>(xs + k0, ldxs, rows, n + NR < n1 ? next : nullptr, 0, k1 - k0, prefetch, sums);
+    Tile<kF, MR, NR>(xs + k0, ldxs, rows, srows, n + NR < n1 ? next : nullptr, 0, k1 - k0, prefetch, sums);
     const size_t valid = std::min<size_t>(NR, n1 - n);
     for (int i = 0; i < MR; ++i) {
       float* yi = y + i * ldy + n;
       if (accumulate) {
-        for (size_t j = 0; j < valid; ++j) yi[j] += sums[i * NR + j];
+        for (size_t j = 0; j < valid; ++j) yi[j] += sums[i * NR + j] * g;
       } else {
-        for (size_t j = 0; j < valid; ++j) yi[j] = sums[i * NR + j];
+        for (size_t j = 0; j < valid; ++j) yi[j] = sums[i * NR + j] * g;
       }
     }
   }
 }
 
-template <DType kDT, int MR = kMaxMR>
+template <Fmt kF, int MR = kMaxMR>
 void RowBlockFor(size_t mr, const float* xs, size_t ldxs, const MatrixView& w, size_t n0, size_t n1, size_t k0,
                  size_t k1, float* y, size_t ldy, bool accumulate, bool prefetch) {
   if constexpr (MR >= 1) {
-    if (mr == MR) return RowBlock<kDT, MR>(xs, ldxs, w, n0, n1, k0, k1, y, ldy, accumulate, prefetch);
-    if constexpr (MR > 1) RowBlockFor<kDT, MR - 1>(mr, xs, ldxs, w, n0, n1, k0, k1, y, ldy, accumulate, prefetch);
+    if (mr == MR) return RowBlock<kF, MR>(xs, ldxs, w, n0, n1, k0, k1, y, ldy, accumulate, prefetch);
+    if constexpr (MR > 1) RowBlockFor<kF, MR - 1>(mr, xs, ldxs, w, n0, n1, k0, k1, y, ldy, accumulate, prefetch);
   }
 }
 
@@ -253,11 +227,11 @@ void PrepareRows(const float* x, size_t ldx, size_t m0, size_t m1, size_t K, siz
   }
 }
 
-template <DType kDT>
+template <Fmt kF>
 void MatMulTyped(const float* xs, size_t kp, size_t M, const MatrixView& w, float* y, size_t ldy, ThreadPool& pool) {
   const size_t N = size_t(w.rows), K = size_t(w.cols);
   const size_t S = 2 * hn::Lanes(DF());
-  constexpr size_t kBytes = WRow<kDT>::kBytes;
+  const size_t kBytes = std::max<size_t>(1, wload::RowBytes<kF>(S) / S);  // (NVFP4 counts as 1)
   // Decode streams W from memory; larger M reuses each chunk of W from L2.
   const bool streaming = M <= size_t(kMaxMR);
   // KC: x rows of a block (kMaxMR * KC floats) stay in L1 next to NR rows of W.
@@ -266,6 +240,7 @@ void MatMulTyped(const float* xs, size_t kp, size_t M, const MatrixView& w, floa
   // NC: a chunk of W (NC * KC elements) fills about a quarter of L2 ...
   constexpr size_t kChunkBytes = 256 * 1024, kRowQuantum = 24;  // 24: a multiple of every NR
   size_t nc = std::max(kRowQuantum, kChunkBytes / (kc * kBytes) / kRowQuantum * kRowQuantum);
+  static_assert(kKcElements % kFp8Block == 0, "K blocks must hold whole scale blocks");
   // ... but there are at least ~4 chunks per thread for balance (~8 when
   // streaming: the last chunk is read by one thread alone, at less than the
   // machine's bandwidth).
@@ -281,7 +256,7 @@ void MatMulTyped(const float* xs, size_t kp, size_t M, const MatrixView& w, floa
       const size_t k1 = std::min(K, k0 + kc);
       for (size_t b = 0; b < num_blocks; ++b) {
         const size_t m0 = b * M / num_blocks, m1 = (b + 1) * M / num_blocks;
-        RowBlockFor<kDT>(m1 - m0, xs + m0 * kp, kp, w, n0, n1, k0, k1, y + m0 * ldy, ldy, k0 > 0, streaming);
+        RowBlockFor<kF>(m1 - m0, xs + m0 * kp, kp, w, n0, n1, k0, k1, y + m0 * ldy, ldy, k0 > 0, streaming);
       }
     }
   });
@@ -296,28 +271,30 @@ void MatMulImpl(const float* x, int64_t M, int64_t ldx, const MatrixView& w, flo
     for (int64_t m = 0; m < M; ++m) std::fill(y + m * ldy, y + m * ldy + w.rows, 0.0f);
     return;
   }
-  if (w.dtype != DType::kBF16 && w.dtype != DType::kF16 && w.dtype != DType::kF32) {
-    // Outside the contract of ops.h; the reference handles more formats (slowly).
-    ref::MatMul(x, M, ldx, w, y, ldy);
-    return;
-  }
+  const Fmt fmt = wload::FmtOf(w);
   const size_t S = 2 * hn::Lanes(DF());
   const size_t kp = (K + S - 1) / S * S;
   float* xs = ThreadScratch(ScratchSlot::kMatMulX, size_t(M) * kp);
-  const bool interleave = InterleavedX(w.dtype);
+  const bool interleave = fmt == Fmt::kBF16 || fmt == Fmt::kNvfp4;
   if (size_t(M) * K >= (size_t(1) << 16)) {
     pool.ParallelFor(size_t(M), 1,
                      [&](size_t b, size_t e, size_t) { PrepareRows(x, size_t(ldx), b, e, K, kp, interleave, xs); });
   } else {
     PrepareRows(x, size_t(ldx), 0, size_t(M), K, kp, interleave, xs);
   }
-  switch (w.dtype) {
-    case DType::kBF16:
-      return MatMulTyped<DType::kBF16>(xs, kp, size_t(M), w, y, size_t(ldy), pool);
-    case DType::kF16:
-      return MatMulTyped<DType::kF16>(xs, kp, size_t(M), w, y, size_t(ldy), pool);
-    default:
-      return MatMulTyped<DType::kF32>(xs, kp, size_t(M), w, y, size_t(ldy), pool);
+  switch (fmt) {
+    case Fmt::kBF16:
+      return MatMulTyped<Fmt::kBF16>(xs, kp, size_t(M), w, y, size_t(ldy), pool);
+    case Fmt::kF16:
+      return MatMulTyped<Fmt::kF16>(xs, kp, size_t(M), w, y, size_t(ldy), pool);
+    case Fmt::kF32:
+      return MatMulTyped<Fmt::kF32>(xs, kp, size_t(M), w, y, size_t(ldy), pool);
+    case Fmt::kNvfp4:
+      return MatMulTyped<Fmt::kNvfp4>(xs, kp, size_t(M), w, y, size_t(ldy), pool);
+    case Fmt::kFp8:
+      return MatMulTyped<Fmt::kFp8>(xs, kp, size_t(M), w, y, size_t(ldy), pool);
+    case Fmt::kFp8Block:
+      return MatMulTyped<Fmt::kFp8Block>(xs, kp, size_t(M), w, y, size_t(ldy), pool);
   }
 }
 

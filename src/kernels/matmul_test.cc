@@ -137,10 +137,92 @@ TEST(MatMulTest, EmptyShapes) {
   }
 }
 
-// Formats outside ops.h's contract still give the right answer (via the reference).
-TEST(MatMulTest, OtherDtypesFallBackToReference) {
-  ThreadPool pool(2);
-  CheckCase({.M = 3, .N = 5, .K = 19}, DType::kF8E4M3, pool, 300);
+// Quantized weights: every implementation against the reference's exact
+// dequantization, on shapes that cover the GEMV tail (K not a multiple of the
+// SIMD step), several K blocks (1024 in GEMV, 256 in GEMM), FP8 block scales
+// changing along both N and K, and padded row and scale strides.
+struct QuantCase {
+  WeightFormat format;
+  bool block_scales;
+  Case c;
+};
+
+void CheckQuantCase(const QuantCase& q, ThreadPool& pool, uint32_t seed) {
+  const Case& c = q.c;
+  SCOPED_TRACE(::testing::Message() << "M=" << c.M << " N=" << c.N << " K=" << c.K << " format="
+                                    << (q.format == WeightFormat::kNvfp4 ? "nvfp4" : "fp8")
+                                    << (q.block_scales ? " (block scales)" : "") << " threads=" << pool.size());
+  std::mt19937 rng(seed);
+  const int64_t ldx = c.K + c.ldx_pad, ldy = c.N + c.ldy_pad;
+  std::vector<float> xbuf = RandomFloats(rng, size_t(c.M * ldx) + c.x_offset);
+  const float* x = xbuf.data() + c.x_offset;
+  testing::QuantTestMatrix w(rng, q.format, q.block_scales, c.N, c.K, c.stride_pad, c.w_byte_offset);
+
+  std::vector<float> want(size_t(c.M * ldy)), tol(size_t(c.M * ldy));
+  ref::MatMul(x, c.M, ldx, w.view, want.data(), ldy);
+  for (int64_t m = 0; m < c.M; ++m)
+    for (int64_t n = 0; n < c.N; ++n) {
+      double mag = 0;
+      for (int64_t k = 0; k < c.K; ++k) mag += std::fabs(double(x[m * ldx + k]) * ref::MatrixAt(w.view, n, k));
+      tol[size_t(m * ldy + n)] = float(double(c.K + 64) * std::ldexp(1.0, -24) * mag + 1e-30);
+    }
+  for (const Impl& impl : kImpls) {
+    SCOPED_TRACE(impl.name);
+    std::vector<float> y(size_t(c.M * ldy), -12345.0f);
+    impl.fn(x, c.M, ldx, w.view, y.data(), ldy, pool);
+    int failures = 0;
+    for (int64_t m = 0; m < c.M && failures < 5; ++m)
+      for (int64_t n = 0; n < c.N && failures < 5; ++n) {
+        const size_t i = size_t(m * ldy + n);
+        if (!(std::fabs(double(y[i]) - want[i]) <= tol[i])) {
+          ADD_FAILURE() << "y[" << m << "," << n << "] = " << y[i] << ", want " << want[i] << " (tol " << tol[i] << ")";
+          ++failures;
+        }
+      }
+  }
+}
+
+TEST(MatMulTest, QuantizedWeightsMatchReference) {
+  const Case shapes[] = {
+      {.M = 1, .N = 1, .K = 16},   {.M = 1, .N = 7, .K = 48},      {.M = 2, .N = 9, .K = 80},
+      {.M = 5, .N = 31, .K = 272}, {.M = 6, .N = 10, .K = 64},     {.M = 7, .N = 29, .K = 1056},
+      {.M = 17, .N = 51, .K = 144, .ldx_pad = 3, .stride_pad = 1, .ldy_pad = 2, .x_offset = 1, .w_byte_offset = 3},
+      {.M = 3, .N = 300, .K = 400},
+  };
+  uint32_t seed = 400;
+  ForEachSimdTarget([&] {
+    for (size_t threads : {1, 2}) {
+      ThreadPool pool(threads);
+      for (const Case& c : shapes) {
+        CheckQuantCase({WeightFormat::kNvfp4, false, c}, pool, seed++);
+        CheckQuantCase({WeightFormat::kFp8, false, c}, pool, seed++);
+        CheckQuantCase({WeightFormat::kFp8, true, c}, pool, seed++);
+      }
+      // FP8 with K not a multiple of 16 (no block constraint there).
+      CheckQuantCase({WeightFormat::kFp8, true, {.M = 3, .N = 130, .K = 131}}, pool, seed++);
+      CheckQuantCase({WeightFormat::kFp8, false, {.M = 9, .N = 5, .K = 37}}, pool, seed++);
+    }
+  });
+}
+
+// DequantizeRows equals the reference element by element, bit for bit, for
+// any row range and K range (including ranges that start mid-step).
+TEST(DequantizeRowsTest, ExactForEveryFormat) {
+  uint32_t seed = 500;
+  ForEachSimdTarget([&] {
+    for (auto [format, block] : {std::pair{WeightFormat::kNvfp4, false}, std::pair{WeightFormat::kFp8, false},
+                                 std::pair{WeightFormat::kFp8, true}}) {
+      std::mt19937 rng(seed++);
+      testing::QuantTestMatrix w(rng, format, block, 133, 272, 1, 5);
+      for (auto [k0, k1] : {std::pair<int64_t, int64_t>{0, 272}, {16, 144}, {128, 272}, {32, 48}}) {
+        const int64_t n0 = 3, rows = 130, width = k1 - k0;
+        std::vector<float> got(size_t(rows * (width + 1)), -1.0f), want(got.size(), -1.0f);
+        DequantizeRows(w.view, n0, rows, k0, k1, got.data(), width + 1);
+        ref::DequantizeRows(w.view, n0, rows, k0, k1, want.data(), width + 1);
+        for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(F32ToBits(got[i]), F32ToBits(want[i])) << "element " << i;
+      }
+    }
+  });
 }
 
 TEST(SimdTargetTest, ReportsAndSwitchesTargets) {

@@ -17,14 +17,35 @@
 
 namespace tern::kernels {
 
-// A read-only matrix W[N, K] in the checkpoint's dtype (F32, BF16 or F16).
-// Row n starts at data + n * row_stride elements (row_stride >= K).
+// How the elements of a MatrixView are stored.
+//   kDense: `dtype` F32, BF16 or F16; element (n, k) at data[n * row_stride + k].
+//   kNvfp4: NVIDIA ModelOpt NVFP4. data: U8 [N, row_stride / 2], two E2M1 codes
+//           per byte along K, the low nibble first (element 2j in the low
+//           nibble of byte j). scales: F8_E4M3 [N, K / 16] with row stride
+//           scale_stride, one per 16 consecutive elements of a row. K % 16 == 0.
+//           W[n, k] = e2m1(code) * e4m3(scales[n, k / 16]) * global_scale.
+//   kFp8:   data: F8_E4M3 [N, row_stride]. Without `scales`, one per-tensor
+//           scale: W = e4m3 * global_scale (ModelOpt FP8). With `scales`, 128x128
+//           blocks (Qwen/DeepSeek FP8 `weight_scale_inv`): f32
+//           [ceil(N / 128), ceil(K / 128)] with row stride scale_stride,
+//           W[n, k] = e4m3 * scales[n / 128, k / 128] * global_scale.
+enum class WeightFormat : uint8_t { kDense, kNvfp4, kFp8 };
+
+inline constexpr int64_t kNvfp4Block = 16;  // elements per NVFP4 block scale
+inline constexpr int64_t kFp8Block = 128;   // rows and columns per FP8 block scale
+
+// A read-only matrix W[N, K] (see WeightFormat). Row n starts at element
+// n * row_stride (row_stride >= K).
 struct MatrixView {
   DType dtype = DType::kF32;
   const void* data = nullptr;
   int64_t rows = 0;        // N
   int64_t cols = 0;        // K
   int64_t row_stride = 0;  // in elements
+  WeightFormat format = WeightFormat::kDense;
+  const void* scales = nullptr;
+  int64_t scale_stride = 0;  // in scale elements
+  float global_scale = 1.0f;
 };
 
 // y[M, N] = x[M, K] · W[N, K]^T.
@@ -52,6 +73,11 @@ void AddInPlace(float* a, const float* b, int64_t n);
 
 // out[i] = float(src[i]) for n elements of dtype F32, BF16, F16 or F8_E4M3.
 void ConvertToF32(DType dtype, const void* src, int64_t n, float* out);
+
+// out[r, k - k0] = W[n0 + r, k] for r < rows, k in [k0, k1), any WeightFormat
+// (exact dequantization in f32). out: row stride ldo. For kNvfp4, k0 and k1
+// are multiples of 16 (or k1 == K).
+void DequantizeRows(const MatrixView& w, int64_t n0, int64_t rows, int64_t k0, int64_t k1, float* out, int64_t ldo);
 
 // --- Paged attention -------------------------------------------------------
 

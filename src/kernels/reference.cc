@@ -49,7 +49,29 @@ int64_t KvOffset(const KvPages& kv, int64_t pos, int64_t head) {
 
 }  // namespace
 
-float MatrixAt(const MatrixView& w, int64_t n, int64_t k) { return LoadAs(w.dtype, w.data, n * w.row_stride + k); }
+float MatrixAt(const MatrixView& w, int64_t n, int64_t k) {
+  switch (w.format) {
+    case WeightFormat::kDense:
+      return LoadAs(w.dtype, w.data, n * w.row_stride + k);
+    case WeightFormat::kNvfp4: {
+      const uint8_t byte = LoadRaw<uint8_t>(w.data, (n * w.row_stride + k) / 2);
+      const uint8_t code = k % 2 == 0 ? byte & 0xf : byte >> 4;
+      const float scale = E4M3ToF32(LoadRaw<uint8_t>(w.scales, n * w.scale_stride + k / kNvfp4Block));
+      return E2M1ToF32(code) * scale * w.global_scale;
+    }
+    case WeightFormat::kFp8: {
+      float v = E4M3ToF32(LoadRaw<uint8_t>(w.data, n * w.row_stride + k));
+      if (w.scales != nullptr) v *= LoadRaw<float>(w.scales, (n / kFp8Block) * w.scale_stride + k / kFp8Block);
+      return v * w.global_scale;
+    }
+  }
+  return 0.0f;
+}
+
+void DequantizeRows(const MatrixView& w, int64_t n0, int64_t rows, int64_t k0, int64_t k1, float* out, int64_t ldo) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t k = k0; k < k1; ++k) out[r * ldo + k - k0] = MatrixAt(w, n0 + r, k);
+}
 
 void MatMul(const float* x, int64_t M, int64_t ldx, const MatrixView& w, float* y, int64_t ldy) {
   for (int64_t m = 0; m < M; ++m)

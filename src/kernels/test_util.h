@@ -67,4 +67,60 @@ struct TestMatrix {
   }
 };
 
+// A quantized matrix [rows, cols] (WeightFormat kNvfp4 or kFp8, with or
+// without 128x128 block scales) of random codes and scales, padded with 0xFF
+// (a NaN scale, a NaN FP8 code) past every row and scale row. For NVFP4,
+// cols % 16 == 0. Codes cover every value, signs and zeros included, except
+// FP8's NaN codes.
+struct QuantTestMatrix {
+  std::vector<uint8_t> codes;
+  std::vector<uint8_t> scale_bytes;
+  MatrixView view;
+
+  QuantTestMatrix(std::mt19937& rng, WeightFormat format, bool block_scales, int64_t rows, int64_t cols,
+                  int64_t stride_pad = 0, size_t byte_offset = 0) {
+    std::uniform_int_distribution<int> byte(0, 255);
+    std::uniform_real_distribution<float> unit(0.5f, 2.0f);
+    view.format = format;
+    view.rows = rows;
+    view.cols = cols;
+    view.global_scale = unit(rng) * 0.01f;
+    if (format == WeightFormat::kNvfp4) {
+      view.dtype = DType::kU8;
+      view.row_stride = cols + 16 * stride_pad;
+      const int64_t row_bytes = view.row_stride / 2;
+      codes.assign(byte_offset + size_t(rows * row_bytes) + 64, 0xFF);
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t b = 0; b < cols / 2; ++b) codes[byte_offset + size_t(r * row_bytes + b)] = uint8_t(byte(rng));
+      view.scale_stride = cols / kNvfp4Block + stride_pad;
+      scale_bytes.assign(size_t(rows * view.scale_stride) + 64, 0xFF);
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t b = 0; b < cols / kNvfp4Block; ++b)
+          scale_bytes[size_t(r * view.scale_stride + b)] = F32ToE4M3(unit(rng) * (b % 3 == 0 ? 64.0f : 1.0f));
+    } else {
+      view.dtype = DType::kF8E4M3;
+      view.row_stride = cols + stride_pad;
+      codes.assign(byte_offset + size_t(rows * view.row_stride) + 64, 0xFF);
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t k = 0; k < cols; ++k) {
+          int v = byte(rng);
+          while ((v & 0x7f) == 0x7f) v = byte(rng);
+          codes[byte_offset + size_t(r * view.row_stride + k)] = uint8_t(v);
+        }
+      if (block_scales) {
+        const int64_t br = (rows + kFp8Block - 1) / kFp8Block, bc = (cols + kFp8Block - 1) / kFp8Block;
+        view.scale_stride = bc + stride_pad;
+        scale_bytes.assign(size_t(br * view.scale_stride) * 4 + 64, 0xFF);
+        for (int64_t r = 0; r < br; ++r)
+          for (int64_t b = 0; b < bc; ++b) {
+            const float s = unit(rng);
+            std::memcpy(&scale_bytes[size_t(r * view.scale_stride + b) * 4], &s, 4);
+          }
+      }
+    }
+    view.data = codes.data() + byte_offset;
+    view.scales = scale_bytes.empty() ? nullptr : scale_bytes.data();
+  }
+};
+
 }  // namespace tern::kernels::testing

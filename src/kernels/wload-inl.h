@@ -1,0 +1,292 @@
+// Loading weight rows into f32 vectors, one "step" of S = 2 * Lanes(DF)
+// consecutive elements of K at a time, for every WeightFormat (ops.h). Shared
+// by the decode kernel (matmul_gemv_hwy.cc, which multiplies the vectors in
+// registers) and DequantizeRows (which stores them for the packed GEMM). A
+// per-target header: included after foreach_target.h, re-read per target.
+//
+// A step yields two vectors (lo, hi). For the "interleaved" formats, in which
+// one 32-bit lane or one byte holds a pair of consecutive elements (BF16,
+// NVFP4), lo holds the even elements k, k+2, ... and hi the odd ones; for the
+// others lo holds elements [k, k+L) and hi [k+L, k+2L). Callers either permute
+// x to match (the GEMV) or re-interleave on store (DequantizeRows).
+//
+// Scales: NVFP4 block scales (E4M3, one per 16 elements) and FP8 128x128
+// block scales (f32) are applied here, per step; the per-tensor factor
+// (global_scale) is left to the caller, which applies it once per dot product.
+
+// Per-target include guard (Highway's convention).
+#if defined(TERN_KERNELS_WLOAD_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef TERN_KERNELS_WLOAD_INL_H_
+#undef TERN_KERNELS_WLOAD_INL_H_
+#else
+#define TERN_KERNELS_WLOAD_INL_H_
+#endif
+
+#include <cstring>
+
+#include "base/dtype.h"
+#include "hwy/highway.h"
+#include "kernels/ops.h"
+#include "kernels/reference.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace tern::kernels {
+namespace HWY_NAMESPACE {
+namespace wload {
+
+namespace hn = hwy::HWY_NAMESPACE;
+
+using DF = hn::ScalableTag<float>;
+using DU = hn::RebindToUnsigned<DF>;
+using VF = hn::Vec<DF>;
+
+// The storage formats the kernels are instantiated for.
+enum class Fmt { kF32, kBF16, kF16, kNvfp4, kFp8, kFp8Block };
+
+inline Fmt FmtOf(const MatrixView& w) {
+  switch (w.format) {
+    case WeightFormat::kNvfp4:
+      return Fmt::kNvfp4;
+    case WeightFormat::kFp8:
+      return w.scales != nullptr ? Fmt::kFp8Block : Fmt::kFp8;
+    case WeightFormat::kDense:
+      break;
+  }
+  return w.dtype == DType::kBF16 ? Fmt::kBF16 : w.dtype == DType::kF16 ? Fmt::kF16 : Fmt::kF32;
+}
+
+// E4M3 value of every byte, for scalar scale lookups.
+struct E4M3Table {
+  float v[256];
+  E4M3Table() {
+    for (int i = 0; i < 256; ++i) v[i] = E4M3ToF32(uint8_t(i));
+  }
+};
+inline const E4M3Table& E4M3s() {
+  static const E4M3Table t;
+  return t;
+}
+
+template <Fmt F>
+struct WLoad;
+
+// Shared pieces of a format: bytes of W per element (as a fraction) and of
+// the scale row per element.
+template <Fmt F>
+constexpr size_t RowBytes(size_t elements) {
+  if constexpr (F == Fmt::kF32) return elements * 4;
+  if constexpr (F == Fmt::kBF16 || F == Fmt::kF16) return elements * 2;
+  if constexpr (F == Fmt::kNvfp4) return elements / 2;
+  return elements;  // FP8
+}
+// Byte offset into the scale row of element k's scale.
+template <Fmt F>
+constexpr size_t ScaleBytes(size_t k) {
+  if constexpr (F == Fmt::kNvfp4) return k / size_t(kNvfp4Block);
+  if constexpr (F == Fmt::kFp8Block) return k / size_t(kFp8Block) * sizeof(float);
+  return 0;
+}
+template <Fmt F>
+constexpr bool kInterleaved = F == Fmt::kBF16 || F == Fmt::kNvfp4;
+
+template <>
+struct WLoad<Fmt::kBF16> {
+  static HWY_INLINE void Load(const uint8_t* row, const uint8_t*, size_t k, VF& lo, VF& hi) {
+    const DF df;
+#if HWY_TARGET == HWY_SCALAR  // one lane cannot hold a pair of bf16
+    uint16_t pair[2];
+    std::memcpy(pair, row + k * 2, 4);
+    lo = hn::Set(df, Bf16ToF32(pair[0]));
+    hi = hn::Set(df, Bf16ToF32(pair[1]));
+#else
+    const hn::RebindToUnsigned<DF> du32;
+    const hn::Repartition<uint16_t, DF> du16;
+    const auto u = hn::BitCast(du32, hn::LoadU(du16, reinterpret_cast<const uint16_t*>(row) + k));
+    lo = hn::BitCast(df, hn::ShiftLeft<16>(u));                    // elements 2i
+    hi = hn::BitCast(df, hn::And(u, hn::Set(du32, 0xFFFF0000u)));  // elements 2i + 1
+#endif
+  }
+};
+
+template <>
+struct WLoad<Fmt::kF16> {
+  static HWY_INLINE void Load(const uint8_t* row, const uint8_t*, size_t k, VF& lo, VF& hi) {
+    const DF df;
+    const hn::Rebind<hwy::float16_t, DF> dh;
+    const auto* p = reinterpret_cast<const hwy::float16_t*>(row) + k;
+    lo = hn::PromoteTo(df, hn::LoadU(dh, p));
+    hi = hn::PromoteTo(df, hn::LoadU(dh, p + hn::Lanes(df)));
+  }
+};
+
+template <>
+struct WLoad<Fmt::kF32> {
+  static HWY_INLINE void Load(const uint8_t* row, const uint8_t*, size_t k, VF& lo, VF& hi) {
+    const DF df;
+    const float* p = reinterpret_cast<const float*>(row) + k;
+    lo = hn::LoadU(df, p);
+    hi = hn::LoadU(df, p + hn::Lanes(df));
+  }
+};
+
+// NVFP4: a step is S/2 bytes, byte i holding elements k+2i (low nibble) and
+// k+2i+1 (high nibble); S is 16 (AVX2: one block scale), 32 (AVX-512: two,
+// lanes 0-7 and 8-15) or 2 (SCALAR).
+template <>
+struct WLoad<Fmt::kNvfp4> {
+  static HWY_INLINE void Load(const uint8_t* row, const uint8_t* srow, size_t k, VF& lo, VF& hi) {
+    const DF df;
+    const float* e4m3 = E4M3s().v;
+    const uint8_t* bytes = row + k / 2;
+    const uint8_t* scales = srow + k / size_t(kNvfp4Block);
+#if HWY_TARGET == HWY_SCALAR
+    const float s = e4m3[scales[0]];
+    lo = hn::Set(df, kE2M1Values[bytes[0] & 0xf] * s);
+    hi = hn::Set(df, kE2M1Values[bytes[0] >> 4] * s);
+#else
+    const DU du;
+    const hn::Rebind<uint8_t, DF> d8;
+    const auto b = hn::PromoteTo(du, hn::LoadU(d8, bytes));  // one byte per lane
+#if HWY_TARGET == HWY_AVX2
+    // vpermps reads only the low 3 bits of each index, so the codes need no
+    // masking; the sign (code bit 3) is moved to the float's sign bit.
+    const VF table = hn::Mul(hn::LoadU(df, kE2M1Values), hn::Set(df, e4m3[scales[0]]));
+    const auto sign = hn::Set(du, 0x80000000u);
+    const __m256i hi_codes = _mm256_srli_epi32(b.raw, 4);
+    lo = VF{_mm256_permutevar8x32_ps(table.raw, b.raw)};
+    hi = VF{_mm256_permutevar8x32_ps(table.raw, hi_codes)};
+    lo = hn::Xor(lo, hn::BitCast(df, hn::And(hn::ShiftLeft<28>(b), sign)));
+    hi = hn::Xor(hi, hn::BitCast(df, hn::And(hn::ShiftLeft<24>(b), sign)));
+#else
+    // 16 lanes (AVX-512) or 4 (SSE-class): the signed table by the 4-bit code
+    // for 16 lanes, magnitude plus sign for fewer.
+    const hn::RebindToSigned<DF> di;
+    const size_t L = hn::Lanes(df);
+    VF scale;
+    if (L >= 16) {
+      HWY_ALIGN float s[HWY_MAX_BYTES / sizeof(float)];
+      for (size_t i = 0; i < L; ++i) s[i] = e4m3[scales[i / 8]];
+      scale = hn::Load(df, s);
+    } else {
+      scale = hn::Set(df, e4m3[scales[0]]);
+    }
+    const auto code_lo = hn::And(b, hn::Set(du, 0xfu)), code_hi = hn::ShiftRight<4>(b);
+    if (L >= 16) {
+      const VF table = hn::LoadU(df, kE2M1Values);
+      lo = hn::TableLookupLanes(table, hn::IndicesFromVec(df, hn::BitCast(di, code_lo)));
+      hi = hn::TableLookupLanes(table, hn::IndicesFromVec(df, hn::BitCast(di, code_hi)));
+    } else {
+      HWY_ALIGN float m[HWY_MAX_BYTES / sizeof(float)];
+      HWY_ALIGN uint32_t cl[HWY_MAX_BYTES / sizeof(float)], ch[HWY_MAX_BYTES / sizeof(float)];
+      hn::Store(code_lo, du, cl);
+      hn::Store(code_hi, du, ch);
+      for (size_t i = 0; i < L; ++i) m[i] = kE2M1Values[cl[i]];
+      lo = hn::Load(df, m);
+      for (size_t i = 0; i < L; ++i) m[i] = kE2M1Values[ch[i]];
+      hi = hn::Load(df, m);
+    }
+    lo = hn::Mul(lo, scale);
+    hi = hn::Mul(hi, scale);
+#endif
+#endif
+  }
+};
+
+// E4M3 bytes in the low 8 bits of each lane -> f32, times `scale`: the
+// exponent and mantissa bits placed in an f32 (<< 20) and multiplied by
+// 2^(127 - 7) give the value, subnormals included; the sign bit is copied.
+// (The NaN codes 0x7f/0xff decode as +-480: checkpoints do not hold them.)
+#if HWY_TARGET != HWY_SCALAR
+HWY_INLINE VF E4M3Lanes(hn::Vec<DU> v, VF scale) {
+  const DF df;
+  const DU du;
+  const VF mag = hn::BitCast(df, hn::ShiftLeft<20>(hn::And(v, hn::Set(du, 0x7fu))));
+  return hn::Or(hn::Mul(mag, scale), hn::BitCast(df, hn::ShiftLeft<24>(hn::And(v, hn::Set(du, 0x80u)))));
+}
+#endif
+
+template <bool kBlockScale>
+HWY_INLINE void LoadFp8(const uint8_t* row, const uint8_t* srow, size_t k, VF& lo, VF& hi) {
+  const DF df;
+  float s = 1.0f;
+  if constexpr (kBlockScale) std::memcpy(&s, srow + ScaleBytes<Fmt::kFp8Block>(k), sizeof(float));
+#if HWY_TARGET == HWY_SCALAR
+  const float* e4m3 = E4M3s().v;
+  lo = hn::Set(df, e4m3[row[k]] * s);
+  hi = hn::Set(df, e4m3[row[k + 1]] * s);
+#else
+  const DU du;
+  const hn::Rebind<uint8_t, DF> d8;
+  const VF scale = hn::Set(df, 0x1p120f * s);
+  lo = E4M3Lanes(hn::PromoteTo(du, hn::LoadU(d8, row + k)), scale);
+  hi = E4M3Lanes(hn::PromoteTo(du, hn::LoadU(d8, row + k + hn::Lanes(df))), scale);
+#endif
+}
+
+template <>
+struct WLoad<Fmt::kFp8> {
+  static HWY_INLINE void Load(const uint8_t* row, const uint8_t* srow, size_t k, VF& lo, VF& hi) {
+    LoadFp8<false>(row, srow, k, lo, hi);
+  }
+};
+
+template <>
+struct WLoad<Fmt::kFp8Block> {
+  static HWY_INLINE void Load(const uint8_t* row, const uint8_t* srow, size_t k, VF& lo, VF& hi) {
+    LoadFp8<true>(row, srow, k, lo, hi);
+  }
+};
+
+// Start of row n's scales (bytes), or null for formats without block scales.
+template <Fmt F>
+HWY_INLINE const uint8_t* ScaleRow(const MatrixView& w, size_t n) {
+  const auto* s = static_cast<const uint8_t*>(w.scales);
+  if constexpr (F == Fmt::kNvfp4) return s + n * size_t(w.scale_stride);
+  if constexpr (F == Fmt::kFp8Block) return s + n / size_t(kFp8Block) * size_t(w.scale_stride) * sizeof(float);
+  return nullptr;
+}
+
+// out[r * ldo + k - k0] = W[n0 + r, k] for r < rows, k in [k0, k1), exact
+// (ops.h DequantizeRows).
+template <Fmt F>
+void DequantRows(const MatrixView& w, size_t n0, size_t rows, size_t k0, size_t k1, float* HWY_RESTRICT out,
+                 size_t ldo) {
+  const DF df;
+  const size_t L = hn::Lanes(df), S = 2 * L;
+  const auto* base = static_cast<const uint8_t*>(w.data);
+  const VF g = hn::Set(df, w.global_scale);
+  for (size_t r = 0; r < rows; ++r) {
+    const size_t n = n0 + r;
+    const uint8_t* row = base + RowBytes<F>(n * size_t(w.row_stride));
+    const uint8_t* srow = ScaleRow<F>(w, n);
+    float* o = out + r * ldo - k0;
+    size_t k = k0;
+    // Whole steps start at multiples of S, which divides both block sizes.
+    for (; k < k1 && k % S != 0; ++k) o[k] = ref::MatrixAt(w, int64_t(n), int64_t(k));
+    for (; k + S <= k1; k += S) {
+      VF lo, hi;
+      WLoad<F>::Load(row, srow, k, lo, hi);
+      lo = hn::Mul(lo, g);
+      hi = hn::Mul(hi, g);
+      if constexpr (kInterleaved<F>) {
+#if HWY_TARGET == HWY_SCALAR
+        o[k] = hn::GetLane(lo);
+        o[k + 1] = hn::GetLane(hi);
+#else
+        hn::StoreInterleaved2(lo, hi, df, o + k);
+#endif
+      } else {
+        hn::StoreU(lo, df, o + k);
+        hn::StoreU(hi, df, o + k + L);
+      }
+    }
+    for (; k < k1; ++k) o[k] = ref::MatrixAt(w, int64_t(n), int64_t(k));
+  }
+}
+
+}  // namespace wload
+}  // namespace HWY_NAMESPACE
+}  // namespace tern::kernels
+HWY_AFTER_NAMESPACE();
+
+#endif  // per-target include guard
