@@ -55,11 +55,14 @@ Command RegisterBench(CLI::App& app) {
   app.add_option("--gen-tokens", o->gen_tokens, "tokens to decode")->default_val(64);
   app.add_option("--prefill-chunk", o->chunk, "prompt tokens per forward")->default_val(512);
   app.add_option("--threads", o->threads, "threads (0: all cores)")->default_val(0);
+  auto numerics = AddQuantNumericsOption(app);
   app.add_option("--reps", o->reps, "measured repetitions (medians are reported)")->default_val(3);
   app.add_option("--kv-cache-dtype", o->kv_dtype, "KV cache dtype: auto, f32, f16, bf16")->default_val("auto");
   app.add_flag("--bandwidth", o->bandwidth_only, "only measure the memory read bandwidth");
   app.add_option("--json", o->json_out, "also write the results as JSON to this file");
-  return [o]() {
+  return [o, numerics]() {
+    auto num = numerics();
+    if (!num.ok()) return Fail("bench: " + num.status().message());
     if (o->bandwidth_only) {
       ThreadPool pool(o->threads);
       BandwidthResult bw = MeasureReadBandwidth(pool);
@@ -70,7 +73,7 @@ Command RegisterBench(CLI::App& app) {
     if (o->model.empty()) return Fail("bench: --model is required (or --bandwidth)");
     if (o->prompt_tokens <= 0 || o->gen_tokens <= 0 || o->reps <= 0 || o->chunk <= 0)
       return Fail("bench: --prompt-tokens, --gen-tokens, --prefill-chunk and --reps must be positive");
-    auto session = Session::Open(o->model, o->threads, /*need_tokenizer=*/false);
+    auto session = Session::Open(o->model, o->threads, /*need_tokenizer=*/false, *num);
     if (!session.ok()) return Fail(session.status().message());
     Model& model = *(*session)->model;
     const ModelConfig& cfg = model.config();

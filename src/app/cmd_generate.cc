@@ -44,11 +44,14 @@ Command RegisterGenerate(CLI::App& app) {
   app.add_option("--logits-out", o->logits_out, "write float32 logits [steps, vocab] to this .npy file");
   app.add_option("--prefill-chunk", o->prefill_chunk, "prompt tokens per forward pass")->default_val(512);
   app.add_option("--threads", o->threads, "worker threads (0: all cores)")->default_val(0);
+  auto numerics = AddQuantNumericsOption(app);
   app.add_option("--kv-cache-dtype", o->kv_dtype, "KV cache dtype: auto, f32, f16, bf16")->default_val("auto");
-  return [o, prompt, ids]() {
+  return [o, prompt, ids, numerics]() {
+    auto num = numerics();
+    if (!num.ok()) return Fail("generate: " + num.status().message());
     if (!*prompt && !*ids) return Fail("generate: give --prompt or --prompt-ids");
     if (o->max_tokens <= 0) return Fail("generate: --max-tokens must be positive");
-    auto session = Session::Open(o->model, o->threads, /*need_tokenizer=*/!*ids || !o->stop.empty());
+    auto session = Session::Open(o->model, o->threads, /*need_tokenizer=*/!*ids || !o->stop.empty(), *num);
     if (!session.ok()) return Fail(session.status().message());
     Session& s = **session;
 

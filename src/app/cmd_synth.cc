@@ -15,6 +15,7 @@ Command RegisterSynth(CLI::App& app) {
   app.add_option("--out", o->out_dir, "output directory")->required();
   app.add_option("--tokenizer", o->tokenizer_dir, "copy tokenizer.json and tokenizer_config.json from this directory");
   app.add_option("--dtype", *dtype, "weight dtype: bf16, f32 or f16")->default_val("bf16");
+  app.add_option("--quant", o->quant, "quantize the weights: nvfp4, fp8 (ModelOpt layout) or fp8-block (128x128)");
   return [o, dtype]() {
     if (*dtype == "bf16") o->dtype = DType::kBF16;
     else if (*dtype == "f32") o->dtype = DType::kF32;

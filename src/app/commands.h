@@ -6,6 +6,9 @@
 
 #include <CLI/CLI.hpp>
 
+#include "base/status.h"
+#include "model/linear.h"
+
 namespace tern::app {
 
 using Command = std::function<int()>;
@@ -18,6 +21,11 @@ Command RegisterBench(CLI::App& app);
 Command RegisterTemplate(CLI::App& app);
 Command RegisterServe(CLI::App& app);
 Command RegisterBenchServing(CLI::App& app);
+Command RegisterQuantize(CLI::App& app);
+
+// Adds --quant-numerics (w4a16 | w4a4) to a command; the returned function
+// reads the parsed choice.
+std::function<Result<ActivationNumerics>()> AddQuantNumericsOption(CLI::App& app);
 
 // Prints "tern: <message>" to stderr and returns 1.
 int Fail(const std::string& message);

@@ -33,6 +33,7 @@ int main(int argc, char** argv) {
   add("check", "validate a running OpenAI-compatible server (tern, SGLang, vLLM, llama.cpp)", tern::check::RegisterCheck);
   add("bench-serving", "load-test a running server (throughput, TTFT, inter-token latency)", RegisterBenchServing);
   add("bench", "measure prefill and decode speed against the memory bandwidth", RegisterBench);
+  add("quantize", "write an NVFP4 or FP8 checkpoint (ModelOpt layout) from a BF16 one", RegisterQuantize);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -8,7 +8,8 @@
 
 namespace tern::app {
 
-Result<std::unique_ptr<Session>> Session::Open(const std::string& dir, size_t threads, bool need_tokenizer) {
+Result<std::unique_ptr<Session>> Session::Open(const std::string& dir, size_t threads, bool need_tokenizer,
+                                               ActivationNumerics numerics) {
   auto s = std::make_unique<Session>();
   s->dir = dir;
   std::error_code ec;
@@ -19,7 +20,7 @@ Result<std::unique_ptr<Session>> Session::Open(const std::string& dir, size_t th
     s->tokenizer.emplace(std::move(t));
   }
   TERN_ASSIGN_OR_RETURN(s->generation, LoadGenerationDefaults(dir));
-  TERN_ASSIGN_OR_RETURN(s->model, LoadModel(dir, LoadOptions{.threads = threads}));
+  TERN_ASSIGN_OR_RETURN(s->model, LoadModel(dir, LoadOptions{.threads = threads, .numerics = numerics}));
   s->eos_token_ids = s->generation.eos_token_ids.empty() ? s->model->config().eos_token_ids : s->generation.eos_token_ids;
   return s;
 }

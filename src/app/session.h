@@ -23,7 +23,8 @@ struct Session {
   std::vector<int32_t> eos_token_ids;  // generation_config's, else config's
 
   // need_tokenizer: fail when tokenizer.json is missing or bad (else load it if present).
-  static Result<std::unique_ptr<Session>> Open(const std::string& dir, size_t threads, bool need_tokenizer);
+  static Result<std::unique_ptr<Session>> Open(const std::string& dir, size_t threads, bool need_tokenizer,
+                                               ActivationNumerics numerics = ActivationNumerics::kFull);
 
   // Sampling defaults from generation_config.json (greedy when it says do_sample false).
   SamplingParams DefaultSampling() const;

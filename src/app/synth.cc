@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "app/quantize_run.h"
 #include "base/mapped_file.h"
 #include "model/synth_checkpoint.h"
 #include "tokenize/synthetic.h"
@@ -14,7 +15,30 @@
 namespace tern {
 namespace fs = std::filesystem;
 
+Status SynthesizeUnquantized(const SynthOptions& o);
+
 Status Synthesize(const SynthOptions& o) {
+  if (o.quant.empty()) return SynthesizeUnquantized(o);
+  app::QuantizeRun run;
+  if (o.quant == "nvfp4") run.options.format = CheckpointQuant::kNvfp4;
+  else if (o.quant == "fp8") run.options.format = CheckpointQuant::kFp8;
+  else if (o.quant == "fp8-block") run.options.format = CheckpointQuant::kFp8Block;
+  else return Status::Errorf("synth: unknown --quant \"{}\" (nvfp4, fp8, fp8-block)", o.quant);
+  // The unquantized checkpoint first, beside the output, then quantized from it.
+  SynthOptions plain = o;
+  plain.quant.clear();
+  plain.out_dir = o.out_dir + ".unquantized.tmp";
+  std::error_code ec;
+  fs::remove_all(plain.out_dir, ec);
+  TERN_RETURN_IF_ERROR(SynthesizeUnquantized(plain));
+  run.in_dir = plain.out_dir;
+  run.out_dir = o.out_dir;
+  Result<std::string> r = app::RunQuantize(run);
+  fs::remove_all(plain.out_dir, ec);
+  return r.ok() ? Status::Ok() : r.status();
+}
+
+Status SynthesizeUnquantized(const SynthOptions& o) {
   const SynthPreset* preset = nullptr;
   std::vector<SynthPreset> presets = SynthPresets();
   std::string names;

@@ -20,6 +20,9 @@ struct SynthOptions {
   std::string tokenizer_dir;  // copy tokenizer.json/tokenizer_config.json from here; empty: generate one
   DType dtype = DType::kBF16;  // F32, BF16 or F16
   int64_t max_shard_bytes = int64_t(2) << 30;  // larger checkpoints are sharded with an index
+  // "nvfp4", "fp8" or "fp8-block": write the checkpoint quantized (as `tern
+  // quantize` would from the unquantized one); empty: unquantized.
+  std::string quant;
 };
 
 Status Synthesize(const SynthOptions& opts);

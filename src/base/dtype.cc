@@ -98,7 +98,7 @@ uint8_t F32ToE4M3(float f) {
 }
 
 uint8_t F32ToE2M1(float f) {
-  const uint8_t sign = std::signbit(f) ? 0x8 : 0;
+  const uint8_t sign = f < 0.0f ? 0x8 : 0;  // (-0 and NaN encode as +, as ModelOpt's sign(x) < 0)
   const float a = std::fabs(f);
   uint8_t m;
   // Boundaries from ModelOpt's _cast_fp4: ties go to the even mantissa.

@@ -1,10 +1,13 @@
 #include "model/attention_block.h"
 
+#include <array>
 #include <cmath>
+#include <optional>
+#include <utility>
 
 namespace tern {
 
-Result<AttentionBlock> AttentionBlock::Load(const TensorStore& store, const std::string& prefix,
+Result<AttentionBlock> AttentionBlock::Load(const WeightLoader& w, const std::string& prefix,
                                             const ModelConfig& cfg, int64_t cache_layer, bool qk_norm) {
   AttentionBlock a;
   a.q_heads = cfg.num_attention_heads;
@@ -15,13 +18,24 @@ Result<AttentionBlock> AttentionBlock::Load(const TensorStore& store, const std:
   a.cache_layer = cache_layer;
   const int64_t H = cfg.hidden_size, D = cfg.head_dim;
   const bool bias = cfg.attention_bias;
-  TERN_ASSIGN_OR_RETURN(a.q_proj, LoadLinear(store, prefix + "q_proj", a.q_heads * D, H, bias));
-  TERN_ASSIGN_OR_RETURN(a.k_proj, LoadLinear(store, prefix + "k_proj", a.kv_heads * D, H, bias));
-  TERN_ASSIGN_OR_RETURN(a.v_proj, LoadLinear(store, prefix + "v_proj", a.kv_heads * D, H, bias));
-  TERN_ASSIGN_OR_RETURN(a.o_proj, LoadLinear(store, prefix + "o_proj", H, a.q_heads * D, bias));
+  TERN_ASSIGN_OR_RETURN(a.q_proj, w.Load(prefix + "q_proj", a.q_heads * D, H, bias));
+  TERN_ASSIGN_OR_RETURN(a.k_proj, w.Load(prefix + "k_proj", a.kv_heads * D, H, bias));
+  TERN_ASSIGN_OR_RETURN(a.v_proj, w.Load(prefix + "v_proj", a.kv_heads * D, H, bias));
+  TERN_ASSIGN_OR_RETURN(a.o_proj, w.Load(prefix + "o_proj", H, a.q_heads * D, bias));
   if (qk_norm) {
-    TERN_ASSIGN_OR_RETURN(a.q_norm, LoadVector(store, prefix + "q_norm.weight", D));
-    TERN_ASSIGN_OR_RETURN(a.k_norm, LoadVector(store, prefix + "k_norm.weight", D));
+    TERN_ASSIGN_OR_RETURN(a.q_norm, w.Vector(prefix + "q_norm.weight", D));
+    TERN_ASSIGN_OR_RETURN(a.k_norm, w.Vector(prefix + "k_norm.weight", D));
+  }
+  // ModelOpt names them k_proj.k_scale / v_proj.v_scale; some exports use self_attn.k_scale.
+  for (auto [dst, names] : {std::pair{&a.k_scale, std::array{"k_proj.k_scale", "k_scale"}},
+                            std::pair{&a.v_scale, std::array{"v_proj.v_scale", "v_scale"}}}) {
+    for (const char* name : names) {
+      TERN_ASSIGN_OR_RETURN(std::optional<float> s, w.Scalar(prefix + name));
+      if (!s) continue;
+      if (!(*s > 0.0f) || !std::isfinite(*s))
+        return Status::Errorf("'{}{}' is {}; expected a positive finite KV-cache scale", prefix, name, *s);
+      *dst = *s;
+    }
   }
   return a;
 }

@@ -18,9 +18,12 @@ struct AttentionBlock {
   int64_t q_heads = 0, kv_heads = 0, head_dim = 0, rotary_dim = 0;
   float norm_eps = 1e-6f;
   int64_t cache_layer = 0;  // index among the model's attention layers
+  // FP8 KV-cache scales from the checkpoint (`k_proj.k_scale`, `v_proj.v_scale`:
+  // k = e4m3 * k_scale); 0 when the checkpoint has none.
+  float k_scale = 0.0f, v_scale = 0.0f;
 
   // Loads `<prefix>q_proj` etc. (prefix like "model.layers.3.self_attn.").
-  static Result<AttentionBlock> Load(const TensorStore& store, const std::string& prefix, const ModelConfig& cfg,
+  static Result<AttentionBlock> Load(const WeightLoader& w, const std::string& prefix, const ModelConfig& cfg,
                                      int64_t cache_layer, bool qk_norm);
 
   // x: [rows, hidden] (already normed); out: [rows, hidden].

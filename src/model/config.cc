@@ -162,7 +162,9 @@ Result<ModelConfig> ParseModelConfig(const std::string& json_text, const std::st
 Result<ModelConfig> LoadModelConfig(const std::string& dir) {
   const std::string path = (std::filesystem::path(dir) / "config.json").string();
   TERN_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
-  return ParseModelConfig(text, path);
+  TERN_ASSIGN_OR_RETURN(ModelConfig cfg, ParseModelConfig(text, path));
+  TERN_ASSIGN_OR_RETURN(cfg.quant, LoadQuantConfig(dir, text));
+  return cfg;
 }
 
 Result<GenerationDefaults> LoadGenerationDefaults(const std::string& dir) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "model/quant_config.h"
 
 namespace tern {
 
@@ -37,6 +38,8 @@ struct ModelConfig {
   // Token ids from config.json (may be overridden by generation_config.json).
   std::vector<int32_t> eos_token_ids;
   std::optional<int32_t> bos_token_id;
+  // Declared quantization (config.json quantization_config, hf_quant_config.json).
+  QuantConfig quant;
 
   // Whether layer i uses the sparse MoE block (HF Qwen3-MoE rule).
   bool IsMoeLayer(int64_t layer) const;
@@ -52,7 +55,7 @@ struct GenerationDefaults {
 
 // Parses the text of a config.json. Errors name `source`.
 Result<ModelConfig> ParseModelConfig(const std::string& json_text, const std::string& source);
-// Reads DIR/config.json.
+// Reads DIR/config.json (and DIR/hf_quant_config.json when present).
 Result<ModelConfig> LoadModelConfig(const std::string& dir);
 // Reads DIR/generation_config.json; an absent file gives empty defaults.
 Result<GenerationDefaults> LoadGenerationDefaults(const std::string& dir);

@@ -6,8 +6,8 @@
 
 namespace tern {
 
-DecoderModel::DecoderModel(ModelConfig cfg, TensorStore store, size_t threads)
-    : cfg_(std::move(cfg)), store_(std::move(store)), pool_(threads) {}
+DecoderModel::DecoderModel(ModelConfig cfg, TensorStore store, const LoadOptions& opts)
+    : cfg_(std::move(cfg)), store_(std::move(store)), numerics_(opts.numerics), pool_(opts.threads) {}
 
 CacheSpec DecoderModel::cache_spec() const {
   return CacheSpec{.attention_layers = int64_t(layers.size()), .kv_heads = cfg_.num_key_value_heads,
@@ -100,6 +100,25 @@ int64_t DecoderModel::WeightBytesPerToken() const {
     }, l.ffn);
   }
   return bytes;
+}
+
+void DecoderModel::ForEachLinear(const std::function<void(Linear&)>& fn) {
+  for (auto& l : layers) {
+    AttentionBlock& a = l.attention;
+    for (Linear* p : {&a.q_proj, &a.k_proj, &a.v_proj, &a.o_proj}) fn(*p);
+    std::visit(
+        [&](auto& f) {
+          if constexpr (std::is_same_v<std::decay_t<decltype(f)>, MoeFfn>) {
+            fn(f.router);
+            for (DenseFfn& e : f.experts)
+              for (Linear* p : {&e.gate_proj, &e.up_proj, &e.down_proj}) fn(*p);
+          } else {
+            for (Linear* p : {&f.gate_proj, &f.up_proj, &f.down_proj}) fn(*p);
+          }
+        },
+        l.ffn);
+  }
+  fn(lm_head);
 }
 
 int64_t DecoderModel::WeightBytes() const {

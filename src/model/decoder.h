@@ -3,6 +3,7 @@
 // blocks each layer has and what its tensors are called.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <variant>
@@ -23,15 +24,19 @@ struct DecoderLayer {
 
 class DecoderModel final : public Model {
  public:
-  DecoderModel(ModelConfig cfg, TensorStore store, size_t threads);
+  DecoderModel(ModelConfig cfg, TensorStore store, const LoadOptions& opts);
 
   // Architecture files fill these during loading.
   TensorStore& store() { return store_; }
   const TensorStore& store() const { return store_; }
+  WeightLoader loader() const { return WeightLoader(store_, cfg_.quant, numerics_); }
   const TensorView* embed_tokens = nullptr;  // [vocab, hidden]
   std::vector<DecoderLayer> layers;
   std::vector<float> final_norm;  // [hidden]
   Linear lm_head;                 // [vocab, hidden]; may view embed_tokens when tied
+
+  // Calls fn on every Linear layer (attention, MLP, experts, routers, lm_head).
+  void ForEachLinear(const std::function<void(Linear&)>& fn);
 
   // Checks that every tensor in the files was used by the architecture.
   Status CheckAllTensorsUsed(const std::vector<std::string>& ignored_prefixes) const;
@@ -49,6 +54,7 @@ class DecoderModel final : public Model {
 
   ModelConfig cfg_;
   TensorStore store_;
+  ActivationNumerics numerics_;
   ThreadPool pool_;
   BatchLayout layout_;
   Scratch scratch_;

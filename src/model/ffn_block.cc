@@ -9,13 +9,48 @@
 
 namespace tern {
 
-Result<DenseFfn> DenseFfn::Load(const TensorStore& store, const std::string& prefix, int64_t hidden, int64_t ffn) {
+Result<DenseFfn> DenseFfn::Load(const WeightLoader& w, const std::string& prefix, int64_t hidden, int64_t ffn) {
   DenseFfn f;
-  TERN_ASSIGN_OR_RETURN(f.gate_proj, LoadLinear(store, prefix + "gate_proj", ffn, hidden));
-  TERN_ASSIGN_OR_RETURN(f.up_proj, LoadLinear(store, prefix + "up_proj", ffn, hidden));
-  TERN_ASSIGN_OR_RETURN(f.down_proj, LoadLinear(store, prefix + "down_proj", hidden, ffn));
+  TERN_ASSIGN_OR_RETURN(f.gate_proj, w.Load(prefix + "gate_proj", ffn, hidden));
+  TERN_ASSIGN_OR_RETURN(f.up_proj, w.Load(prefix + "up_proj", ffn, hidden));
+  TERN_ASSIGN_OR_RETURN(f.down_proj, w.Load(prefix + "down_proj", hidden, ffn));
   return f;
 }
+
+namespace {
+
+// Experts fused into 3-D tensors (see MoeFfn::Load).
+Result<std::vector<DenseFfn>> LoadFusedExperts(const WeightLoader& w, const std::string& prefix,
+                                               const ModelConfig& cfg) {
+  const int64_t E = cfg.num_experts, H = cfg.hidden_size, F = cfg.moe_intermediate_size;
+  const TensorStore& st = w.store();
+  TERN_ASSIGN_OR_RETURN(const TensorView* gu, st.Get(prefix + "experts.gate_up_proj", {E, 2 * F, H}));
+  TERN_ASSIGN_OR_RETURN(const TensorView* dn, st.Get(prefix + "experts.down_proj", {E, H, F}));
+  for (const TensorView* t : {gu, dn})
+    if (t->dtype != DType::kF32 && t->dtype != DType::kBF16 && t->dtype != DType::kF16)
+      return Status::Errorf("{}: fused expert tensor '{}' has dtype {}; expected F32, BF16 or F16 (quantized experts "
+                            "are read per expert)",
+                            *t->file, t->name, DTypeName(t->dtype));
+  const auto view = [](const TensorView* t, int64_t offset_rows, int64_t rows, int64_t cols) {
+    const size_t es = DTypeSize(t->dtype);
+    return kernels::MatrixView{.dtype = t->dtype, .data = t->data + size_t(offset_rows * cols) * es, .rows = rows,
+                               .cols = cols, .row_stride = cols};
+  };
+  std::vector<DenseFfn> experts(static_cast<size_t>(E));
+  for (int64_t e = 0; e < E; ++e) {
+    DenseFfn& f = experts[size_t(e)];
+    f.gate_proj.w = view(gu, e * 2 * F, F, H);
+    f.up_proj.w = view(gu, e * 2 * F + F, F, H);
+    f.down_proj.w = view(dn, e * H, H, F);
+    // Per-expert names, as a per-expert checkpoint (and `tern quantize`) calls them.
+    f.gate_proj.name = fmt::format("{}experts.{}.gate_proj", prefix, e);
+    f.up_proj.name = fmt::format("{}experts.{}.up_proj", prefix, e);
+    f.down_proj.name = fmt::format("{}experts.{}.down_proj", prefix, e);
+  }
+  return experts;
+}
+
+}  // namespace
 
 void DenseFfn::Forward(const float* x, int64_t rows, float* out, Scratch& s, ThreadPool& pool) const {
   const int64_t F = gate_proj.out();
@@ -27,16 +62,20 @@ void DenseFfn::Forward(const float* x, int64_t rows, float* out, Scratch& s, Thr
   down_proj.Forward(g, rows, out, pool);
 }
 
-Result<MoeFfn> MoeFfn::Load(const TensorStore& store, const std::string& prefix, const ModelConfig& cfg) {
+Result<MoeFfn> MoeFfn::Load(const WeightLoader& w, const std::string& prefix, const ModelConfig& cfg) {
   MoeFfn m;
   m.top_k = cfg.num_experts_per_tok;
   m.norm_topk_prob = cfg.norm_topk_prob;
   if (cfg.moe_intermediate_size <= 0)
     return Status::Errorf("{}: moe_intermediate_size must be positive for a MoE layer", prefix);
-  TERN_ASSIGN_OR_RETURN(m.router, LoadLinear(store, prefix + "gate", cfg.num_experts, cfg.hidden_size));
+  TERN_ASSIGN_OR_RETURN(m.router, w.Load(prefix + "gate", cfg.num_experts, cfg.hidden_size));
+  if (w.store().Find(prefix + "experts.gate_up_proj")) {
+    TERN_ASSIGN_OR_RETURN(m.experts, LoadFusedExperts(w, prefix, cfg));
+    return m;
+  }
   m.experts.reserve(size_t(cfg.num_experts));
   for (int64_t e = 0; e < cfg.num_experts; ++e) {
-    TERN_ASSIGN_OR_RETURN(DenseFfn f, DenseFfn::Load(store, fmt::format("{}experts.{}.", prefix, e), cfg.hidden_size,
+    TERN_ASSIGN_OR_RETURN(DenseFfn f, DenseFfn::Load(w, fmt::format("{}experts.{}.", prefix, e), cfg.hidden_size,
                                                      cfg.moe_intermediate_size));
     m.experts.push_back(std::move(f));
   }

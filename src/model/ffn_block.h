@@ -16,7 +16,7 @@ struct DenseFfn {
   Linear gate_proj, up_proj, down_proj;
 
   // Loads `<prefix>gate_proj` etc. (prefix like "model.layers.3.mlp."), intermediate size `ffn`.
-  static Result<DenseFfn> Load(const TensorStore& store, const std::string& prefix, int64_t hidden, int64_t ffn);
+  static Result<DenseFfn> Load(const WeightLoader& w, const std::string& prefix, int64_t hidden, int64_t ffn);
   // x: [rows, hidden]; out: [rows, hidden] (overwritten).
   void Forward(const float* x, int64_t rows, float* out, Scratch& s, ThreadPool& pool) const;
   int64_t bytes() const { return gate_proj.bytes() + up_proj.bytes() + down_proj.bytes(); }
@@ -28,8 +28,12 @@ struct MoeFfn {
   int64_t top_k = 0;
   bool norm_topk_prob = true;
 
-  // Loads `<prefix>gate` (router) and `<prefix>experts.{e}.{gate,up,down}_proj`.
-  static Result<MoeFfn> Load(const TensorStore& store, const std::string& prefix, const ModelConfig& cfg);
+  // Loads `<prefix>gate` (router) and the experts, stored either per expert
+  // (`<prefix>experts.{e}.{gate,up,down}_proj`, any weight format) or fused
+  // as in recent transformers (`<prefix>experts.gate_up_proj` [E, 2F, H] with
+  // gate in rows [0, F) and up in [F, 2F), `<prefix>experts.down_proj`
+  // [E, H, F]; F32/BF16/F16), viewed in place either way.
+  static Result<MoeFfn> Load(const WeightLoader& w, const std::string& prefix, const ModelConfig& cfg);
   void Forward(const float* x, int64_t rows, float* out, Scratch& s, ThreadPool& pool) const;
   // Bytes read per decoded token: router + top_k experts.
   int64_t active_bytes() const { return router.bytes() + top_k * experts[0].bytes(); }

@@ -1,4 +1,6 @@
-// Linear layers and norm weights as loaded from a checkpoint.
+// Linear layers and norm weights as loaded from a checkpoint, in any of the
+// weight formats tern computes with: F32/BF16/F16, NVFP4 (ModelOpt) and FP8
+// (per-tensor or 128x128 blocks). shared/specs/qwen-models-and-nvfp4.md §4.
 #pragma once
 
 #include <cstdint>
@@ -8,26 +10,82 @@
 #include "base/status.h"
 #include "base/thread_pool.h"
 #include "kernels/ops.h"
+#include "model/quant_config.h"
 #include "model/safetensors.h"
 
 namespace tern {
 
-// y = x W^T (+ b). W: [out, in] in the checkpoint's dtype (F32, BF16, F16), used in place.
+// How quantized Linear layers treat their input activations.
+enum class ActivationNumerics {
+  // Weights dequantized exactly, activations kept in f32 (Hopper-class GPUs
+  // with Marlin W4A16 kernels; tern's default).
+  kFull,
+  // NVFP4 layers quantize each 16-element block of their input to E2M1 with a
+  // dynamic E4M3 scale under the static input_scale, as Blackwell's W4A4 GEMM
+  // does (spec §4.5); FP8 layers with an input_scale quantize it to E4M3
+  // (W8A8). For telling kernel bugs from quantization error against a GPU.
+  kGpuQuantized,
+};
+
+// Records max |x| over a Linear's inputs (calibration for `tern quantize`).
+struct ActivationObserver {
+  float amax = 0.0f;
+};
+
+// y = x W^T (+ b). W: [out, in], viewed in place in the mapped checkpoint.
 struct Linear {
+  std::string name;  // module name in the checkpoint ("model.layers.0.self_attn.q_proj")
   kernels::MatrixView w;
   std::vector<float> bias;  // empty when the layer has none
+  QuantFormat format = QuantFormat::kNone;
+  float input_scale = 0.0f;       // static activation scale of a quantized layer (0: none in the file)
+  bool quantize_input = false;    // ActivationNumerics::kGpuQuantized applies to this layer
+  ActivationObserver* observer = nullptr;  // when set, Forward records its input's amax
 
   int64_t in() const { return w.cols; }
   int64_t out() const { return w.rows; }
-  int64_t bytes() const { return w.rows * w.row_stride * int64_t(DTypeSize(w.dtype)); }
+  // Bytes of weights (and block scales) read by one pass over the layer.
+  int64_t bytes() const;
   // x: [M, in] contiguous; y: [M, out] contiguous.
   void Forward(const float* x, int64_t M, float* y, ThreadPool& pool) const;
 };
 
-// Loads `<prefix>.weight` of shape [out, in] (and `<prefix>.bias` [out] when with_bias).
-Result<Linear> LoadLinear(const TensorStore& store, const std::string& prefix, int64_t out, int64_t in,
-                          bool with_bias = false);
-// Loads a 1-D tensor of `dim` elements as f32 (norm weights, biases).
-Result<std::vector<float>> LoadVector(const TensorStore& store, const std::string& name, int64_t dim);
+// Reads Linear layers and vectors from a checkpoint, checking each Linear's
+// stored format against the checkpoint's declared quantization.
+class WeightLoader {
+ public:
+  WeightLoader(const TensorStore& store, const QuantConfig& quant, ActivationNumerics numerics)
+      : store_(store), quant_(quant), numerics_(numerics) {}
+
+  // `<prefix>.weight` [out, in] and its scales (`weight_scale`,
+  // `weight_scale_2`, `input_scale` for NVFP4; `weight_scale` or
+  // `weight_scale_inv`, optional `input_scale` for FP8), plus `<prefix>.bias`
+  // [out] when with_bias.
+  Result<Linear> Load(const std::string& prefix, int64_t out, int64_t in, bool with_bias = false) const;
+  // A 1-D tensor of `dim` elements as f32 (norm weights, biases).
+  Result<std::vector<float>> Vector(const std::string& name, int64_t dim) const;
+  // A scalar F32 tensor (shape [] or [1]), or nullopt when absent. Marks it used.
+  Result<std::optional<float>> Scalar(const std::string& name) const;
+
+  const TensorStore& store() const { return store_; }
+  const QuantConfig& quant() const { return quant_; }
+  ActivationNumerics numerics() const { return numerics_; }
+
+ private:
+  Result<Linear> LoadNvfp4(const std::string& prefix, const TensorView& w, int64_t out, int64_t in) const;
+  Result<Linear> LoadFp8(const std::string& prefix, const TensorView& w, int64_t out, int64_t in) const;
+
+  const TensorStore& store_;
+  const QuantConfig& quant_;
+  ActivationNumerics numerics_;
+};
+
+// Blackwell-style NVFP4 activation quantization (spec §4.5), in place:
+// each 16-element block b of each row of x [M, K] becomes
+// e2m1(x / (s_b * input_scale)) * s_b * input_scale with the dynamic block scale
+// s_b = e4m3(max|x_b| / (6 * input_scale)). K % 16 == 0.
+void FakeQuantizeNvfp4Activations(float* x, int64_t M, int64_t K, float input_scale);
+// FP8 W8A8 with a static scale: x = e4m3(x / input_scale) * input_scale, in place.
+void FakeQuantizeFp8Activations(float* x, int64_t n, float input_scale);
 
 }  // namespace tern

@@ -19,7 +19,7 @@ Result<std::unique_ptr<Model>> LoadModel(const std::string& dir, const LoadOptio
                           cfg.model_type, known);
   }
   TERN_ASSIGN_OR_RETURN(TensorStore store, TensorStore::OpenDir(dir));
-  auto m = std::make_unique<DecoderModel>(std::move(cfg), std::move(store), opts.threads);
+  auto m = std::make_unique<DecoderModel>(std::move(cfg), std::move(store), opts);
   Status s = arch->second(*m);
   if (!s.ok()) return s.WithContext(fmt::format("loading {}", dir));
   // Buffers HF keeps in some checkpoints, and the vision tower and MTP head of

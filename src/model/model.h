@@ -13,6 +13,7 @@
 #include "base/thread_pool.h"
 #include "model/config.h"
 #include "model/kv_cache.h"
+#include "model/linear.h"
 
 namespace tern {
 
@@ -28,6 +29,7 @@ struct SequenceChunk {
 
 struct LoadOptions {
   size_t threads = 0;  // 0: all cores
+  ActivationNumerics numerics = ActivationNumerics::kFull;  // for quantized layers
 };
 
 class Model {

@@ -17,12 +17,14 @@ Status LoadQwenEmbeddingsAndHead(DecoderModel& m, const std::string& prefix) {
   if (m.embed_tokens->dtype != DType::kBF16 && m.embed_tokens->dtype != DType::kF32 &&
       m.embed_tokens->dtype != DType::kF16)
     return Status::Errorf("embed_tokens has dtype {}; expected F32, BF16 or F16", DTypeName(m.embed_tokens->dtype));
-  TERN_ASSIGN_OR_RETURN(m.final_norm, LoadVector(st, prefix + "norm.weight", c.hidden_size));
+  const WeightLoader w = m.loader();
+  TERN_ASSIGN_OR_RETURN(m.final_norm, w.Vector(prefix + "norm.weight", c.hidden_size));
   if (c.tie_word_embeddings && !st.Find("lm_head.weight")) {
+    m.lm_head.name = "lm_head";
     m.lm_head.w = kernels::MatrixView{.dtype = m.embed_tokens->dtype, .data = m.embed_tokens->data,
                                       .rows = c.vocab_size, .cols = c.hidden_size, .row_stride = c.hidden_size};
   } else {
-    TERN_ASSIGN_OR_RETURN(m.lm_head, LoadLinear(st, "lm_head", c.vocab_size, c.hidden_size));
+    TERN_ASSIGN_OR_RETURN(m.lm_head, w.Load("lm_head", c.vocab_size, c.hidden_size));
   }
   return Status::Ok();
 }
@@ -30,9 +32,10 @@ Status LoadQwenEmbeddingsAndHead(DecoderModel& m, const std::string& prefix) {
 Result<DecoderLayer> LoadQwen3LayerCommon(DecoderModel& m, const std::string& p, int64_t layer) {
   const ModelConfig& c = m.config();
   DecoderLayer l;
-  TERN_ASSIGN_OR_RETURN(l.input_norm, LoadVector(m.store(), p + "input_layernorm.weight", c.hidden_size));
-  TERN_ASSIGN_OR_RETURN(l.post_attn_norm, LoadVector(m.store(), p + "post_attention_layernorm.weight", c.hidden_size));
-  TERN_ASSIGN_OR_RETURN(l.attention, AttentionBlock::Load(m.store(), p + "self_attn.", c, layer, /*qk_norm=*/true));
+  const WeightLoader w = m.loader();
+  TERN_ASSIGN_OR_RETURN(l.input_norm, w.Vector(p + "input_layernorm.weight", c.hidden_size));
+  TERN_ASSIGN_OR_RETURN(l.post_attn_norm, w.Vector(p + "post_attention_layernorm.weight", c.hidden_size));
+  TERN_ASSIGN_OR_RETURN(l.attention, AttentionBlock::Load(w, p + "self_attn.", c, layer, /*qk_norm=*/true));
   return l;
 }
 
@@ -48,7 +51,7 @@ Status LoadQwen3(DecoderModel& m) {
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
     const std::string p = fmt::format("{}layers.{}.", prefix, i);
     TERN_ASSIGN_OR_RETURN(DecoderLayer l, LoadQwen3LayerCommon(m, p, i));
-    TERN_ASSIGN_OR_RETURN(l.ffn, DenseFfn::Load(m.store(), p + "mlp.", c.hidden_size, c.intermediate_size));
+    TERN_ASSIGN_OR_RETURN(l.ffn, DenseFfn::Load(m.loader(), p + "mlp.", c.hidden_size, c.intermediate_size));
     m.layers.push_back(std::move(l));
   }
   return Status::Ok();

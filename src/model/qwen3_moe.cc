@@ -2,6 +2,7 @@
 // Extra tensor names (HF Qwen3MoeForCausalLM), for MoE layers:
 //   model.layers.{i}.mlp.gate.weight [num_experts, H]            (router)
 //   model.layers.{i}.mlp.experts.{e}.{gate,up}_proj.weight [moe_ffn, H], down_proj.weight [H, moe_ffn]
+//   or fused: model.layers.{i}.mlp.experts.gate_up_proj [E, 2*moe_ffn, H], experts.down_proj [E, H, moe_ffn]
 // Layers listed in mlp_only_layers (or off the decoder_sparse_step grid) keep a dense MLP.
 #include <fmt/format.h>
 
@@ -18,9 +19,9 @@ Status LoadQwen3Moe(DecoderModel& m) {
     const std::string p = fmt::format("{}layers.{}.", prefix, i);
     TERN_ASSIGN_OR_RETURN(DecoderLayer l, LoadQwen3LayerCommon(m, p, i));
     if (c.IsMoeLayer(i)) {
-      TERN_ASSIGN_OR_RETURN(l.ffn, MoeFfn::Load(m.store(), p + "mlp.", c));
+      TERN_ASSIGN_OR_RETURN(l.ffn, MoeFfn::Load(m.loader(), p + "mlp.", c));
     } else {
-      TERN_ASSIGN_OR_RETURN(l.ffn, DenseFfn::Load(m.store(), p + "mlp.", c.hidden_size, c.intermediate_size));
+      TERN_ASSIGN_OR_RETURN(l.ffn, DenseFfn::Load(m.loader(), p + "mlp.", c.hidden_size, c.intermediate_size));
     }
     m.layers.push_back(std::move(l));
   }

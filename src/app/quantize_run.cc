@@ -1,0 +1,78 @@
+#include "app/quantize_run.h"
+
+#include <map>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "app/session.h"
+#include "engine/block_allocator.h"
+#include "engine/generate.h"
+#include "model/decoder.h"
+
+namespace tern::app {
+namespace {
+
+// Runs the prompt through the model with an observer on every Linear and
+// returns each one's input amax by module name.
+Result<std::map<std::string, float>> Calibrate(Session& s, const std::vector<int32_t>& ids) {
+  auto* model = dynamic_cast<DecoderModel*>(s.model.get());
+  if (model == nullptr) return Status::Error("quantize: calibration supports decoder models only");
+  std::map<std::string, std::unique_ptr<ActivationObserver>> observers;
+  model->ForEachLinear([&](Linear& l) {
+    auto& o = observers[l.name];
+    if (!o) o = std::make_unique<ActivationObserver>();
+    l.observer = o.get();
+  });
+  TERN_ASSIGN_OR_RETURN(std::unique_ptr<KvCache> cache, s.MakeCache(int64_t(ids.size()) + 1, "f32"));
+  BlockAllocator blocks(cache->num_blocks());
+  GenerateRequest req{.prompt = ids, .max_tokens = 1};
+  req.sampling.temperature = 0;
+  Result<GenerateResult> r = Generate(*s.model, *cache, blocks, req, nullptr);
+  model->ForEachLinear([](Linear& l) { l.observer = nullptr; });
+  if (!r.ok()) return r.status().WithContext("quantize: calibration run");
+  std::map<std::string, float> amax;
+  for (const auto& [name, o] : observers) amax[name] = o->amax;
+  return amax;
+}
+
+}  // namespace
+
+const std::string& DefaultCalibrationText() {
+  static const std::string kText =
+      "The history of the lighthouse begins with fires lit on hilltops to guide ships at night. Over the centuries, "
+      "towers of stone replaced them, and lenses made their light visible for twenty miles or more.\n\n"
+      "User: Can you explain how a hash table works?\nAssistant: A hash table stores key-value pairs in an array. A "
+      "hash function maps each key to an index; collisions are resolved by chaining or open addressing, so lookups "
+      "take constant time on average.\n\n"
+      "def fibonacci(n):\n    a, b = 0, 1\n    for _ in range(n):\n        a, b = b, a + b\n    return a\n\n"
+      "Shopping list: 3 apples, 12 eggs, 2 litres of milk, 500 g of flour. Total: 14.75 EUR.\n"
+      "17 x 19 = 323; 45 + 78 = 123; 96 - 38 = 58; sqrt(144) = 12.\n"
+      "La mer est calme ce matin. Der Himmel ist blau. El tren sale a las ocho.\n"
+      "{\"name\": \"get_weather\", \"arguments\": {\"location\": \"Paris\", \"unit\": \"celsius\"}}\n"
+      "In 1969, astronauts landed on the Moon; the mission lasted eight days, three hours and eighteen minutes.\n";
+  return kText;
+}
+
+Result<std::string> RunQuantize(QuantizeRun run) {
+  const bool needs_scales = run.options.format != CheckpointQuant::kFp8Block;
+  if (needs_scales) {
+    TERN_ASSIGN_OR_RETURN(std::unique_ptr<Session> s, Session::Open(run.in_dir, run.threads, /*need_tokenizer=*/false));
+    std::vector<int32_t> ids = run.calibration_ids;
+    if (ids.empty()) {
+      if (!s->tokenizer)
+        return Status::Errorf("quantize: {} has no tokenizer.json; give --calibration-ids", run.in_dir);
+      const std::string& text = run.calibration_text.empty() ? DefaultCalibrationText() : run.calibration_text;
+      TERN_ASSIGN_OR_RETURN(ids, s->tokenizer->Encode(text));
+    }
+    const int64_t vocab = s->model->config().vocab_size;
+    for (int32_t id : ids)
+      if (id < 0 || id >= vocab)
+        return Status::Errorf("quantize: calibration token id {} is outside the vocabulary [0, {})", id, vocab);
+    if (ids.empty()) return Status::Error("quantize: the calibration prompt is empty");
+    TERN_ASSIGN_OR_RETURN(run.options.input_amax, Calibrate(*s, ids));
+  }
+  return QuantizeCheckpoint(run.in_dir, run.out_dir, run.options);
+}
+
+}  // namespace tern::app
