@@ -10,10 +10,12 @@ config.json (with quantization_config), hf_quant_config.json (ModelOpt formats) 
 files (tokenizer, generation_config). Written from ModelOpt's export code and spec §4 (see
 quant_np.py for the sources and the exact float32 arithmetic), never from tern's C++.
 
-What is quantized: every 2-D "*.weight" Linear except the embedding and what ModelOpt keeps by
-default (DEFAULT_DISABLED: lm_head, MoE routers mlp.gate, shared-expert gates, linear-attention
-in_proj_a/in_proj_b/conv1d, mtp.*, visual) and modules matching --exclude (fnmatch on the module
-name, e.g. "model.layers.1.self_attn*"). Norms and biases stay as stored. Fused experts are
+What is quantized: every 2-D "*.weight" Linear except the embedding, what ModelOpt keeps by
+default (DEFAULT_DISABLED, copied from modelopt_recipes/configs/ptq/units/
+default_disabled_quantizers.yaml and matched like ModelOpt against "<module>.weight_quantizer":
+lm_head, MoE routers mlp.gate, shared-expert gates, linear-attention in_proj_a/in_proj_b/conv1d,
+mtp.*, vision) and modules matching --exclude (fnmatch on the module name, e.g.
+"model.layers.1.self_attn*", the semantics of exclude_modules). Norms and biases stay as stored. Fused experts are
 written per expert (mlp.experts.{E}.{gate,up,down}_proj), as ModelOpt exports them.
 
 Tensors written per quantized Linear <m>:
@@ -54,9 +56,18 @@ import qwen3_ref  # noqa: E402
 from safetensors_np import Checkpoint, load_config  # noqa: E402
 from tiny_checkpoint import encode, write_safetensors  # noqa: E402
 
-# ModelOpt's default-disabled quantizers (spec §4.6, MO-rec), as module-name patterns.
-DEFAULT_DISABLED = ["lm_head", "*lm_head*", "*mlp.gate", "*mlp.shared_expert_gate", "*linear_attn.conv1d*",
-                    "*linear_attn.in_proj_a*", "*linear_attn.in_proj_b*", "mtp.*", "*visual*"]
+# ModelOpt's default-disabled quantizer-name patterns (spec §4.6, MO-rec), module-type rules
+# (BatchNorm, LeakyReLU, Embedding) left out: this producer only considers 2-D Linear weights.
+DEFAULT_DISABLED = ["*block_sparse_moe.gate*", "*linear_attn.conv1d*", "*linear_attn.in_proj_a*",
+                    "*linear_attn.in_proj_b*", "*lm_head*", "*mixer.conv1d*", "*mlp.gate.*",
+                    "*mlp.shared_expert_gate.*", "*output_layer*", "*proj_out.*", "*router*", "mtp.*",
+                    "output.*", "*embed_vision*", "*vision_tower*", "*visual*", "*vision_model*",
+                    "*multi_modal_projector*"]
+
+
+def default_disabled(module):
+    """True when a ModelOpt default-disabled pattern matches module's weight quantizer name."""
+    return quant_np.module_excluded(module + ".weight_quantizer", DEFAULT_DISABLED)
 PRODUCER = {"name": "modelopt", "version": "tern tests/reference/quantize_np.py"}
 
 
@@ -188,8 +199,7 @@ def quantize_dir(model_dir, out_dir, fmt, exclude=(), calibration_ids=None, bloc
     cfg = qwen3_ref.parse_config(text_cfg)
     src = read_source(model_dir)
     linears = {n[: -len(".weight")]: v[1] for n, v in src.items() if v[0] == "float"}
-    patterns = DEFAULT_DISABLED + list(exclude)
-    quantized = [m for m in linears if not quant_np.module_excluded(m, patterns)]
+    quantized = [m for m in linears if not (default_disabled(m) or quant_np.module_excluded(m, list(exclude)))]
     unquantized = [m for m in linears if m not in quantized]
     if not any(m == "lm_head" for m in unquantized):
         unquantized.append("lm_head")  # tied: the module exists (disabled) though its weight is not stored

@@ -91,6 +91,21 @@ def e2m1_rounding_from_spec():
 
 
 @test
+def e2m1_matches_modelopt_bounds_rule():
+    # ModelOpt's _cast_fp4, restated as scalar code: ord = #{bounds < |x|} + [|x| in odd bounds],
+    # bounds (0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5), odd bounds (0.75, 1.75, 3.5); sign = x < 0.
+    bounds, odd = (0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0), (0.75, 1.75, 3.5)
+    rng = np.random.default_rng(2)
+    xs = np.concatenate([rng.standard_normal(2000) * 3, np.array(bounds + odd) * rng.choice([-1, 1], 10),
+                         rng.integers(-28, 28, 200) / 4.0])
+    got = qn.encode_e2m1(xs)
+    for x, g in zip(xs, got):
+        a = abs(float(x))
+        want = sum(b < a for b in bounds) + (a in odd) + (8 if x < 0 else 0)
+        check(int(g) == want, f"e2m1({x!r}) = {int(g)}, ModelOpt rule gives {want}")
+
+
+@test
 def e4m3_decoding_by_hand():
     # E4M3 "fn": s eeee mmm, bias 7; e = 0: m/8 * 2^-6; 1111.111 is NaN; no infinities.
     cases = {0x00: 0.0, 0x01: 2.0 ** -9, 0x07: 7 * 2.0 ** -9, 0x08: 2.0 ** -6, 0x38: 1.0, 0x39: 1.125,
