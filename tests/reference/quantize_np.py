@@ -221,6 +221,9 @@ def quantize_dir(model_dir, out_dir, fmt, exclude=(), calibration_ids=None, bloc
             tensors[name] = encode(v[2], w)
             continue
         n, k = w.shape
+        if fmt == "nvfp4" and k % quant_np.NVFP4_GROUP:
+            raise SystemExit(f"quantize_np.py: {name} has input dimension {k}, not a multiple of 16 "
+                             "(NVFP4); --exclude it or use another format")
         if fmt == "nvfp4":
             packed, scale, wsf2 = quant_np.quantize_nvfp4(w, amax=w_amax[module])
             tensors[name] = ("U8", [n, k // 2], packed.tobytes())
