@@ -24,6 +24,30 @@ ChatParseConfig MakeChatParseConfig(const ChatRequest& req, const ServerParsers&
   return c;
 }
 
+std::string ForcedToolCallPrefix(const ChatRequest& req, const ServerParsers& server,
+                                 std::string_view rendered_prompt) {
+  const bool required = req.tool_choice.mode == ToolChoiceMode::kRequired;
+  const bool named = req.tool_choice.mode == ToolChoiceMode::kFunction;
+  if (!server.tool_call || req.tools.empty() || req.input_ids || !(required || named)) return "";
+  std::string prefix = PromptOpensReasoning(rendered_prompt) ? "\n</think>\n\n" : "";
+  switch (*server.tool_call) {
+    case ToolParserKind::kQwen25:
+    case ToolParserKind::kHermes:
+      // The name as json.dumps writes it inside the quotes (it is the tool's own name, checked at parsing).
+      prefix += "<tool_call>\n{\"name\": \"";
+      if (named) {
+        const std::string quoted = Json(req.tool_choice.function_name).dump();
+        prefix += quoted.substr(1, quoted.size() - 2) + "\", \"arguments\": ";
+      }
+      break;
+    case ToolParserKind::kQwen3Coder:
+      prefix += "<tool_call>\n<function=";
+      if (named) prefix += req.tool_choice.function_name + ">\n";
+      break;
+  }
+  return prefix;
+}
+
 ChatOutputParser::ChatOutputParser(const ChatParseConfig& config, ToolCallIdGenerator ids)
     : include_reasoning_(config.include_reasoning) {
   if (config.reasoning) reasoning_.emplace(*config.reasoning);

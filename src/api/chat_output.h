@@ -49,6 +49,23 @@ struct ChatParseConfig {
 ChatParseConfig MakeChatParseConfig(const ChatRequest& request, const ServerParsers& server,
                                     std::string_view rendered_prompt);
 
+// tool_choice "required" or a named function without a grammar engine: the
+// text appended to the rendered prompt so the assistant's output starts
+// inside a call of the active tool-call parser's format, as SGLang's
+// structural tag for that parser would force it:
+//   qwen25/hermes, named f:  <tool_call>\n{"name": "f", "arguments": 
+//   qwen25/hermes, required: <tool_call>\n{"name": "
+//   qwen3_coder, named f:    <tool_call>\n<function=f>\n
+//   qwen3_coder, required:   <tool_call>\n<function=
+// When the prompt leaves the model inside reasoning (it ends with "<think>"),
+// the block is closed first ("\n</think>\n\n"), as the templates render
+// thinking turned off. The caller appends the result to the prompt and
+// pushes it through the ChatOutputParser before the generated text, so the
+// reply carries the whole call. "" when nothing is forced: tool_choice
+// "auto" or "none", no tools, no --tool-call-parser, or input_ids given.
+std::string ForcedToolCallPrefix(const ChatRequest& request, const ServerParsers& server,
+                                 std::string_view rendered_prompt);
+
 struct ChatDelta {
   std::string reasoning;
   std::string content;

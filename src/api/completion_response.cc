@@ -95,6 +95,7 @@ Json GenerateJson(const GenerateOutput& out) {
   j["text"] = out.text;
   j["output_ids"] = out.output_ids;
   j["meta_info"] = std::move(meta);
+  if (out.index) j["index"] = *out.index;
   return j;
 }
 

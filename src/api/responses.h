@@ -199,10 +199,13 @@ struct GenerateOutput {
   std::optional<std::vector<TokenLogprob>> logprobs;
   bool text_in_logprobs = false;
   int64_t top_logprobs_num = 0;
+  // Streams of n > 1 requests tag each chunk with its choice (SGLang's
+  // _handle_batch_request sets "index"); non-stream replies are a list.
+  std::optional<int64_t> index;
 };
 // {"text","output_ids","meta_info":{"id","finish_reason","prompt_tokens",
 //  "weight_version","total_retractions","completion_tokens","cached_tokens",
-//  ["output_token_logprobs","output_top_logprobs"],["e2e_latency"]}}
+//  ["output_token_logprobs","output_top_logprobs"],["e2e_latency"]}[,"index"]}
 Json GenerateJson(const GenerateOutput& out);
 
 // ---- /v1/models ----

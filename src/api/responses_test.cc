@@ -168,6 +168,68 @@ TEST(Responses, ChatParseConfigFromRequest) {
   EXPECT_FALSE(c.reasoning || c.tool_parser);
 }
 
+// tool_choice required / named: the forced start of a call, and the parsed
+// reply when that start is pushed before a generated continuation.
+TEST(Responses, ForcedToolCallPrefix) {
+  const std::string tools = R"("tools": [{"type": "function", "function": {"name": "get_weather",
+      "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}},
+      {"type": "function", "function": {"name": "get_time"}}])";
+  auto chat = [&](const std::string& extra) {
+    auto r = ParseChatRequest(Json::parse(R"({"messages": [{"role": "user", "content": "x"}], )" + tools + extra + "}"));
+    EXPECT_TRUE(r.ok());
+    return *r;
+  };
+  const ServerParsers hermes{std::nullopt, ToolParserKind::kHermes};
+  const ServerParsers coder{ReasoningParserKind::kQwen3, ToolParserKind::kQwen3Coder};
+  const std::string plain = "<|im_start|>assistant\n", thinking = "<|im_start|>assistant\n<think>\n";
+  const ChatRequest named = chat(R"(, "tool_choice": {"type": "function", "function": {"name": "get_weather"}})");
+  const ChatRequest required = chat(R"(, "tool_choice": "required")");
+  EXPECT_EQ(ForcedToolCallPrefix(named, hermes, plain), "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": ");
+  EXPECT_EQ(ForcedToolCallPrefix(required, hermes, plain), "<tool_call>\n{\"name\": \"");
+  EXPECT_EQ(ForcedToolCallPrefix(named, coder, plain), "<tool_call>\n<function=get_weather>\n");
+  EXPECT_EQ(ForcedToolCallPrefix(required, coder, thinking), "\n</think>\n\n<tool_call>\n<function=");
+  // Nothing forced for auto/none, without a parser, or with input_ids.
+  EXPECT_EQ(ForcedToolCallPrefix(chat(""), hermes, plain), "");
+  EXPECT_EQ(ForcedToolCallPrefix(chat(R"(, "tool_choice": "none")"), hermes, plain), "");
+  EXPECT_EQ(ForcedToolCallPrefix(named, ServerParsers{}, plain), "");
+  EXPECT_EQ(ForcedToolCallPrefix(chat(R"(, "tool_choice": "required", "input_ids": [1, 2])"), hermes, plain), "");
+
+  // The reply of a forced named call: the prefix plus what the model wrote after it.
+  int m = 0;
+  auto ids = [&m] { return "call_" + std::to_string(m++); };
+  ChatChoice c = ParseChatOutput(MakeChatParseConfig(named, hermes, plain),
+                                 ForcedToolCallPrefix(named, hermes, plain) + "{\"city\": \"Oslo\"}}\n</tool_call>",
+                                 FinishReason::StopToken(151645), ids);
+  ASSERT_EQ(c.tool_calls.size(), 1u);
+  EXPECT_EQ(c.tool_calls[0].name, "get_weather");
+  EXPECT_EQ(c.tool_calls[0].arguments, R"({"city": "Oslo"})");
+  EXPECT_EQ(c.content, "");
+  // Qwen3-Coder with the prompt inside <think>: the forced close leaves no reasoning behind.
+  const std::string coder_prefix = ForcedToolCallPrefix(required, coder, thinking);
+  c = ParseChatOutput(MakeChatParseConfig(required, coder, thinking),
+                      coder_prefix + "get_time>\n</function>\n</tool_call>", FinishReason::StopToken(151645), ids);
+  ASSERT_EQ(c.tool_calls.size(), 1u);
+  EXPECT_EQ(c.tool_calls[0].name, "get_time");
+  EXPECT_EQ(c.tool_calls[0].arguments, "{}");
+  EXPECT_EQ(c.reasoning.find_first_not_of(" \n"), std::string::npos) << c.reasoning;
+  EXPECT_EQ(c.content, "");
+  // Streaming: the prefix pushed first, then the generated pieces, gives the same call.
+  ChatOutputParser stream(MakeChatParseConfig(named, hermes, plain), ids);
+  ToolCallAccumulator acc;
+  const std::string named_prefix = ForcedToolCallPrefix(named, hermes, plain);
+  for (std::string_view piece : {std::string_view(named_prefix),
+                                 std::string_view("{\"ci"), std::string_view("ty\": \"Os"),
+                                 std::string_view("lo\"}}\n</tool"), std::string_view("_call>")}) {
+    ChatDelta d = stream.Push(piece);
+    EXPECT_EQ(d.content, "");
+    acc.Add({"", d.tool_calls});
+  }
+  acc.Add({"", stream.Finish().tool_calls});
+  ASSERT_EQ(acc.result().calls.size(), 1u);
+  EXPECT_EQ(acc.result().calls[0].name, "get_weather");
+  EXPECT_EQ(acc.result().calls[0].arguments, R"({"city": "Oslo"})");
+}
+
 TEST(Responses, Completion) {
   CompletionChoice c;
   c.text = " there";

@@ -27,6 +27,9 @@ Command RegisterServe(CLI::App& app) {
   app.add_option("--default-chat-template-kwargs", o->default_chat_template_kwargs,
                  "JSON object of default template variables, e.g. '{\"enable_thinking\": false}'");
   app.add_flag("--enable-metrics", o->enable_metrics, "serve Prometheus metrics at /metrics");
+  app.add_flag("--disable-radix-cache", o->disable_radix_cache, "do not reuse the KV cache of shared prompt prefixes");
+  app.add_flag("--enable-cache-report", o->enable_cache_report,
+               "report cached prompt tokens in usage.prompt_tokens_details (OpenAI routes)");
   app.add_flag("--skip-server-warmup", o->skip_server_warmup, "report healthy without a warm-up generation");
   app.add_option("--threads", o->threads, "compute threads (0: all cores)")->default_val(0);
   app.add_option("--log-level", o->log_level, "info, warning, error")->default_val("info");

@@ -1,8 +1,9 @@
 // BlockAllocator: hands out KV-cache blocks from a fixed pool.
 //
-// Blocks are reference counted so that a prefix cache can later share a block
-// between sequences: Allocate gives blocks with count 1, Retain adds an owner,
-// Release drops one and returns the block to the free list at zero.
+// Blocks are reference counted so that the prefix cache (engine/prefix_cache.h)
+// can share a block between sequences and keep it after they finish: Allocate
+// gives blocks with count 1, Retain adds an owner, Release drops one and
+// returns the block to the free list at zero.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +23,8 @@ class BlockAllocator {
   void Release(int32_t block);
   void ReleaseAll(std::vector<int32_t>& blocks);
 
+  // Owners of `block` (0 when free).
+  int32_t ref_count(int32_t block) const { return refs_[size_t(block)]; }
   int64_t num_free() const { return int64_t(free_.size()); }
   int64_t num_blocks() const { return int64_t(refs_.size()); }
 

@@ -34,6 +34,11 @@ TokenOutput MakeTokenOutput(int32_t id, std::span<const float> logits, int32_t t
 }
 }  // namespace
 
+// The choices of one n > 1 request: followers wait until the leader's prompt is cached.
+struct Engine::Group {
+  bool prompt_ready = false;
+};
+
 struct Engine::Sequence {
   EngineRequest req;
   std::shared_ptr<RequestStream> stream;
@@ -41,6 +46,10 @@ struct Engine::Sequence {
   int64_t num_prompt = 0;
   int64_t num_cached = 0;  // leading tokens whose KV is in the cache
   std::vector<int32_t> blocks;
+  PrefixCache::Cursor cursor;  // how many of `blocks` are prefix-cache nodes
+  int64_t cached_prompt = -1;  // prompt tokens found in the prefix cache at first admission; -1 before
+  std::shared_ptr<Group> group;
+  bool leader = false;
   Sampler sampler;
   Clock::time_point arrival, last_token;
   bool has_first = false;
@@ -48,6 +57,8 @@ struct Engine::Sequence {
   explicit Sequence(EngineRequest r) : req(std::move(r)), sampler(req.sampling) {}
   int64_t generated() const { return int64_t(tokens.size()) - num_prompt; }
   int64_t uncached() const { return int64_t(tokens.size()) - num_cached; }
+  int64_t cached_tokens() const { return std::max<int64_t>(cached_prompt, 0); }
+  bool waits_for_leader() const { return group && !leader && !group->prompt_ready; }
 };
 
 Result<std::unique_ptr<Engine>> Engine::Create(Model& model, const EngineOptions& opts) {
@@ -57,13 +68,24 @@ Result<std::unique_ptr<Engine>> Engine::Create(Model& model, const EngineOptions
   if (o.max_running_requests <= 0) return Status::Error("engine: max_running_requests must be positive");
   if (o.chunked_prefill_size <= 0) return Status::Error("engine: chunked_prefill_size must be positive");
   TERN_ASSIGN_OR_RETURN(auto cache, KvCache::Create(model.cache_spec(), o.kv));
-  return std::unique_ptr<Engine>(new Engine(model, o, std::move(cache)));
+  // A cached KV prefix is only half of the state of a model with recurrent
+  // (linear-attention) layers such as Qwen3.5: resuming after the prefix also
+  // needs the recurrent state at that position, which the cache does not
+  // keep. So the prefix cache is used only for pure-attention models.
+  const bool prefix_cache = o.enable_prefix_cache && model.cache_spec().recurrent_state_bytes == 0;
+  return std::unique_ptr<Engine>(new Engine(model, o, std::move(cache), prefix_cache));
 }
 
-Engine::Engine(Model& model, const EngineOptions& opts, std::unique_ptr<KvCache> cache)
-    : model_(model), opts_(opts), cache_(std::move(cache)), blocks_(opts.kv.num_blocks) {
+Engine::Engine(Model& model, const EngineOptions& opts, std::unique_ptr<KvCache> cache, bool prefix_cache)
+    : model_(model),
+      opts_(opts),
+      cache_(std::move(cache)),
+      blocks_(opts.kv.num_blocks),
+      prefix_(blocks_, opts.kv.block_size, prefix_cache) {
+  opts_.enable_prefix_cache = prefix_cache;
   metrics_.total_blocks = opts_.kv.num_blocks;
   metrics_.block_size = opts_.kv.block_size;
+  metrics_.free_blocks = opts_.kv.num_blocks;
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -77,37 +99,81 @@ Engine::~Engine() {
 }
 
 SubmitResult Engine::Submit(EngineRequest req) {
-  SubmitResult r;
-  const int64_t n = int64_t(req.prompt.size());
-  if (n == 0) return {nullptr, 400, "The input is empty."};
-  if (n >= opts_.context_length)
-    return {nullptr, 400,
-            fmt::format("The input ({} tokens) is longer than the model's context length ({} tokens).", n,
-                        opts_.context_length)};
-  if (BlocksFor(n + 1, opts_.kv.block_size) > opts_.kv.num_blocks)
-    return {nullptr, 400, fmt::format("The input ({} tokens) does not fit in the KV cache ({} tokens).", n,
-                                      max_total_tokens())};
-  if (Status s = req.sampling.Validate(); !s.ok()) return {nullptr, 400, s.message()};
-  req.max_tokens = std::min(req.max_tokens, opts_.context_length - n);
-  auto seq = std::make_unique<Sequence>(std::move(req));
-  seq->stream = std::make_shared<RequestStream>(seq->req.id);
-  seq->tokens = seq->req.prompt;
-  seq->num_prompt = n;
-  seq->arrival = Clock::now();
-  r.stream = seq->stream;
+  std::vector<EngineRequest> one;
+  one.push_back(std::move(req));
+  SubmitGroupResult g = SubmitGroup(std::move(one));
+  if (g.streams.empty()) return {nullptr, g.http_status, std::move(g.error)};
+  return {std::move(g.streams[0]), 200, ""};
+}
+
+SubmitGroupResult Engine::SubmitGroup(std::vector<EngineRequest> reqs) {
+  if (reqs.empty()) return {{}, 400, "The request is empty."};
+  auto notifier = std::make_shared<StreamNotifier>();
+  auto group = reqs.size() > 1 && prefix_.enabled() ? std::make_shared<Group>() : nullptr;
+  std::vector<std::unique_ptr<Sequence>> seqs;
+  uint64_t prompt_tokens = 0;
+  for (EngineRequest& req : reqs) {
+    const int64_t n = int64_t(req.prompt.size());
+    if (n == 0) return {{}, 400, "The input is empty."};
+    if (n >= opts_.context_length)
+      return {{}, 400,
+              fmt::format("The input ({} tokens) is longer than the model's context length ({} tokens).", n,
+                          opts_.context_length)};
+    if (BlocksFor(n + 1, opts_.kv.block_size) > opts_.kv.num_blocks)
+      return {{}, 400, fmt::format("The input ({} tokens) does not fit in the KV cache ({} tokens).", n,
+                                   max_total_tokens())};
+    if (req.sampling.min_new_tokens > 0) req.sampling.min_tokens_suppressed = req.stop_token_ids;
+    if (Status s = req.sampling.Validate(); !s.ok()) return {{}, 400, s.message()};
+    req.max_tokens = std::min(req.max_tokens, opts_.context_length - n);
+    auto seq = std::make_unique<Sequence>(std::move(req));
+    seq->stream = std::make_shared<RequestStream>(seq->req.id, notifier);
+    seq->tokens = seq->req.prompt;
+    seq->num_prompt = n;
+    seq->arrival = Clock::now();
+    seq->group = group;
+    seq->leader = seqs.empty();
+    prompt_tokens += uint64_t(n);
+    seqs.push_back(std::move(seq));
+  }
+  SubmitGroupResult r;
+  for (auto& s : seqs) r.streams.push_back(s->stream);
+  const int64_t count = int64_t(seqs.size());
   {
     std::lock_guard lock(mu_);
-    if (draining_ || stop_) return {nullptr, 503, "The server is shutting down."};
+    if (draining_ || stop_) return {{}, 503, "The server is shutting down."};
     // Queued = submitted but not running (the running gauge is refreshed every step).
-    if (opts_.max_queued_requests >= 0 && pending_count_.load() - metrics_.running.load() >= opts_.max_queued_requests)
-      return {nullptr, 503, "The request queue is full."};
-    incoming_.push_back(std::move(seq));
-    pending_count_++;
+    if (opts_.max_queued_requests >= 0 &&
+        pending_count_.load() - metrics_.running.load() + count > opts_.max_queued_requests)
+      return {{}, 503, "The request queue is full."};
+    for (auto& s : seqs) incoming_.push_back(std::move(s));
+    pending_count_ += count;
   }
-  metrics_.requests_total++;
-  metrics_.prompt_tokens_total += uint64_t(n);
+  metrics_.requests_total += uint64_t(count);
+  metrics_.prompt_tokens_total += prompt_tokens;
   cv_.notify_all();
   return r;
+}
+
+bool Engine::FlushCache() {
+  std::lock_guard serial(flush_mu_);
+  std::unique_lock lock(mu_);
+  if (stop_) return false;
+  flush_state_ = 1;
+  cv_.notify_all();
+  cv_.wait(lock, [&] { return flush_state_ != 1 || stop_; });
+  const bool ok = flush_state_ == 2;
+  flush_state_ = 0;
+  return ok;
+}
+
+// Called by the engine thread with mu_ held.
+void Engine::MaybeFlush() {
+  if (flush_state_ != 1) return;
+  const bool idle = incoming_.empty() && waiting_.empty() && running_.empty();
+  if (idle) prefix_.Flush();
+  flush_state_ = idle ? 2 : 3;
+  UpdateGauges();
+  cv_.notify_all();
 }
 
 void Engine::Drain(std::chrono::milliseconds grace) {
@@ -136,18 +202,20 @@ void Engine::Loop() {
   for (;;) {
     {
       std::unique_lock lock(mu_);
-      cv_.wait(lock, [&] { return stop_ || !incoming_.empty() || !waiting_.empty() || !running_.empty(); });
+      cv_.wait(lock, [&] {
+        return stop_ || flush_state_ == 1 || !incoming_.empty() || !waiting_.empty() || !running_.empty();
+      });
       if (stop_) {
         for (auto* q : {&incoming_, &waiting_})
           for (auto& s : *q) {
             s->stream->Finish(FinishReason::kAbort, -1, "The server is shutting down.", 503, s->num_prompt,
-                              s->generated(), 0);
+                              s->generated(), s->cached_tokens());
             pending_count_--;
           }
         for (auto& s : running_) {
           ReleaseBlocks(*s);
           s->stream->Finish(FinishReason::kAbort, -1, "The server is shutting down.", 503, s->num_prompt,
-                            s->generated(), 0);
+                            s->generated(), s->cached_tokens());
           pending_count_--;
         }
         return;
@@ -161,6 +229,8 @@ void Engine::Loop() {
         for (auto& s : running_) s->stream->Abort();
         abort_all_ = false;
       }
+      MaybeFlush();
+      if (waiting_.empty() && running_.empty()) continue;
     }
     Step();
     UpdateGauges();
@@ -168,21 +238,23 @@ void Engine::Loop() {
 }
 
 void Engine::ReleaseBlocks(Sequence& s) {
-  blocks_.ReleaseAll(s.blocks);
+  prefix_.Release(s.blocks, s.cursor);
   s.num_cached = 0;
+  // A leader that leaves before its prompt is cached must not hold its followers back.
+  if (s.group && s.leader) s.group->prompt_ready = true;
 }
 
 void Engine::FinishSequence(Sequence& s, FinishReason reason, int32_t matched, std::string message, int status) {
   ReleaseBlocks(s);
   if (reason == FinishReason::kAbort) metrics_.aborted_requests_total++;
   metrics_.e2e.Observe(Secs(s.arrival, Clock::now()));
-  s.stream->Finish(reason, matched, std::move(message), status, s.num_prompt, s.generated(), 0);
+  s.stream->Finish(reason, matched, std::move(message), status, s.num_prompt, s.generated(), s.cached_tokens());
   pending_count_--;
 }
 
 bool Engine::EnsureBlocks(Sequence& s, int64_t positions) {
   const int64_t need = BlocksFor(positions, opts_.kv.block_size) - int64_t(s.blocks.size());
-  return need <= 0 || blocks_.Allocate(need, s.blocks);
+  return need <= 0 || prefix_.Allocate(need, s.blocks);
 }
 
 void Engine::Retract(Sequence& s) {
@@ -191,15 +263,33 @@ void Engine::Retract(Sequence& s) {
 }
 
 void Engine::Admit() {
-  while (!waiting_.empty() && int64_t(running_.size()) < opts_.max_running_requests) {
-    Sequence& s = *waiting_.front();
+  for (size_t i = 0; i < waiting_.size() && int64_t(running_.size()) < opts_.max_running_requests;) {
+    Sequence& s = *waiting_[i];
+    if (s.waits_for_leader()) {  // its prompt will be in the cache soon
+      ++i;
+      continue;
+    }
+    // The longest cached prefix, leaving at least one token to compute (its logits are needed).
+    std::vector<int32_t> blocks;
+    PrefixCache::Cursor cursor;
+    const int64_t hit = prefix_.Match(s.tokens, int64_t(s.tokens.size()) - 1, blocks, cursor);
     // Room for the whole context plus one token, and one spare block per running sequence.
-    const int64_t need = BlocksFor(int64_t(s.tokens.size()) + 1, opts_.kv.block_size);
+    const int64_t need = BlocksFor(int64_t(s.tokens.size()) + 1, opts_.kv.block_size) - int64_t(blocks.size());
     const int64_t reserve = int64_t(running_.size());
-    if (!running_.empty() && blocks_.num_free() < need + reserve) break;
-    if (running_.empty() && blocks_.num_free() < need) break;  // cannot happen: Submit checked the pool size
-    running_.push_back(std::move(waiting_.front()));
-    waiting_.pop_front();
+    if (prefix_.available() < need + reserve) {  // with nothing running this cannot happen: Submit checked the pool size
+      prefix_.Release(blocks, cursor);
+      break;
+    }
+    s.blocks = std::move(blocks);
+    s.cursor = cursor;
+    s.num_cached = hit;
+    if (s.cached_prompt < 0) {
+      s.cached_prompt = std::min(hit, s.num_prompt);
+      metrics_.cache_lookup_tokens_total += uint64_t(s.num_prompt);
+      metrics_.cached_tokens_total += uint64_t(s.cached_prompt);
+    }
+    running_.push_back(std::move(waiting_[i]));
+    waiting_.erase(waiting_.begin() + std::ptrdiff_t(i));
   }
 }
 
@@ -225,29 +315,41 @@ void Engine::Step() {
   // 3. Build the batch: decode tokens first (they must not stall), then prefill chunks.
   std::vector<Sequence*> batch_seqs;
   std::vector<int64_t> batch_n;
+  auto find_running = [&](Sequence* s) {
+    return std::find_if(running_.begin(), running_.end(), [&](const auto& p) { return p.get() == s; });
+  };
+  auto retract = [&](Sequence* victim) {
+    auto it = find_running(victim);
+    Retract(*victim);
+    waiting_.push_front(std::move(*it));
+    running_.erase(it);
+  };
   auto retract_newest_other = [&](Sequence* keep) -> bool {
     for (auto it = running_.rbegin(); it != running_.rend(); ++it) {
       Sequence* victim = it->get();
       if (victim == keep) continue;
       if (std::find(batch_seqs.begin(), batch_seqs.end(), victim) != batch_seqs.end()) continue;
-      Retract(*victim);
-      waiting_.push_front(std::move(*it));
-      running_.erase(std::next(it).base());
+      retract(victim);
       return true;
     }
     return false;
   };
-  for (size_t i = 0; i < running_.size(); ++i) {
-    Sequence* s = running_[i].get();
-    if (s->uncached() != 1) continue;
+  std::vector<Sequence*> decoders;
+  for (auto& up : running_)
+    if (up->uncached() == 1) decoders.push_back(up.get());
+  for (Sequence* s : decoders) {
+    if (find_running(s) == running_.end()) continue;  // retracted to make room for an earlier one
     while (!EnsureBlocks(*s, int64_t(s->tokens.size()))) {
       if (!retract_newest_other(s)) break;
     }
     if (BlocksFor(int64_t(s->tokens.size()), opts_.kv.block_size) > int64_t(s->blocks.size())) {
+      if (running_.size() > 1) {  // every other sequence is in this batch already: this one waits
+        retract(s);
+        continue;
+      }
       // Alone and still no room: cannot happen with Submit's check, but never loop forever.
       FinishSequence(*s, FinishReason::kAbort, -1, "The KV cache is exhausted.", 500);
-      running_.erase(running_.begin() + std::ptrdiff_t(i));
-      --i;
+      running_.erase(find_running(s));
       continue;
     }
     batch_seqs.push_back(s);
@@ -309,6 +411,8 @@ void Engine::Step() {
   for (size_t i = 0; i < batch_seqs.size(); ++i) {
     Sequence* s = batch_seqs[i];
     s->num_cached += batch_n[i];
+    prefix_.Insert(s->tokens, s->num_cached, s->blocks, s->cursor);
+    if (s->group && s->leader && s->num_cached >= s->num_prompt) s->group->prompt_ready = true;
     if (chunks[i].skip_logits) continue;
     std::span<float> l(logits_.data() + row * V, size_t(V));
     ++row;
@@ -357,7 +461,9 @@ void Engine::Step() {
 void Engine::UpdateGauges() {
   metrics_.running = int64_t(running_.size());
   metrics_.queued = int64_t(waiting_.size());
-  metrics_.used_blocks = blocks_.num_blocks() - blocks_.num_free();
+  metrics_.free_blocks = blocks_.num_free();
+  metrics_.cached_blocks = prefix_.evictable();
+  metrics_.used_blocks = blocks_.num_blocks() - blocks_.num_free() - prefix_.evictable();
 }
 
 }  // namespace tern

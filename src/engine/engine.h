@@ -5,11 +5,15 @@
 // their RequestStreams. Each step the engine:
 //   1. drops aborted requests (their KV blocks return to the pool at once),
 //   2. admits waiting requests while sequence slots and KV blocks allow,
+//      starting each from the longest prefix of its tokens found in the
+//      prefix cache (engine/prefix_cache.h),
 //   3. builds one batch: one token for every decoding sequence plus prefill
 //      chunks (at most chunked_prefill_size prompt tokens per step), so a long
 //      prompt never stalls the others,
 //   4. runs one forward over the whole batch (weights read once per step),
-//   5. samples, streams tokens out, and finishes sequences.
+//   5. records the sequences' newly filled KV blocks in the prefix cache,
+//      samples, streams tokens out, and finishes sequences (their full blocks
+//      stay cached until evicted for space, least recently used first).
 // When the pool runs dry mid-decode, the newest running sequence is retracted:
 // its blocks are freed and it goes back to the queue to be recomputed later
 // (prompt + what it generated so far), never failed.
@@ -26,6 +30,7 @@
 
 #include "engine/block_allocator.h"
 #include "engine/metrics.h"
+#include "engine/prefix_cache.h"
 #include "engine/request_stream.h"
 #include "engine/sampler.h"
 #include "model/kv_cache.h"
@@ -39,6 +44,9 @@ struct EngineOptions {
   int64_t chunked_prefill_size = 512;
   int64_t context_length = 0;        // 0: the model's max_position_embeddings
   KvCacheOptions kv;                 // num_blocks, block_size, dtype
+  // Reuse the KV of cached token prefixes (SGLang's radix cache; off with
+  // --disable-radix-cache). Ignored for models with recurrent state.
+  bool enable_prefix_cache = true;
 };
 
 struct EngineRequest {
@@ -56,6 +64,12 @@ struct SubmitResult {
   std::string error;
 };
 
+struct SubmitGroupResult {
+  std::vector<std::shared_ptr<RequestStream>> streams;  // empty on error; they share one StreamNotifier
+  int http_status = 200;
+  std::string error;
+};
+
 class Engine {
  public:
   static Result<std::unique_ptr<Engine>> Create(Model& model, const EngineOptions& opts);
@@ -64,6 +78,14 @@ class Engine {
   // Queues a request; fails with 503 when the queue is full or the engine is
   // draining, 400 when the request cannot fit the context or the cache.
   SubmitResult Submit(EngineRequest req);
+  // Queues requests that share one prompt (the n choices of a request), all
+  // or none. With the prefix cache the first one computes the prompt and the
+  // others start once its blocks are cached, so the prompt is computed once
+  // (SGLang sends a max_new_tokens=0 request first for the same effect).
+  SubmitGroupResult SubmitGroup(std::vector<EngineRequest> reqs);
+  // Empties the prefix cache when no request is queued or running (SGLang's
+  // /flush_cache); false, doing nothing, otherwise.
+  bool FlushCache();
   // Stops accepting, lets queued and running requests finish for up to `grace`,
   // then aborts what is left and stops the loop.
   void Drain(std::chrono::milliseconds grace);
@@ -74,12 +96,14 @@ class Engine {
   const EngineOptions& options() const { return opts_; }
   int64_t context_length() const { return opts_.context_length; }
   int64_t max_total_tokens() const { return opts_.kv.num_blocks * opts_.kv.block_size; }
+  bool prefix_cache_enabled() const { return prefix_.enabled(); }
   // Time of the last step that produced output (for health probes).
   std::chrono::steady_clock::time_point last_output_time() const;
 
  private:
   struct Sequence;
-  Engine(Model& model, const EngineOptions& opts, std::unique_ptr<KvCache> cache);
+  struct Group;
+  Engine(Model& model, const EngineOptions& opts, std::unique_ptr<KvCache> cache, bool prefix_cache);
   void Loop();
   void Step();
   void TakeIncoming();
@@ -89,17 +113,21 @@ class Engine {
   void FinishSequence(Sequence& s, FinishReason reason, int32_t matched, std::string message, int status);
   void ReleaseBlocks(Sequence& s);
   void UpdateGauges();
+  void MaybeFlush();
 
   Model& model_;
   EngineOptions opts_;
   std::unique_ptr<KvCache> cache_;
   BlockAllocator blocks_;
+  PrefixCache prefix_;  // after blocks_: it gives its references back on destruction
   EngineMetrics metrics_;
 
-  std::mutex mu_;  // guards incoming_, draining_, stop_
+  std::mutex flush_mu_;  // one FlushCache at a time
+  std::mutex mu_;  // guards incoming_, draining_, stop_, flush_state_
   std::condition_variable cv_;
   std::deque<std::unique_ptr<Sequence>> incoming_;
   bool draining_ = false, stop_ = false, abort_all_ = false;
+  int flush_state_ = 0;  // 1: requested; 2: done; 3: refused (busy)
   std::atomic<int64_t> pending_count_{0};  // incoming + waiting + running
 
   // Engine-thread state.

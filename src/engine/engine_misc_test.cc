@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/block_allocator.h"
+#include "engine/prefix_cache.h"
 #include "engine/stop_strings.h"
 
 namespace tern {
@@ -27,6 +28,124 @@ TEST(BlockAllocator, AllocatesReleasesAndRefcounts) {
   EXPECT_EQ(BlocksFor(0, 16), 0);
   EXPECT_EQ(BlocksFor(16, 16), 1);
   EXPECT_EQ(BlocksFor(17, 16), 2);
+}
+
+std::vector<int32_t> Iota(int n, int start) {
+  std::vector<int32_t> v;
+  for (int i = 0; i < n; ++i) v.push_back(start + i);
+  return v;
+}
+
+// A sequence as the engine holds it: blocks (with references) and a cursor.
+struct Seq {
+  std::vector<int32_t> blocks;
+  PrefixCache::Cursor cursor;
+};
+
+TEST(PrefixCache, MatchesWholeBlocksAndSharesThem) {
+  BlockAllocator a(16);
+  PrefixCache c(a, 4, true);
+  const std::vector<int32_t> t = Iota(10, 100);  // 2 full blocks + 2 tokens
+  Seq s1;
+  EXPECT_EQ(c.Match(t, 9, s1.blocks, s1.cursor), 0);
+  ASSERT_TRUE(c.Allocate(3, s1.blocks));
+  c.Insert(t, 10, s1.blocks, s1.cursor);
+  EXPECT_EQ(c.cached(), 2);       // the partial third block is not cached
+  EXPECT_EQ(c.evictable(), 0);    // s1 still uses both
+  const std::vector<int32_t> s1_blocks = s1.blocks;
+
+  // Same first 6 tokens: one whole block matches (the second block differs at token 6).
+  std::vector<int32_t> u = Iota(6, 100);
+  u.push_back(7);
+  u.push_back(8);
+  u.push_back(9);
+  Seq s2;
+  EXPECT_EQ(c.Match(u, int64_t(u.size()) - 1, s2.blocks, s2.cursor), 4);
+  ASSERT_EQ(s2.blocks.size(), 1u);
+  EXPECT_EQ(s2.blocks[0], s1_blocks[0]);
+  EXPECT_EQ(a.ref_count(s1_blocks[0]), 3);  // cache + s1 + s2
+  // The limit caps the match: a prompt of exactly 8 cached tokens leaves its last block to compute.
+  Seq s3;
+  EXPECT_EQ(c.Match(t, 7, s3.blocks, s3.cursor), 4);
+  c.Release(s3.blocks, s3.cursor);
+
+  c.Release(s1.blocks, s1.cursor);
+  EXPECT_EQ(c.evictable(), 1);  // block 1 only; block 0 is still s2's
+  EXPECT_EQ(a.num_free(), 16 - 2 - 0);  // s1's partial block came back
+  c.Release(s2.blocks, s2.cursor);
+  EXPECT_EQ(c.evictable(), 2);
+  EXPECT_EQ(c.available(), 16);
+  EXPECT_EQ(c.Flush(), 2);
+  EXPECT_EQ(a.num_free(), 16);
+  EXPECT_EQ(c.cached(), 0);
+}
+
+TEST(PrefixCache, DuplicateBlocksSwitchToTheCachedCopy) {
+  BlockAllocator a(16);
+  PrefixCache c(a, 4, true);
+  const std::vector<int32_t> t = Iota(8, 1);
+  Seq x, y;  // both computed the same prefix before either was cached
+  ASSERT_TRUE(c.Allocate(2, x.blocks));
+  ASSERT_TRUE(c.Allocate(2, y.blocks));
+  c.Insert(t, 8, x.blocks, x.cursor);
+  const std::vector<int32_t> y_own = y.blocks;
+  c.Insert(t, 8, y.blocks, y.cursor);
+  EXPECT_EQ(y.blocks, x.blocks);  // y now reads x's cached blocks
+  EXPECT_EQ(a.ref_count(y_own[0]), 0);
+  EXPECT_EQ(a.num_free(), 14);
+  EXPECT_EQ(c.cached(), 2);
+  c.Release(x.blocks, x.cursor);
+  c.Release(y.blocks, y.cursor);
+  EXPECT_EQ(c.evictable(), 2);
+}
+
+TEST(PrefixCache, EvictsLeastRecentlyUsedLeavesWhenThePoolIsShort) {
+  BlockAllocator a(6);
+  PrefixCache c(a, 2, true);
+  // Two cached paths: A = 2 blocks, then B = 2 blocks; A is used again after B.
+  const std::vector<int32_t> pa = Iota(4, 10), pb = Iota(4, 50);
+  for (const auto* p : {&pa, &pb}) {
+    Seq s;
+    ASSERT_TRUE(c.Allocate(2, s.blocks));
+    c.Insert(*p, 4, s.blocks, s.cursor);
+    c.Release(s.blocks, s.cursor);
+  }
+  Seq touch;
+  EXPECT_EQ(c.Match(pa, 4, touch.blocks, touch.cursor), 4);
+  c.Release(touch.blocks, touch.cursor);
+  EXPECT_EQ(a.num_free(), 2);
+  EXPECT_EQ(c.available(), 6);
+  // Needing 4 blocks evicts B (least recently used) leaf first, then its parent.
+  Seq big;
+  ASSERT_TRUE(c.Allocate(4, big.blocks));
+  EXPECT_EQ(c.cached(), 2);
+  Seq check;
+  EXPECT_EQ(c.Match(pb, 4, check.blocks, check.cursor), 0);
+  EXPECT_EQ(c.Match(pa, 4, check.blocks, check.cursor), 4);
+  // Blocks in use are never evicted: nothing more can be had.
+  std::vector<int32_t> more;
+  EXPECT_FALSE(c.Allocate(1, more));
+  EXPECT_TRUE(more.empty());
+  c.Release(check.blocks, check.cursor);
+  ASSERT_TRUE(c.Allocate(2, more));  // now A can go
+  EXPECT_EQ(c.cached(), 0);
+  c.Release(more, check.cursor);
+  c.Release(big.blocks, big.cursor);
+  EXPECT_EQ(a.num_free(), 6);
+}
+
+TEST(PrefixCache, DisabledCachesNothing) {
+  BlockAllocator a(4);
+  PrefixCache c(a, 2, false);
+  const std::vector<int32_t> t = Iota(4, 1);
+  Seq s;
+  ASSERT_TRUE(c.Allocate(2, s.blocks));
+  c.Insert(t, 4, s.blocks, s.cursor);
+  c.Release(s.blocks, s.cursor);
+  EXPECT_EQ(a.num_free(), 4);
+  Seq m;
+  EXPECT_EQ(c.Match(t, 4, m.blocks, m.cursor), 0);
+  EXPECT_TRUE(m.blocks.empty());
 }
 
 TEST(StopStrings, HoldsBackPrefixesAndCutsMatches) {

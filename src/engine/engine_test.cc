@@ -1,6 +1,8 @@
 // Continuous batching must not change results: every request's greedy tokens
 // under the engine (mixed batches, chunked prefill, retraction when the KV pool
-// runs dry) equal those of the same request run alone with Generate.
+// runs dry) equal those of the same request run alone with Generate. Neither
+// may the prefix cache: a request served partly from cached KV gives the same
+// tokens and logprobs as the engine with the cache disabled.
 #include "engine/engine.h"
 
 #include <filesystem>
@@ -53,6 +55,35 @@ class EngineTest : public ::testing::Test {
     if (last) *last = u;
     return out;
   }
+  // Tokens, logprobs and the final update of one request.
+  struct Outcome {
+    std::vector<int32_t> tokens;
+    std::vector<float> logprobs;
+    RequestUpdate last;
+  };
+  static Outcome CollectOutcome(RequestStream& s) {
+    Outcome o;
+    RequestUpdate u;
+    for (int guard = 0; guard < 10000; ++guard) {
+      if (!s.Next(u, std::chrono::milliseconds(5000))) break;
+      for (auto& t : u.tokens) {
+        o.tokens.push_back(t.id);
+        o.logprobs.push_back(t.logprob);
+        for (auto& [id, lp] : t.top) o.logprobs.push_back(lp);
+      }
+      if (u.finished) break;
+    }
+    o.last = u;
+    return o;
+  }
+  static EngineRequest Greedy(std::string id, std::vector<int32_t> prompt, int64_t n) {
+    EngineRequest r{.id = std::move(id), .prompt = std::move(prompt), .max_tokens = n, .top_logprobs = 2};
+    r.sampling.temperature = 0;
+    return r;
+  }
+  static void WaitFor(const std::atomic<int64_t>& v, int64_t want) {
+    for (int i = 0; i < 500 && v.load() != want; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
   static std::string dir_;
 };
 std::string EngineTest::dir_;
@@ -94,13 +125,185 @@ TEST_F(EngineTest, BatchedEqualsAloneWithChunkedPrefillAndRetraction) {
   EXPECT_EQ((*engine)->metrics().used_blocks.load(), 0);
 }
 
+// Logprobs equal within `tol` (0: bit for bit).
+void ExpectLogprobs(const std::vector<float>& a, const std::vector<float>& b, float tol, const std::string& what) {
+  ASSERT_EQ(a.size(), b.size()) << what;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (tol == 0) EXPECT_EQ(a[i], b[i]) << what << " at " << i;
+    else EXPECT_NEAR(a[i], b[i], tol) << what << " at " << i;
+  }
+}
+
+// Prompts that share whole blocks, part of a block, or a previous request's
+// prompt and output (a later chat turn), served one after the other so each
+// can hit what the earlier ones left in the cache. With one token per forward
+// (chunked_prefill_size 1) both engines run the same arithmetic for every
+// position, so reusing cached KV must change nothing, bit for bit. With
+// larger chunks the engine without the cache computes the shared positions
+// in differently shaped batches, and the kernels' results for a row depend
+// on the batch's row count in the last bits; tokens must still agree.
+class PrefixCacheExactness : public EngineTest, public ::testing::WithParamInterface<int64_t> {};
+
+TEST_P(PrefixCacheExactness, SameTokensAndLogprobsAsNoCache) {
+  const int64_t chunk = GetParam();
+  auto model = Load();
+  const std::vector<int32_t> base = Prompt(1, 22);
+  auto run = [&](bool cache, std::vector<std::vector<int32_t>> prompts) {
+    EngineOptions o{.max_running_requests = 8, .chunked_prefill_size = chunk,
+                    .kv = {.block_size = 4, .num_blocks = 64, .dtype = DType::kF32}, .enable_prefix_cache = cache};
+    auto engine = Engine::Create(*model, o);
+    EXPECT_TRUE(engine.ok());
+    EXPECT_EQ((*engine)->prefix_cache_enabled(), cache);
+    std::vector<Outcome> out;
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      auto sub = (*engine)->Submit(Greedy(std::to_string(i), prompts[i], 12));
+      EXPECT_TRUE(sub.stream) << sub.error;
+      out.push_back(CollectOutcome(*sub.stream));
+    }
+    return out;
+  };
+  // The continuation of `base` under greedy decoding, for the "next turn" prompt.
+  const std::vector<int32_t> cont = Alone(*model, base, 12);
+  std::vector<int32_t> shares13(base.begin(), base.begin() + 13), shares6(base.begin(), base.begin() + 6);
+  for (int i = 0; i < 9; ++i) shares13.push_back(3 + (i * 11) % 80);
+  for (int i = 0; i < 9; ++i) shares6.push_back(5 + (i * 13) % 80);
+  std::vector<int32_t> next_turn = base;
+  next_turn.insert(next_turn.end(), cont.begin(), cont.begin() + 5);
+  next_turn.push_back(9);
+  const std::vector<std::vector<int32_t>> prompts = {base, shares13, next_turn, shares6, base};
+  const auto with = run(true, prompts), without = run(false, prompts);
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    EXPECT_EQ(with[i].tokens, without[i].tokens) << "prompt " << i;
+    ExpectLogprobs(with[i].logprobs, without[i].logprobs, chunk == 1 ? 0.0f : 1e-4f, "prompt " + std::to_string(i));
+    EXPECT_EQ(without[i].last.cached_tokens, 0);
+  }
+  EXPECT_EQ(with[0].tokens, cont);
+  // Whole blocks of 4 only, and never the prompt's last token.
+  EXPECT_EQ(with[0].last.cached_tokens, 0);
+  EXPECT_EQ(with[1].last.cached_tokens, 12);  // 13 shared tokens: 3 whole blocks
+  EXPECT_EQ(with[2].last.cached_tokens, 24);  // base + 5 of its output were cached: 27 tokens, 6 blocks
+  EXPECT_EQ(with[3].last.cached_tokens, 4);
+  EXPECT_EQ(with[4].last.cached_tokens, 20);  // 22 tokens: the 6th block holds the last, so 5
+}
+
+INSTANTIATE_TEST_SUITE_P(Chunks, PrefixCacheExactness, ::testing::Values(int64_t(1), int64_t(7)));
+
+// Many requests sharing a prefix in a pool too small for all of them: waiting,
+// retraction and eviction happen while blocks are shared.
+TEST_F(EngineTest, PrefixCacheWithRetractionAndEvictionMatchesNoCache) {
+  auto model = Load();
+  const int kRequests = 6;
+  std::vector<std::vector<int32_t>> prompts;
+  for (int r = 0; r < kRequests; ++r) {
+    std::vector<int32_t> p = Prompt(7, 9);  // 9 shared tokens: 2 whole blocks + 1
+    const auto tail = Prompt(r, 3 + 5 * r);
+    p.insert(p.end(), tail.begin(), tail.end());
+    prompts.push_back(p);
+  }
+  auto run = [&](bool cache, uint64_t* retractions) {
+    EngineOptions o{.max_running_requests = 8, .chunked_prefill_size = 9,
+                    .kv = {.block_size = 4, .num_blocks = 16, .dtype = DType::kF32}, .enable_prefix_cache = cache};
+    auto engine = Engine::Create(*model, o);
+    EXPECT_TRUE(engine.ok());
+    std::vector<std::shared_ptr<RequestStream>> streams;
+    for (int r = 0; r < kRequests; ++r) {
+      auto sub = (*engine)->Submit(Greedy(std::to_string(r), prompts[size_t(r)], 12));
+      EXPECT_TRUE(sub.stream) << sub.error;
+      streams.push_back(sub.stream);
+    }
+    std::vector<Outcome> out;
+    for (auto& s : streams) out.push_back(CollectOutcome(*s));
+    *retractions = (*engine)->metrics().retractions_total.load();
+    const EngineMetrics& m = (*engine)->metrics();
+    WaitFor(m.used_blocks, 0);
+    EXPECT_EQ(m.used_blocks.load(), 0) << "every block a request held is back";
+    EXPECT_EQ(m.used_blocks.load() + m.cached_blocks.load() + m.free_blocks.load(), 16);
+    if (cache) EXPECT_GT(m.cached_blocks.load(), 0);
+    EXPECT_TRUE((*engine)->FlushCache());
+    EXPECT_EQ(m.free_blocks.load(), 16) << "flushing gives every cached block back";
+    EXPECT_EQ(m.cached_blocks.load(), 0);
+    return out;
+  };
+  uint64_t r_with = 0, r_without = 0;
+  const auto with = run(true, &r_with), without = run(false, &r_without);
+  for (int r = 0; r < kRequests; ++r) {
+    EXPECT_EQ(with[size_t(r)].tokens, without[size_t(r)].tokens) << "request " << r;
+    // Batches differ in shape between the two runs: last-bit differences only (see above).
+    ExpectLogprobs(with[size_t(r)].logprobs, without[size_t(r)].logprobs, 1e-4f, "request " + std::to_string(r));
+    EXPECT_EQ(with[size_t(r)].last.reason, FinishReason::kLength) << with[size_t(r)].last.message;
+    EXPECT_EQ(with[size_t(r)].tokens, Alone(*model, prompts[size_t(r)], 12)) << "request " << r;
+  }
+  EXPECT_GT(r_with, 0u) << "the test meant to exercise retraction with the cache";
+  EXPECT_GT(r_without, 0u);
+}
+
+// n > 1: one prompt computed once, every choice its own sequence.
+TEST_F(EngineTest, GroupComputesThePromptOnceAndEachChoiceDecodes) {
+  auto model = Load();
+  const std::vector<int32_t> prompt = Prompt(4, 15);
+  const std::vector<int32_t> alone = Alone(*model, prompt, 10);
+  for (bool cache : {true, false}) {
+    EngineOptions o{.max_running_requests = 8, .chunked_prefill_size = 64,
+                    .kv = {.block_size = 4, .num_blocks = 64, .dtype = DType::kF32}, .enable_prefix_cache = cache};
+    auto engine = Engine::Create(*model, o);
+    ASSERT_TRUE(engine.ok());
+    std::vector<EngineRequest> reqs;
+    for (int i = 0; i < 3; ++i) reqs.push_back(Greedy("g" + std::to_string(i), prompt, 10));
+    // A sampled group: the choices differ by seed but all finish.
+    std::vector<EngineRequest> sampled;
+    for (int i = 0; i < 3; ++i) {
+      EngineRequest r{.id = "s" + std::to_string(i), .prompt = prompt, .max_tokens = 6};
+      r.sampling.temperature = 1.0;
+      r.sampling.seed = 100 + i;
+      sampled.push_back(r);
+    }
+    auto g = (*engine)->SubmitGroup(reqs);
+    auto h = (*engine)->SubmitGroup(sampled);
+    ASSERT_EQ(g.streams.size(), 3u) << g.error;
+    ASSERT_EQ(h.streams.size(), 3u) << h.error;
+    EXPECT_EQ(g.streams[0]->notifier(), g.streams[2]->notifier());
+    for (int i = 0; i < 3; ++i) {
+      Outcome out = CollectOutcome(*g.streams[size_t(i)]);
+      EXPECT_EQ(out.tokens, alone) << "choice " << i;
+      // The leader computes the prompt; the others find its 3 whole blocks of 4 (15 tokens) cached.
+      EXPECT_EQ(out.last.cached_tokens, cache && i > 0 ? 12 : 0) << "choice " << i;
+      EXPECT_EQ(CollectOutcome(*h.streams[size_t(i)]).tokens.size(), 6u);
+    }
+  }
+}
+
+TEST_F(EngineTest, FlushCacheOnlyWhenIdle) {
+  auto model = Load();
+  EngineOptions o{.max_running_requests = 2, .chunked_prefill_size = 64,
+                  .kv = {.block_size = 4, .num_blocks = 128, .dtype = DType::kF32}};
+  auto engine = Engine::Create(*model, o);
+  ASSERT_TRUE(engine.ok());
+  // Enough queued work (40 x 200 tokens, two at a time) that the engine is surely busy.
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  for (int i = 0; i < 40; ++i) {
+    auto sub = (*engine)->Submit(Greedy(std::to_string(i), Prompt(i, 10), 200));
+    ASSERT_TRUE(sub.stream);
+    streams.push_back(sub.stream);
+  }
+  RequestUpdate u;
+  ASSERT_TRUE(streams[0]->Next(u, std::chrono::milliseconds(5000)));
+  EXPECT_FALSE((*engine)->FlushCache());  // requests are running and waiting
+  (*engine)->AbortAll();
+  for (auto& s : streams) CollectOutcome(*s);
+  WaitFor((*engine)->metrics().running, 0);
+  EXPECT_GT((*engine)->metrics().cached_blocks.load(), 0);
+  EXPECT_TRUE((*engine)->FlushCache());
+  EXPECT_EQ((*engine)->metrics().free_blocks.load(), 128);
+  EXPECT_EQ((*engine)->metrics().cached_blocks.load(), 0);
+}
+
 TEST_F(EngineTest, AbortFreesBlocksAndErrorsAreReported) {
   auto model = Load();
   EngineOptions o{.max_running_requests = 2, .max_queued_requests = 1, .chunked_prefill_size = 64,
                   .kv = {.block_size = 4, .num_blocks = 32, .dtype = DType::kF32}};
   auto engine = Engine::Create(*model, o);
   ASSERT_TRUE(engine.ok());
-  EngineRequest long_req{.id = "a", .prompt = Prompt(1, 8), .max_tokens = 100};
+  EngineRequest long_req{.id = "a", .prompt = Prompt(1, 8), .max_tokens = 240};
   long_req.sampling.temperature = 0;
   auto a = (*engine)->Submit(long_req);
   ASSERT_TRUE(a.stream);

@@ -31,9 +31,15 @@ class Histogram {
 };
 
 struct EngineMetrics {
-  std::atomic<uint64_t> prompt_tokens_total{0}, generation_tokens_total{0}, cached_tokens_total{0};
+  std::atomic<uint64_t> prompt_tokens_total{0}, generation_tokens_total{0};
+  // Prompt tokens looked up in the prefix cache (each request once, at its
+  // first admission) and those found there: cache_hit_rate = cached / looked up.
+  std::atomic<uint64_t> cache_lookup_tokens_total{0}, cached_tokens_total{0};
   std::atomic<uint64_t> requests_total{0}, aborted_requests_total{0}, retractions_total{0};
-  std::atomic<int64_t> running{0}, queued{0}, used_blocks{0}, total_blocks{0}, block_size{0};
+  std::atomic<int64_t> running{0}, queued{0}, total_blocks{0}, block_size{0};
+  // KV blocks: used by requests (SGLang's num_used_tokens counts these),
+  // held only by the prefix cache (evictable), and free; they sum to total_blocks.
+  std::atomic<int64_t> used_blocks{0}, cached_blocks{0}, free_blocks{0};
   std::atomic<double> gen_throughput{0};  // tokens/s over the last steps
   Histogram ttft{{0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8, 10, 20, 40, 60, 80, 100, 200, 400}};
   Histogram itl{{0.002, 0.004, 0.006, 0.008, 0.01, 0.015, 0.02, 0.025, 0.03, 0.035, 0.04, 0.06, 0.08, 0.1, 0.2,

@@ -2,6 +2,25 @@
 
 namespace tern {
 
+uint64_t StreamNotifier::version() const {
+  std::lock_guard lock(mu_);
+  return version_;
+}
+
+void StreamNotifier::Notify() {
+  {
+    std::lock_guard lock(mu_);
+    ++version_;
+  }
+  cv_.notify_all();
+}
+
+uint64_t StreamNotifier::WaitChange(uint64_t seen, std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mu_);
+  cv_.wait_for(lock, timeout, [&] { return version_ != seen; });
+  return version_;
+}
+
 bool RequestStream::Next(RequestUpdate& out, std::chrono::milliseconds timeout) {
   std::unique_lock lock(mu_);
   if (!cv_.wait_for(lock, timeout, [&] { return has_news_; })) return false;
@@ -31,6 +50,7 @@ void RequestStream::PushToken(TokenOutput t, int64_t completion_tokens) {
     has_news_ = true;
   }
   cv_.notify_all();
+  notifier_->Notify();
 }
 
 void RequestStream::Finish(FinishReason reason, int32_t matched_stop_token, std::string message, int abort_status,
@@ -50,6 +70,7 @@ void RequestStream::Finish(FinishReason reason, int32_t matched_stop_token, std:
     has_news_ = true;
   }
   cv_.notify_all();
+  notifier_->Notify();
 }
 
 }  // namespace tern

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -30,12 +31,29 @@ struct RequestUpdate {
   int32_t matched_stop_token = -1;  // with kStop from a stop token
   std::string message;              // with kAbort: why
   int abort_status = 0;             // with kAbort: HTTP status to report (0: client abort)
-  int64_t prompt_tokens = 0, completion_tokens = 0, cached_tokens = 0;
+  int64_t prompt_tokens = 0, completion_tokens = 0;
+  int64_t cached_tokens = 0;  // prompt tokens whose KV came from the prefix cache
+};
+
+// Wakes a reader that waits on several streams at once (the choices of one
+// n > 1 request): every stream sharing it signals it on news.
+class StreamNotifier {
+ public:
+  uint64_t version() const;
+  void Notify();
+  // Waits until the version differs from `seen` or `timeout` passes; returns the current version.
+  uint64_t WaitChange(uint64_t seen, std::chrono::milliseconds timeout);
+
+ private:
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  uint64_t version_ = 0;
 };
 
 class RequestStream {
  public:
-  explicit RequestStream(std::string id) : id_(std::move(id)) {}
+  explicit RequestStream(std::string id, std::shared_ptr<StreamNotifier> notifier = nullptr)
+      : id_(std::move(id)), notifier_(notifier ? std::move(notifier) : std::make_shared<StreamNotifier>()) {}
 
   // HTTP side: waits up to `timeout` for news; returns false on timeout with
   // nothing new. After a finished update, the stream stays finished.
@@ -44,6 +62,7 @@ class RequestStream {
   void Abort() { aborted_.store(true, std::memory_order_relaxed); }
   bool aborted() const { return aborted_.load(std::memory_order_relaxed); }
   const std::string& id() const { return id_; }
+  const std::shared_ptr<StreamNotifier>& notifier() const { return notifier_; }
 
   // Engine side.
   void PushToken(TokenOutput t, int64_t completion_tokens);
@@ -52,6 +71,7 @@ class RequestStream {
 
  private:
   std::string id_;
+  std::shared_ptr<StreamNotifier> notifier_;
   std::atomic<bool> aborted_{false};
   std::mutex mu_;
   std::condition_variable cv_;

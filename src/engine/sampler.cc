@@ -17,6 +17,9 @@ Status SamplingParams::Validate() const {
     return Status::Errorf("presence_penalty must be in [-2, 2], got {}", presence_penalty);
   if (!(frequency_penalty >= -2 && frequency_penalty <= 2))
     return Status::Errorf("frequency_penalty must be in [-2, 2], got {}", frequency_penalty);
+  if (min_new_tokens < 0) return Status::Errorf("min_new_tokens must be >= 0, got {}", min_new_tokens);
+  for (const auto& [id, bias] : logit_bias)
+    if (!std::isfinite(bias)) return Status::Errorf("logit_bias for token {} must be finite, got {}", id, bias);
   return Status::Ok();
 }
 
@@ -62,8 +65,18 @@ void Sampler::ApplyPenalties(std::span<float> logits, std::span<const int32_t> p
   }
 }
 
+void Sampler::ApplyBiases(std::span<float> logits, std::span<const int32_t> output) const {
+  const int64_t V = int64_t(logits.size());
+  if (int64_t(output.size()) < params_.min_new_tokens)
+    for (int32_t t : params_.min_tokens_suppressed)
+      if (t >= 0 && t < V) logits[size_t(t)] = -INFINITY;
+  for (const auto& [t, bias] : params_.logit_bias)
+    if (t >= 0 && t < V) logits[size_t(t)] += bias;
+}
+
 int32_t Sampler::Sample(std::span<float> logits, std::span<const int32_t> prompt, std::span<const int32_t> output) {
   ApplyPenalties(logits, prompt, output);
+  ApplyBiases(logits, output);
   if (params_.temperature == 0.0 || params_.top_k == 1) return ArgMax(logits);
 
   // Candidates sorted by logit, descending; top-k cuts the list.

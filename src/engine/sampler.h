@@ -1,12 +1,15 @@
 // Sampling the next token from logits, as OpenAI/SGLang/vLLM define the
-// parameters: penalties first, then temperature, then top-k, top-p and min-p
-// filtering, then a draw from the softmax. temperature == 0 means greedy.
+// parameters, in SGLang's order (SamplingBatchInfo.apply_logits_bias):
+// penalties, the min-tokens suppression, logit_bias; then temperature, top-k,
+// top-p and min-p filtering and a draw from the softmax. temperature == 0
+// means greedy (argmax of the biased, penalised logits).
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <random>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
@@ -22,6 +25,13 @@ struct SamplingParams {
   double presence_penalty = 0.0;    // OpenAI: subtracted once for every token present in the output
   double frequency_penalty = 0.0;   // OpenAI: subtracted per occurrence in the output
   std::optional<uint64_t> seed;
+  // OpenAI logit_bias: (token id, bias) added to the logits; ids outside the vocabulary are ignored.
+  std::vector<std::pair<int32_t, float>> logit_bias;
+  // vLLM min_tokens / SGLang min_new_tokens: while fewer than this many tokens
+  // were generated, the tokens in `min_tokens_suppressed` (EOS and stop token
+  // ids) get -inf, so generation cannot stop on them.
+  int64_t min_new_tokens = 0;
+  std::vector<int32_t> min_tokens_suppressed;
 
   Status Validate() const;
 };
@@ -38,6 +48,7 @@ class Sampler {
 
  private:
   void ApplyPenalties(std::span<float> logits, std::span<const int32_t> prompt, std::span<const int32_t> output);
+  void ApplyBiases(std::span<float> logits, std::span<const int32_t> output) const;
   double Uniform();  // [0, 1)
 
   SamplingParams params_;

@@ -88,6 +88,62 @@ TEST(Sampler, Penalties) {
   EXPECT_FLOAT_EQ(l[2], 2.0f);
 }
 
+TEST(Sampler, LogitBiasShiftsTheChoiceAndTheDistribution) {
+  SamplingParams p;
+  p.temperature = 0;
+  p.logit_bias = {{0, 2.5f}, {4, -100.0f}, {99, 5.0f}};  // 99: outside the vocabulary, ignored
+  Sampler greedy(p);
+  auto l = Logits();
+  EXPECT_EQ(greedy.Sample(l, {}, {}), 0);  // 1.0 + 2.5 beats 3.0
+  EXPECT_FLOAT_EQ(l[0], 3.5f);
+  EXPECT_FLOAT_EQ(l[4], -99.5f);
+  EXPECT_FLOAT_EQ(l[1], 3.0f);
+  // Sampling follows the softmax of the biased logits: bias token 3 up to 3.0
+  // and token 1 down to 1.0; expected frequencies computed here.
+  p.temperature = 1.0;
+  p.seed = 11;
+  p.logit_bias = {{3, 4.0f}, {1, -2.0f}};
+  Sampler s(p);
+  const std::vector<double> biased = {1.0, 1.0, 2.0, 3.0, 0.5};
+  double sum = 0;
+  for (double v : biased) sum += std::exp(v);
+  std::vector<int> hits(5, 0);
+  const int n = 40000;
+  for (int i = 0; i < n; ++i) {
+    auto x = Logits();
+    hits[size_t(s.Sample(x, {}, {}))]++;
+  }
+  for (size_t i = 0; i < 5; ++i) EXPECT_NEAR(double(hits[i]) / n, std::exp(biased[i]) / sum, 0.01) << "token " << i;
+}
+
+TEST(Sampler, MinNewTokensSuppressesStopTokensUntilReached) {
+  SamplingParams p;
+  p.temperature = 0;
+  p.min_new_tokens = 2;
+  p.min_tokens_suppressed = {1, 2};  // say EOS = 1 and a stop token id 2
+  Sampler s(p);
+  const std::vector<int32_t> none, one = {0}, two = {0, 0};
+  auto l = Logits();
+  EXPECT_EQ(s.Sample(l, {}, none), 0);  // 1 and 2 suppressed: 0 (1.0) is the best left
+  EXPECT_EQ(l[1], -INFINITY);
+  EXPECT_EQ(l[2], -INFINITY);
+  l = Logits();
+  EXPECT_EQ(s.Sample(l, {}, one), 0);
+  l = Logits();
+  EXPECT_EQ(s.Sample(l, {}, two), 1);  // reached: EOS allowed again
+  // Random sampling never draws a suppressed token.
+  p.temperature = 1.0;
+  p.seed = 5;
+  p.min_new_tokens = 1;
+  Sampler r(p);
+  for (int i = 0; i < 2000; ++i) {
+    l = Logits();
+    const int32_t t = r.Sample(l, {}, none);
+    ASSERT_NE(t, 1);
+    ASSERT_NE(t, 2);
+  }
+}
+
 TEST(Sampler, ValidateRejectsBadValues) {
   SamplingParams p;
   p.temperature = -1;
@@ -100,6 +156,12 @@ TEST(Sampler, ValidateRejectsBadValues) {
   EXPECT_FALSE(p.Validate().ok());
   p = {};
   p.presence_penalty = 3;
+  EXPECT_FALSE(p.Validate().ok());
+  p = {};
+  p.min_new_tokens = -1;
+  EXPECT_FALSE(p.Validate().ok());
+  p = {};
+  p.logit_bias = {{1, NAN}};
   EXPECT_FALSE(p.Validate().ok());
   p = {};
   EXPECT_TRUE(p.Validate().ok());

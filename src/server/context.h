@@ -53,16 +53,21 @@ struct ServerContext {
   // A fresh request id: 32 hex characters, unique per server run.
   std::string NewRequestId();
 
-  // Streams of requests in flight by id, for /abort_request.
+  // Streams of requests in flight by request id (one per choice), for /abort_request.
   std::mutex streams_mu;
-  std::map<std::string, std::weak_ptr<RequestStream>> streams;
-  void Track(const std::shared_ptr<RequestStream>& s) {
+  std::multimap<std::string, std::weak_ptr<RequestStream>> streams;
+  void Track(const std::string& id, const std::shared_ptr<RequestStream>& s) {
     std::lock_guard lock(streams_mu);
-    streams[s->id()] = s;
+    streams.emplace(id, s);
   }
-  void Untrack(const std::string& id) {
+  void Untrack(const std::string& id, const std::shared_ptr<RequestStream>& s) {
     std::lock_guard lock(streams_mu);
-    streams.erase(id);
+    auto [lo, hi] = streams.equal_range(id);
+    for (auto it = lo; it != hi; ++it)
+      if (it->second.lock() == s || it->second.expired()) {
+        streams.erase(it);
+        return;
+      }
   }
 };
 

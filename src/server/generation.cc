@@ -17,6 +17,8 @@ SamplingParams ToEngineSampling(const api::SamplingParams& s) {
   e.presence_penalty = s.presence_penalty;
   e.frequency_penalty = s.frequency_penalty;
   if (s.seed) e.seed = uint64_t(*s.seed);
+  e.logit_bias = s.logit_bias;
+  e.min_new_tokens = s.min_new_tokens;  // the engine suppresses the request's stop tokens until reached
   return e;
 }
 
@@ -30,29 +32,40 @@ GenerationRun::GenerationRun(ServerContext& ctx, RunSpec spec, std::shared_ptr<R
 
 GenerationRun::~GenerationRun() {
   if (!done_) stream_->Abort();
-  ctx_.Untrack(stream_->id());
+  ctx_.Untrack(spec_.id, stream_);
 }
 
-api::ApiResult<std::unique_ptr<GenerationRun>> GenerationRun::Start(ServerContext& ctx, RunSpec spec) {
-  EngineRequest req;
-  req.id = spec.id;
-  req.prompt = spec.prompt;
-  req.sampling = ToEngineSampling(spec.sampling);
-  req.max_tokens = spec.sampling.max_new_tokens.value_or(ctx.engine->context_length());
-  req.top_logprobs = spec.top_logprobs;
-  req.stop_token_ids = spec.sampling.stop_token_ids;
-  if (!spec.sampling.ignore_eos)
-    for (int32_t id : ctx.eos_token_ids)
-      if (std::find(req.stop_token_ids.begin(), req.stop_token_ids.end(), id) == req.stop_token_ids.end())
-        req.stop_token_ids.push_back(id);
-  if (req.max_tokens <= 0) req.max_tokens = 0;
-  SubmitResult sub = ctx.engine->Submit(std::move(req));
-  if (!sub.stream) {
+api::ApiResult<std::vector<std::shared_ptr<GenerationRun>>> GenerationRun::StartGroup(ServerContext& ctx,
+                                                                                       RunSpec spec) {
+  const int64_t n = std::max<int64_t>(spec.sampling.n, 1);
+  std::vector<EngineRequest> reqs;
+  for (int64_t i = 0; i < n; ++i) {
+    EngineRequest req;
+    req.id = spec.id;
+    req.prompt = spec.prompt;
+    req.sampling = ToEngineSampling(spec.sampling);
+    if (req.sampling.seed) req.sampling.seed = *req.sampling.seed + uint64_t(i);
+    req.max_tokens = spec.sampling.max_new_tokens.value_or(ctx.engine->context_length());
+    req.top_logprobs = spec.top_logprobs;
+    req.stop_token_ids = spec.sampling.stop_token_ids;
+    if (!spec.sampling.ignore_eos)
+      for (int32_t id : ctx.eos_token_ids)
+        if (std::find(req.stop_token_ids.begin(), req.stop_token_ids.end(), id) == req.stop_token_ids.end())
+          req.stop_token_ids.push_back(id);
+    if (req.max_tokens <= 0) req.max_tokens = 0;
+    reqs.push_back(std::move(req));
+  }
+  SubmitGroupResult sub = ctx.engine->SubmitGroup(std::move(reqs));
+  if (sub.streams.empty()) {
     if (sub.http_status == 503) return api::ApiError::Http(503, sub.error);
     return api::ApiError::BadRequest(sub.error);
   }
-  ctx.Track(sub.stream);
-  return std::unique_ptr<GenerationRun>(new GenerationRun(ctx, std::move(spec), std::move(sub.stream)));
+  std::vector<std::shared_ptr<GenerationRun>> runs;
+  for (auto& stream : sub.streams) {
+    ctx.Track(spec.id, stream);
+    runs.push_back(std::shared_ptr<GenerationRun>(new GenerationRun(ctx, spec, std::move(stream))));
+  }
+  return runs;
 }
 
 void GenerationRun::Abort() { stream_->Abort(); }
@@ -88,6 +101,7 @@ bool GenerationRun::Next(Step& out, std::chrono::milliseconds timeout) {
     return true;
   }
   if (u.finished) {
+    cached_tokens_ = u.cached_tokens;
     stops_.Append(decoder_.Flush());
     out.text = stops_.TakeRest();
     out.finished = true;
@@ -121,33 +135,60 @@ GenerationRun::Step GenerationRun::RunToEnd() {
   return all;
 }
 
-void StreamRun(httplib::Response& res, std::shared_ptr<GenerationRun> run, StepWriter on_step, StartWriter on_start) {
-  auto started = std::make_shared<bool>(false);
+void StreamRuns(httplib::Response& res, std::vector<std::shared_ptr<GenerationRun>> runs, StepWriter on_step,
+                SinkWriter on_start, SinkWriter on_end) {
+  struct State {
+    std::vector<std::shared_ptr<GenerationRun>> runs;
+    std::vector<bool> finished;
+    size_t left = 0;
+    bool started = false;
+  };
+  auto st = std::make_shared<State>();
+  st->runs = std::move(runs);
+  st->finished.assign(st->runs.size(), false);
+  st->left = st->runs.size();
+  auto abort_all = [st] {
+    for (auto& r : st->runs) r->Abort();
+  };
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider(
       "text/event-stream",
-      [run, on_step, on_start, started](size_t, httplib::DataSink& sink) {
-        if (!*started) {
-          *started = true;
+      [st, on_step, on_start, on_end, abort_all](size_t, httplib::DataSink& sink) {
+        if (!st->started) {
+          st->started = true;
           on_start(sink);
         }
-        GenerationRun::Step step;
+        // Every choice's runs share one notifier: poll them all, then wait for news on any.
+        const auto& notifier = st->runs[0]->notifier();
         for (;;) {
           if (!sink.is_writable()) {
-            run->Abort();
+            abort_all();
             return false;
           }
-          if (run->Next(step, std::chrono::milliseconds(100))) break;
+          const uint64_t seen = notifier->version();
+          bool progressed = false;
+          GenerationRun::Step step;
+          for (size_t i = 0; i < st->runs.size(); ++i) {
+            if (st->finished[i] || !st->runs[i]->Next(step, std::chrono::milliseconds(0))) continue;
+            progressed = true;
+            on_step(int(i), step, sink);
+            if (step.finished) {
+              st->finished[i] = true;
+              --st->left;
+            }
+          }
+          if (st->left == 0) {
+            on_end(sink);
+            sink.write(kSseDone, std::strlen(kSseDone));
+            sink.done();
+            return true;
+          }
+          if (progressed) return true;
+          notifier->WaitChange(seen, std::chrono::milliseconds(100));
         }
-        on_step(step, sink);
-        if (step.finished) {
-          sink.write(kSseDone, std::strlen(kSseDone));
-          sink.done();
-        }
-        return true;
       },
-      [run](bool success) {
-        if (!success) run->Abort();
+      [abort_all](bool success) {
+        if (!success) abort_all();
       });
 }
 

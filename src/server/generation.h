@@ -1,7 +1,8 @@
-// GenerationRun: one request's trip through the engine as text — submits the
+// GenerationRun: one choice's trip through the engine as text — submits the
 // tokens, detokenizes the stream (never splitting a UTF-8 character), applies
 // stop strings (holding back what may still become one), and reports SGLang's
-// finish reason. Handlers for every endpoint build on it.
+// finish reason. Handlers for every endpoint build on it; a request with
+// n > 1 is n runs started together (StartGroup).
 #pragma once
 
 #include <chrono>
@@ -23,7 +24,7 @@
 namespace tern::server {
 
 struct RunSpec {
-  std::string id;
+  std::string id;  // the request's id: /abort_request with it aborts every choice
   std::vector<int32_t> prompt;
   api::SamplingParams sampling;  // resolved (defaults applied, ranges checked)
   int32_t top_logprobs = -1;     // -1: none; 0: chosen token; k: top k too
@@ -31,8 +32,12 @@ struct RunSpec {
 
 class GenerationRun {
  public:
-  // Submits to the engine; an ApiError (400 context, 503 queue full) when it refuses.
-  static api::ApiResult<std::unique_ptr<GenerationRun>> Start(ServerContext& ctx, RunSpec spec);
+  // Submits to the engine; an ApiError (400 context, 503 queue full) when it
+  // refuses. The n choices of one request: spec.sampling.n runs over the same prompt,
+  // choice i seeded with seed + i when a seed is given (vLLM's rule; SGLang
+  // would give every choice the same seed and so the same text). The engine
+  // computes the shared prompt once.
+  static api::ApiResult<std::vector<std::shared_ptr<GenerationRun>>> StartGroup(ServerContext& ctx, RunSpec spec);
   ~GenerationRun();
 
   struct Step {
@@ -50,6 +55,9 @@ class GenerationRun {
 
   int64_t prompt_tokens() const { return int64_t(spec_.prompt.size()); }
   int64_t completion_tokens() const { return completion_tokens_; }
+  // Prompt tokens served from the prefix cache (known once finished).
+  int64_t cached_tokens() const { return cached_tokens_; }
+  const std::shared_ptr<StreamNotifier>& notifier() const { return stream_->notifier(); }
   const std::vector<int32_t>& output_ids() const { return output_ids_; }
   double elapsed_seconds() const;
 
@@ -63,16 +71,20 @@ class GenerationRun {
   StopStringMatcher stops_;
   std::vector<int32_t> output_ids_;
   int64_t completion_tokens_ = 0;
+  int64_t cached_tokens_ = 0;
   bool done_ = false;
   std::chrono::steady_clock::time_point start_;
 };
 
-// Streams a run as SSE: on_start writes the opening chunks, on_step each step's
-// chunks; "data: [DONE]" closes the stream. A client that vanishes aborts the run
-// (its KV blocks return to the pool within one engine step).
-using StepWriter = std::function<void(const GenerationRun::Step&, httplib::DataSink&)>;
-using StartWriter = std::function<void(httplib::DataSink&)>;
-void StreamRun(httplib::Response& res, std::shared_ptr<GenerationRun> run, StepWriter on_step, StartWriter on_start);
+// Streams the runs of one request (its choices) as SSE: on_start writes the
+// opening chunks, on_step each choice's steps as they come (index = choice),
+// on_end what follows the last finish (the usage chunk); "data: [DONE]"
+// closes the stream. A client that vanishes aborts every run (their KV
+// blocks return to the pool within one engine step).
+using StepWriter = std::function<void(int index, const GenerationRun::Step&, httplib::DataSink&)>;
+using SinkWriter = std::function<void(httplib::DataSink&)>;
+void StreamRuns(httplib::Response& res, std::vector<std::shared_ptr<GenerationRun>> runs, StepWriter on_step,
+                SinkWriter on_start, SinkWriter on_end);
 
 // The engine's sampling parameters for a resolved API request.
 SamplingParams ToEngineSampling(const api::SamplingParams& s);

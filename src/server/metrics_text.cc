@@ -55,14 +55,20 @@ std::string RenderPrometheus(ServerContext& ctx) {
   w.Counter("sglang:num_retractions", "Number of retracted (preempted) requests.", double(m.retractions_total.load()));
   w.Gauge("sglang:num_running_reqs", "The number of running requests.", double(m.running.load()));
   w.Gauge("sglang:num_queue_reqs", "The number of requests in the waiting queue.", double(m.queued.load()));
+  // As SGLang, blocks the prefix cache holds for no request count as available, not used.
   const double total = double(m.total_blocks.load()), used = double(m.used_blocks.load());
   w.Gauge("sglang:num_used_tokens", "The number of KV cache token slots in use.", used * double(m.block_size.load()));
   w.Gauge("sglang:max_total_num_tokens", "KV cache capacity in tokens.", total * double(m.block_size.load()));
   w.Gauge("sglang:token_usage", "The KV cache usage (0..1).", total > 0 ? used / total : 0.0);
-  w.Gauge("sglang:kv_used_blocks", "KV cache blocks in use.", used);
+  w.Gauge("sglang:kv_used_blocks", "KV cache blocks held by requests.", used);
+  w.Gauge("sglang:kv_cached_blocks", "KV cache blocks held only by the prefix cache (evictable).",
+          double(m.cached_blocks.load()));
+  w.Gauge("sglang:kv_free_blocks", "KV cache blocks free.", double(m.free_blocks.load()));
   w.Gauge("sglang:kv_total_blocks", "KV cache blocks in the pool.", total);
   w.Gauge("sglang:gen_throughput", "The generation throughput (token/s).", m.gen_throughput.load());
-  w.Gauge("sglang:cache_hit_rate", "The prefix cache hit rate.", 0.0);
+  const double looked_up = double(m.cache_lookup_tokens_total.load());
+  w.Gauge("sglang:cache_hit_rate", "The prefix cache hit rate: prompt tokens served from the cache / prompt tokens.",
+          looked_up > 0 ? double(m.cached_tokens_total.load()) / looked_up : 0.0);
   w.Gauge("sglang:spec_accept_length", "The average acceptance length of speculative decoding.", 0.0);
   w.Gauge("sglang:engine_load_weights_time", "Seconds spent loading the model.", ctx.load_seconds);
   w.Hist("sglang:time_to_first_token_seconds", "Histogram of time to first token in seconds.", m.ttft.Snap());

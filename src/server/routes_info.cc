@@ -43,6 +43,8 @@ json ServerInfo(const ServerContext& ctx) {
           {"page_size", o.page_size}, {"reasoning_parser", o.reasoning_parser},
           {"tool_call_parser", o.tool_call_parser}, {"enable_metrics", o.enable_metrics},
           {"skip_server_warmup", o.skip_server_warmup}, {"threads", ctx.model->pool().size()},
+          {"disable_radix_cache", !ctx.engine->prefix_cache_enabled()},
+          {"enable_cache_report", o.enable_cache_report}, {"radix_eviction_policy", "lru"},
           {"max_total_num_tokens", ctx.engine->max_total_tokens()},
           {"max_req_input_len", ctx.engine->context_length() - 1},
           {"internal_states", json::array({json::object()})}, {"version", "tern-0.1.0"}};
@@ -118,9 +120,8 @@ void AddInfoRoutes(httplib::Server& http, ServerContext& ctx) {
   });
 
   auto flush = [&ctx](const httplib::Request&, httplib::Response& res) {
-    // There is no prefix cache yet, so there is nothing to flush; answer as SGLang does when idle.
-    const bool idle = ctx.engine->metrics().running.load() == 0 && ctx.engine->metrics().queued.load() == 0;
-    res.status = idle ? 200 : 400;
+    // Empties the prefix cache; refused (400, same text, as SGLang) while requests run or wait.
+    res.status = ctx.engine->FlushCache() ? 200 : 400;
     res.set_content(
         "Cache flushed.\nPlease check backend logs for more details. (When there are running or waiting requests, "
         "the operation will not be performed.)\n",

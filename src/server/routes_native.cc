@@ -22,8 +22,8 @@ void HandleGenerate(ServerContext& ctx, const httplib::Request& http_req, httpli
   auto parsed = api::ParseGenerateRequest(*body);
   if (!parsed.ok()) return ReplyGenerateError(res, parsed.error());
   api::GenerateRequest& req = parsed.value();
-  if (req.prompts.size() != 1 || req.sampling.n != 1)
-    return ReplyGenerateError(res, api::ApiError::BadRequest("batched prompts and n > 1 are not supported by tern yet"));
+  if (req.prompts.size() != 1)
+    return ReplyGenerateError(res, api::ApiError::BadRequest("batched prompts are not supported by tern yet"));
   std::vector<int32_t> prompt = req.prompts[0].token_ids;
   if (req.prompts[0].text) {
     auto ids = ctx.tokenizer->Encode(*req.prompts[0].text, true);
@@ -38,17 +38,23 @@ void HandleGenerate(ServerContext& ctx, const httplib::Request& http_req, httpli
   const std::string id = req.rid.value_or(api::NewRequestId(""));
   RunSpec spec{.id = id, .prompt = prompt, .sampling = *sampling,
                .top_logprobs = req.return_logprob ? int32_t(req.top_logprobs_num) : -1};
-  auto started = GenerationRun::Start(ctx, std::move(spec));
+  auto started = GenerationRun::StartGroup(ctx, std::move(spec));
   if (!started.ok()) return ReplyGenerateError(res, started.error());
-  std::shared_ptr<GenerationRun> run = std::move(started).value();
+  std::vector<std::shared_ptr<GenerationRun>> runs = std::move(started).value();
+  const bool several = runs.size() > 1;
+  // SGLang gives each of n > 1 choices a fresh request id.
+  std::vector<std::string> ids;
+  for (size_t i = 0; i < runs.size(); ++i) ids.push_back(several ? api::NewRequestId("") : id);
 
-  auto make_output = [&ctx, run, id, return_logprob = req.return_logprob, top_n = req.top_logprobs_num,
-                      text_in = req.return_text_in_logprobs](const std::string& text,
+  auto make_output = [runs, ids, several, return_logprob = req.return_logprob, top_n = req.top_logprobs_num,
+                      text_in = req.return_text_in_logprobs](int i, const std::string& text,
                                                              const std::vector<TokenOutput>& toks,
                                                              const std::optional<api::FinishReason>& fin) {
-    api::GenerateOutput out{.id = id, .text = text, .output_ids = run->output_ids(), .finish = fin,
-                            .prompt_tokens = run->prompt_tokens(), .completion_tokens = run->completion_tokens()};
-    if (fin) out.e2e_latency = run->elapsed_seconds();
+    const GenerationRun& run = *runs[size_t(i)];
+    api::GenerateOutput out{.id = ids[size_t(i)], .text = text, .output_ids = run.output_ids(), .finish = fin,
+                            .prompt_tokens = run.prompt_tokens(), .completion_tokens = run.completion_tokens(),
+                            .cached_tokens = run.cached_tokens()};
+    if (fin) out.e2e_latency = run.elapsed_seconds();
     if (return_logprob) {
       std::vector<api::TokenLogprob> lps;
       for (const auto& t : toks) {
@@ -60,39 +66,46 @@ void HandleGenerate(ServerContext& ctx, const httplib::Request& http_req, httpli
       out.text_in_logprobs = text_in;
       out.top_logprobs_num = top_n;
     }
-    (void)ctx;
-    return api::GenerateJson(out);
+    return out;
   };
 
   if (!req.stream) {
-    GenerationRun::Step all = run->RunToEnd();
-    if (all.finish.kind == api::FinishReason::Kind::kAbort && all.finish.status_code)
-      return ReplyGenerateError(res, api::ApiError::Http(*all.finish.status_code, all.finish.message));
+    Json outputs = Json::array();
+    for (size_t i = 0; i < runs.size(); ++i) {
+      GenerationRun::Step all = runs[i]->RunToEnd();
+      if (all.finish.kind == api::FinishReason::Kind::kAbort && all.finish.status_code)
+        return ReplyGenerateError(res, api::ApiError::Http(*all.finish.status_code, all.finish.message));
+      outputs.push_back(api::GenerateJson(make_output(int(i), all.text, all.tokens, all.finish)));
+    }
     res.status = 200;
-    res.set_content(api::ToJsonText(make_output(all.text, all.tokens, all.finish)), "application/json");
+    res.set_content(api::ToJsonText(several ? outputs : outputs[0]), "application/json");
     return;
   }
   // SGLang streams the whole text so far in every chunk.
   struct State {
-    std::string text;
-    std::vector<TokenOutput> tokens;
+    std::vector<std::string> text;
+    std::vector<std::vector<TokenOutput>> tokens;
   };
   auto st = std::make_shared<State>();
-  StreamRun(
-      res, run,
-      [st, make_output](const GenerationRun::Step& step, httplib::DataSink& sink) {
-        st->text += step.text;
-        for (auto& t : step.tokens) st->tokens.push_back(t);
+  st->text.resize(runs.size());
+  st->tokens.resize(runs.size());
+  StreamRuns(
+      res, runs,
+      [st, make_output, several](int i, const GenerationRun::Step& step, httplib::DataSink& sink) {
+        st->text[size_t(i)] += step.text;
+        for (auto& t : step.tokens) st->tokens[size_t(i)].push_back(t);
         std::string out;
         if (step.finished && step.finish.kind == api::FinishReason::Kind::kAbort && step.finish.status_code) {
           out = SseEvent(api::GenerateErrorBody(api::ApiError::Http(*step.finish.status_code, step.finish.message)));
         } else if (!step.tokens.empty() || step.finished) {
-          out = "data: " + api::ToJsonText(make_output(st->text, st->tokens,
-                                                       step.finished ? std::optional(step.finish) : std::nullopt)) + "\n\n";
+          api::GenerateOutput o = make_output(i, st->text[size_t(i)], st->tokens[size_t(i)],
+                                              step.finished ? std::optional(step.finish) : std::nullopt);
+          if (several) o.index = i;
+          out = "data: " + api::ToJsonText(api::GenerateJson(o)) + "\n\n";
         }
         if (!out.empty()) sink.write(out.data(), out.size());
       },
-      [](httplib::DataSink&) {});
+      [](httplib::DataSink&) {}, [](httplib::DataSink&) {});
 }
 
 }  // namespace

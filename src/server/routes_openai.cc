@@ -57,16 +57,36 @@ std::vector<api::TokenLogprob> ToLogprobs(const ServerContext& ctx, const std::v
   return out;
 }
 
+// Usage of a request's choices as SGLang adds it up: the prompt once, the
+// completions summed; cached tokens (with --enable-cache-report) those of the
+// first choice, the one that met the prompt first.
+api::Usage SumUsage(const ServerContext& ctx, const std::vector<std::shared_ptr<GenerationRun>>& runs) {
+  api::Usage u{.prompt_tokens = runs[0]->prompt_tokens()};
+  for (const auto& r : runs) u.completion_tokens += r->completion_tokens();
+  if (ctx.opts.enable_cache_report) u.cached_tokens = runs[0]->cached_tokens();
+  return u;
+}
+
+// A choice that ended in an error (not a client abort) fails the whole non-stream reply.
+std::optional<api::ApiError> ChoiceError(const GenerationRun::Step& all) {
+  if (all.finish.kind == api::FinishReason::Kind::kAbort && all.finish.status_code)
+    return api::ApiError::Http(*all.finish.status_code, all.finish.message);
+  return std::nullopt;
+}
+
 void HandleChat(ServerContext& ctx, const httplib::Request& http_req, httplib::Response& res) {
   auto body = DecodeBody(http_req, res);
   if (!body) return;
   auto parsed = api::ParseChatRequest(*body, {.context_length = ctx.engine->context_length()});
   if (!parsed.ok()) return ReplyApiError(res, parsed.error());
   api::ChatRequest& req = parsed.value();
+  api::ServerParsers parsers{.reasoning = api::ReasoningParserFromName(ctx.opts.reasoning_parser),
+                             .tool_call = api::ToolParserFromName(ctx.opts.tool_call_parser)};
 
-  // Prompt tokens: the client's input_ids, or the rendered chat template.
+  // Prompt tokens: the client's input_ids, or the rendered chat template (plus
+  // the forced start of a tool call for tool_choice required / named).
   std::vector<int32_t> prompt;
-  std::string rendered;
+  std::string rendered, forced;
   if (req.input_ids) {
     prompt = *req.input_ids;
   } else {
@@ -76,85 +96,104 @@ void HandleChat(ServerContext& ctx, const httplib::Request& http_req, httplib::R
                                   .add_generation_prompt = !in.assistant_prefix.has_value(), .kwargs = in.kwargs});
     if (!text.ok()) return ReplyApiError(res, api::ApiError::BadRequest(text.status().message()));
     rendered = *text + in.assistant_prefix.value_or("");
-    auto ids = ctx.tokenizer->Encode(rendered, /*add_special_tokens=*/false);
+    forced = api::ForcedToolCallPrefix(req, parsers, rendered);
+    auto ids = ctx.tokenizer->Encode(rendered + forced, /*add_special_tokens=*/false);
     if (!ids.ok()) return ReplyApiError(res, api::ApiError::BadRequest(ids.status().message()));
     prompt = std::move(*ids);
   }
-  if (req.sampling.n != 1)
-    return ReplyApiError(res, api::ApiError::BadRequest("n > 1 is not supported by tern yet; send n separate requests"));
   auto sampling = api::ResolveSampling(req.sampling, ModelDefaults(ctx), ctx.model->config().vocab_size);
   if (!sampling.ok()) return ReplyApiError(res, sampling.error());
   api::ContextCheck cc = api::CheckContextLength(int64_t(prompt.size()), sampling->max_new_tokens,
                                                  ctx.engine->context_length(), false);
   if (cc.error) return ReplyApiError(res, *cc.error);
 
-  api::ServerParsers parsers{.reasoning = api::ReasoningParserFromName(ctx.opts.reasoning_parser),
-                             .tool_call = api::ToolParserFromName(ctx.opts.tool_call_parser)};
   const api::ChatParseConfig pcfg = api::MakeChatParseConfig(req, parsers, rendered);
   api::ResponseMeta meta{.id = req.rid.value_or(api::NewRequestId("chatcmpl-")), .created = UnixNow(), .model = req.model};
   RunSpec spec{.id = meta.id, .prompt = prompt, .sampling = *sampling,
                .top_logprobs = req.logprobs ? int32_t(req.top_logprobs) : -1};
-  auto started = GenerationRun::Start(ctx, std::move(spec));
+  auto started = GenerationRun::StartGroup(ctx, std::move(spec));
   if (!started.ok()) return ReplyApiError(res, started.error());
-  std::shared_ptr<GenerationRun> run = std::move(started).value();
+  std::vector<std::shared_ptr<GenerationRun>> runs = std::move(started).value();
 
   if (!req.stream) {
-    GenerationRun::Step all = run->RunToEnd();
-    if (all.finish.kind == api::FinishReason::Kind::kAbort && all.finish.status_code)
-      return ReplyApiError(res, api::ApiError::Http(*all.finish.status_code, all.finish.message));
-    api::ChatChoice choice = api::ParseChatOutput(pcfg, all.text, all.finish);
-    if (req.logprobs) choice.logprobs = ToLogprobs(ctx, all.tokens);
-    api::Usage usage{.prompt_tokens = run->prompt_tokens(), .completion_tokens = run->completion_tokens()};
-    if (!choice.reasoning.empty()) {
-      auto r = ctx.tokenizer->Encode(choice.reasoning, false);
-      usage.reasoning_tokens = r.ok() ? int64_t(r->size()) : 0;
+    std::vector<api::ChatChoice> choices;
+    int64_t reasoning_tokens = 0;
+    for (auto& run : runs) {
+      GenerationRun::Step all = run->RunToEnd();
+      if (auto e = ChoiceError(all)) return ReplyApiError(res, *e);
+      api::ChatChoice choice = api::ParseChatOutput(pcfg, forced + all.text, all.finish);
+      if (req.logprobs) choice.logprobs = ToLogprobs(ctx, all.tokens);
+      if (!choice.reasoning.empty()) {
+        auto r = ctx.tokenizer->Encode(choice.reasoning, false);
+        reasoning_tokens += r.ok() ? int64_t(r->size()) : 0;
+      }
+      choices.push_back(std::move(choice));
     }
+    api::Usage usage = SumUsage(ctx, runs);
+    usage.reasoning_tokens = reasoning_tokens;
     res.status = 200;
-    res.set_content(api::ToJsonText(api::ChatCompletionJson(meta, {choice}, usage)), "application/json");
+    res.set_content(api::ToJsonText(api::ChatCompletionJson(meta, choices, usage)), "application/json");
     return;
   }
 
+  // One output parser per choice; the encoder keeps each choice's tool-call state.
   struct State {
+    explicit State(const api::ResponseMeta& meta) : enc(meta) {}
     api::ChatStreamEncoder enc;
-    api::ChatOutputParser parser;
-    int64_t reasoning_tokens = 0;
+    std::vector<api::ChatOutputParser> parsers;
+    std::vector<int64_t> reasoning_tokens;
   };
-  auto st = std::make_shared<State>(State{api::ChatStreamEncoder(meta), api::ChatOutputParser(pcfg), 0});
+  auto st = std::make_shared<State>(meta);
+  for (size_t i = 0; i < runs.size(); ++i) st->parsers.emplace_back(pcfg);
+  st->reasoning_tokens.assign(runs.size(), 0);
   const bool include_usage = req.include_usage, continuous = req.continuous_usage_stats, logprobs = req.logprobs;
   ServerContext* c = &ctx;
-  StreamRun(
-      res, run,
-      [st, run, include_usage, continuous, logprobs, c](const GenerationRun::Step& step, httplib::DataSink& sink) {
+  StreamRuns(
+      res, runs,
+      [st, runs, continuous, logprobs, c](int i, const GenerationRun::Step& step, httplib::DataSink& sink) {
         std::string out;
-        if (st->parser.in_reasoning()) st->reasoning_tokens += int64_t(step.tokens.size());
-        api::Usage usage{.prompt_tokens = run->prompt_tokens(), .completion_tokens = run->completion_tokens(),
-                         .reasoning_tokens = st->reasoning_tokens};
-        api::ChatDelta d = st->parser.Push(step.text);
+        api::ChatOutputParser& parser = st->parsers[size_t(i)];
+        if (parser.in_reasoning()) st->reasoning_tokens[size_t(i)] += int64_t(step.tokens.size());
+        const GenerationRun& run = *runs[size_t(i)];
+        api::Usage usage{.prompt_tokens = run.prompt_tokens(), .completion_tokens = run.completion_tokens(),
+                         .reasoning_tokens = st->reasoning_tokens[size_t(i)]};
+        api::ChatDelta d = parser.Push(step.text);
         if (step.finished) {
-          api::ChatDelta tail = st->parser.Finish();
+          api::ChatDelta tail = parser.Finish();
           d.reasoning += tail.reasoning;
           d.content += tail.content;
           for (auto& t : tail.tool_calls) d.tool_calls.push_back(std::move(t));
         }
         if (logprobs && !step.tokens.empty()) {
           Json lp = api::ChatLogprobsJson(ToLogprobs(*c, step.tokens));
-          if (!d.reasoning.empty()) out += st->enc.Reasoning(0, d.reasoning, continuous ? &usage : nullptr, &lp), d.reasoning.clear();
-          else if (!d.content.empty()) out += st->enc.Content(0, d.content, continuous ? &usage : nullptr, &lp), d.content.clear();
+          if (!d.reasoning.empty()) out += st->enc.Reasoning(i, d.reasoning, continuous ? &usage : nullptr, &lp), d.reasoning.clear();
+          else if (!d.content.empty()) out += st->enc.Content(i, d.content, continuous ? &usage : nullptr, &lp), d.content.clear();
         }
-        out += api::EncodeChatDelta(st->enc, 0, d, continuous ? &usage : nullptr);
+        out += api::EncodeChatDelta(st->enc, i, d, continuous ? &usage : nullptr);
         if (step.finished) {
           if (step.finish.kind == api::FinishReason::Kind::kAbort && step.finish.status_code) {
             out += SseEvent(api::ErrorBody(api::ApiError::Http(*step.finish.status_code, step.finish.message)));
           } else {
-            out += st->enc.Finish(0, step.finish);
+            out += st->enc.Finish(i, step.finish);
           }
-          if (include_usage) out += st->enc.UsageChunk(usage);
         }
         if (!out.empty()) sink.write(out.data(), out.size());
       },
-      [st](httplib::DataSink& sink) {
-        const std::string role = st->enc.Role(0);
-        sink.write(role.data(), role.size());
+      [st, forced](httplib::DataSink& sink) {
+        std::string out;
+        for (size_t i = 0; i < st->parsers.size(); ++i) out += st->enc.Role(int(i));
+        // The forced start of a tool call is part of every choice's reply.
+        if (!forced.empty())
+          for (size_t i = 0; i < st->parsers.size(); ++i)
+            out += api::EncodeChatDelta(st->enc, int(i), st->parsers[i].Push(forced));
+        sink.write(out.data(), out.size());
+      },
+      [st, runs, include_usage, c](httplib::DataSink& sink) {
+        if (!include_usage) return;
+        api::Usage usage = SumUsage(*c, runs);
+        for (int64_t r : st->reasoning_tokens) usage.reasoning_tokens += r;
+        const std::string out = st->enc.UsageChunk(usage);
+        sink.write(out.data(), out.size());
       });
 }
 
@@ -164,8 +203,8 @@ void HandleCompletion(ServerContext& ctx, const httplib::Request& http_req, http
   auto parsed = api::ParseCompletionRequest(*body);
   if (!parsed.ok()) return ReplyApiError(res, parsed.error());
   api::CompletionRequest& req = parsed.value();
-  if (req.prompts.size() != 1 || req.sampling.n != 1)
-    return ReplyApiError(res, api::ApiError::BadRequest("batched prompts and n > 1 are not supported by tern yet"));
+  if (req.prompts.size() != 1)
+    return ReplyApiError(res, api::ApiError::BadRequest("batched prompts are not supported by tern yet"));
   const api::PromptInput& p = req.prompts[0];
   std::vector<int32_t> prompt = p.token_ids;
   std::string prompt_text;
@@ -186,47 +225,53 @@ void HandleCompletion(ServerContext& ctx, const httplib::Request& http_req, http
   api::ResponseMeta meta{.id = req.rid.value_or(api::NewRequestId("cmpl-")), .created = UnixNow(), .model = req.model};
   RunSpec spec{.id = meta.id, .prompt = prompt, .sampling = *sampling,
                .top_logprobs = req.logprobs ? int32_t(*req.logprobs) : -1};
-  auto started = GenerationRun::Start(ctx, std::move(spec));
+  auto started = GenerationRun::StartGroup(ctx, std::move(spec));
   if (!started.ok()) return ReplyApiError(res, started.error());
-  std::shared_ptr<GenerationRun> run = std::move(started).value();
+  std::vector<std::shared_ptr<GenerationRun>> runs = std::move(started).value();
   const bool echo = req.echo;
 
   if (!req.stream) {
-    GenerationRun::Step all = run->RunToEnd();
-    if (all.finish.kind == api::FinishReason::Kind::kAbort && all.finish.status_code)
-      return ReplyApiError(res, api::ApiError::Http(*all.finish.status_code, all.finish.message));
-    api::CompletionChoice choice{.text = (echo ? prompt_text : "") + all.text, .finish = all.finish};
-    if (req.logprobs) choice.logprobs = ToLogprobs(ctx, all.tokens);
-    api::Usage usage{.prompt_tokens = run->prompt_tokens(), .completion_tokens = run->completion_tokens()};
+    std::vector<api::CompletionChoice> choices;
+    for (auto& run : runs) {
+      GenerationRun::Step all = run->RunToEnd();
+      if (auto e = ChoiceError(all)) return ReplyApiError(res, *e);
+      api::CompletionChoice choice{.text = (echo ? prompt_text : "") + all.text, .finish = all.finish};
+      if (req.logprobs) choice.logprobs = ToLogprobs(ctx, all.tokens);
+      choices.push_back(std::move(choice));
+    }
     res.status = 200;
-    res.set_content(api::ToJsonText(api::CompletionJson(meta, {choice}, usage)), "application/json");
+    res.set_content(api::ToJsonText(api::CompletionJson(meta, choices, SumUsage(ctx, runs))), "application/json");
     return;
   }
   auto enc = std::make_shared<api::CompletionStreamEncoder>(meta);
   const bool include_usage = req.include_usage, logprobs = req.logprobs.has_value();
+  const int n = int(runs.size());
   ServerContext* c = &ctx;
-  StreamRun(
-      res, run,
-      [enc, run, include_usage, logprobs, c](const GenerationRun::Step& step, httplib::DataSink& sink) {
+  StreamRuns(
+      res, runs,
+      [enc, logprobs, c](int i, const GenerationRun::Step& step, httplib::DataSink& sink) {
         std::string out;
         std::vector<api::TokenLogprob> lps;
         if (logprobs) lps = ToLogprobs(*c, step.tokens);
-        if (!step.text.empty() || (logprobs && !lps.empty())) out += enc->Chunk(0, step.text, nullptr, logprobs ? &lps : nullptr);
+        if (!step.text.empty() || (logprobs && !lps.empty())) out += enc->Chunk(i, step.text, nullptr, logprobs ? &lps : nullptr);
         if (step.finished) {
           if (step.finish.kind == api::FinishReason::Kind::kAbort && step.finish.status_code)
             out += SseEvent(api::ErrorBody(api::ApiError::Http(*step.finish.status_code, step.finish.message)));
           else
-            out += enc->Chunk(0, "", &step.finish);
-          if (include_usage)
-            out += enc->UsageChunk({.prompt_tokens = run->prompt_tokens(), .completion_tokens = run->completion_tokens()});
+            out += enc->Chunk(i, "", &step.finish);
         }
         if (!out.empty()) sink.write(out.data(), out.size());
       },
-      [enc, echo, prompt_text](httplib::DataSink& sink) {
-        if (echo && !prompt_text.empty()) {
-          const std::string chunk = enc->Chunk(0, prompt_text);
-          sink.write(chunk.data(), chunk.size());
-        }
+      [enc, echo, prompt_text, n](httplib::DataSink& sink) {
+        if (!echo || prompt_text.empty()) return;
+        std::string out;
+        for (int i = 0; i < n; ++i) out += enc->Chunk(i, prompt_text);
+        sink.write(out.data(), out.size());
+      },
+      [enc, runs, include_usage, c](httplib::DataSink& sink) {
+        if (!include_usage) return;
+        const std::string out = enc->UsageChunk(SumUsage(*c, runs));
+        sink.write(out.data(), out.size());
       });
 }
 

@@ -84,14 +84,17 @@ int RunServer(const ServeOptions& opts) {
                    .context_length = context,
                    .kv = {.block_size = int32_t(opts.page_size),
                           .num_blocks = KvBlocks(opts, *ctx->model, *kv_dtype, context),
-                          .dtype = *kv_dtype}};
+                          .dtype = *kv_dtype},
+                   .enable_prefix_cache = !opts.disable_radix_cache};
   auto engine = Engine::Create(*ctx->model, eo);
   if (!engine.ok()) return fail(engine.status().message());
   ctx->engine = std::move(*engine);
-  fmt::print(stderr, "tern serve: {} loaded in {:.1f} s; KV cache {} tokens ({}, {:.2f} GB), context {}, {} threads\n",
+  fmt::print(stderr,
+             "tern serve: {} loaded in {:.1f} s; KV cache {} tokens ({}, {:.2f} GB), prefix cache {}, context {}, {} "
+             "threads\n",
              ctx->model_name, ctx->load_seconds, ctx->engine->max_total_tokens(), DTypeName(*kv_dtype),
              double(ctx->engine->max_total_tokens() * KvCache::BytesPerToken(ctx->model->cache_spec(), *kv_dtype)) / 1e9,
-             context, ctx->model->pool().size());
+             ctx->engine->prefix_cache_enabled() ? "on" : "off", context, ctx->model->pool().size());
 
   httplib::Server http;
   // Streaming requests hold a worker each: allow many concurrent clients.

@@ -4,6 +4,12 @@
 Usage (CTest runs it with /usr/bin/python3):
   compare.py --tern PATH_TO_TERN --model DIR --prompt-ids 1,2,3 [--steps 32] [--tol 1e-3]
              [--tie-rel 1e-4] [--tern-arg=--threads=2 ...] [--timeout 600] [--verbose]
+             [--quant-numerics w4a16|w4a4]
+
+--quant-numerics is passed to tern generate and selects the reference's numerics for quantized
+checkpoints: w4a16 (exact weight dequantization, float64 activations; the reference's default)
+or w4a4 (also fake-quantize every NVFP4 Linear's input per 16-block with its input_scale, as
+Blackwell does; see quant_np.fake_quant_nvfp4_activation). Without the flag tern gets no option.
 
 What it expects from tern. It runs
   TERN generate --model DIR --prompt-ids 1,2,3 --max-tokens STEPS --temperature 0
@@ -56,6 +62,8 @@ def run_tern(args, prompt_ids, logits_path):
            "--prompt-ids", ",".join(str(t) for t in prompt_ids),
            "--max-tokens", str(args.steps), "--temperature", "0",
            "--logits-out", logits_path] + list(args.tern_arg)
+    if args.quant_numerics:
+        cmd += ["--quant-numerics", args.quant_numerics]
     print("running:", " ".join(cmd), flush=True)
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
@@ -158,13 +166,15 @@ def main(argv=None):
                     help="extra argument for tern generate (repeatable; use --tern-arg=--flag)")
     ap.add_argument("--timeout", type=float, default=600, help="seconds allowed for tern (default 600)")
     ap.add_argument("--verbose", action="store_true", help="print every row")
+    ap.add_argument("--quant-numerics", choices=("w4a16", "w4a4"),
+                    help="pass to tern generate; w4a4 also makes the reference fake-quantize NVFP4 inputs")
     args = ap.parse_args(argv)
     if args.steps < 1:
         ap.error("--steps must be >= 1")
     prompt = parse_ids(args.prompt_ids)
 
     try:
-        model = Model(args.model, cache_weights=False)
+        model = Model(args.model, cache_weights=False, w4a4=args.quant_numerics == "w4a4")
     except Exception as e:  # a bad model dir is a test failure with a readable reason
         print(f"FAIL: reference cannot load {args.model}: {type(e).__name__}: {e}")
         return 1

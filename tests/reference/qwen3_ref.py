@@ -17,14 +17,23 @@ Per token sequence x = embed_tokens[ids]                           # [T, H]
 Public API:
   forward(model_dir, input_ids) -> logits [T, vocab] float64
   greedy(model_dir, prompt_ids, steps) -> list of generated ids (argmax, float64 KV cache)
-  Model(model_dir): .forward(ids, cache=None) with an explicit KVCache, .greedy(...)
+  Model(model_dir, w4a4=False, observer=None): .forward(ids, cache=None) with an explicit
+      KVCache, .greedy(...)
   parse_config(dict) -> Qwen3Config
+
+Quantized checkpoints (quant_np.py): every Linear stored as NVFP4, FP8 (per tensor) or FP8
+128x128 blocks is dequantized to float64 on load, exactly; by default activations stay float64
+(what Hopper-class GPUs do with Marlin: W4A16). w4a4=True reproduces Blackwell's NVFP4 numerics
+by also fake-quantizing the input of every NVFP4 Linear per 16-element block with its own
+input_scale as the global scale (quant_np.fake_quant_nvfp4_activation). observer(module, x), when
+given, sees the input x [T, in] of every Linear (calibration in quantize_np.py).
 """
 
 import dataclasses
 
 import numpy as np
 
+import quant_np
 from safetensors_np import Checkpoint, load_config, to_float64
 
 
@@ -171,8 +180,29 @@ def apply_rope(x, cos, sin):
     return x * cos[:, None, :] + rotate_half(x) * sin[:, None, :]
 
 
+class Lin:
+    """One Linear for the forward pass. w: float64 [out, in] (dequantized); name: the module's
+    full name ("model.layers.0.self_attn.q_proj"); act: None or a function applied to the input
+    first (W4A4 fake-quant); observer: None or observer(name, x) called with every input."""
+
+    __slots__ = ("w", "name", "act", "observer")
+
+    def __init__(self, w, name, act=None, observer=None):
+        self.w, self.name, self.act, self.observer = w, name, act, observer
+
+    @property
+    def shape(self):
+        return self.w.shape
+
+
 def linear(x, w, b=None):
-    """nn.Linear: x: [T, in]; w: [out, in]; b: [out] or None -> [T, out]"""
+    """nn.Linear: x: [T, in]; w: [out, in] array or Lin; b: [out] or None -> [T, out]"""
+    if isinstance(w, Lin):
+        if w.observer is not None:
+            w.observer(w.name, x)
+        if w.act is not None:
+            x = w.act(x)
+        w = w.w
     y = x @ w.T
     return y if b is None else y + b
 
@@ -262,21 +292,23 @@ def moe(x, router, expert_weights, top_k, norm_topk_prob):
 
 class Weights:
     """Float64 weights by HF name, read from a Checkpoint. Finds the text-model prefix
-    ("model." or, for VLM wrappers, "model.language_model."). FP8 weights are dequantized
-    (weight-only) with their "weight_scale_inv" (block-wise, quantization_config
-    weight_block_size, default [128, 128]) or a per-tensor "weight_scale"."""
+    ("model." or, for VLM wrappers, "model.language_model."). Every "*.weight" goes through
+    quant_np.load_linear: NVFP4, FP8 per-tensor and FP8 block weights are dequantized exactly,
+    and a quantized module that the quantization config excludes is an error naming it."""
 
-    def __init__(self, model_dir, full_config, cache=True):
+    def __init__(self, model_dir, full_config, cache=True, w4a4=False, observer=None):
         self.ckpt = Checkpoint(model_dir)
         self.cache = {} if cache else None
+        self.w4a4 = w4a4
+        self.observer = observer
+        self.meta = {}  # full tensor name -> (format, input_scale)
         for prefix in ("model.", "model.language_model.", "language_model.model."):
             if prefix + "embed_tokens.weight" in self.ckpt:
                 self.prefix = prefix
                 break
         else:
             raise KeyError(f"{model_dir}: no model.embed_tokens.weight (or VLM-wrapped variant)")
-        qc = full_config.get("quantization_config") or {}
-        self.block = tuple(qc.get("weight_block_size") or (128, 128))
+        self.qcfg = quant_np.QuantConfig.from_model_dir(model_dir, full_config)
 
     def has(self, name):
         return self.prefix + name in self.ckpt
@@ -293,28 +325,33 @@ class Weights:
             self.cache[full] = w
         return w
 
-    def _load(self, full):
-        dtype = self.ckpt.info(full)["dtype"]
-        if dtype in ("U8", "I8") and full.endswith(".weight"):
-            raise NotImplementedError(f"{full}: packed/integer weights ({dtype}) are not supported")
-        w = to_float64(dtype, self.ckpt.raw(full))
-        if dtype.startswith("F8") and full.endswith(".weight"):
-            base = full[: -len("weight")]
-            if base + "weight_scale_inv" in self.ckpt:
-                w = self._dequant_blocks(w, self.ckpt.get_f64(base + "weight_scale_inv"), full)
-            elif base + "weight_scale" in self.ckpt:
-                w = w * self.ckpt.get_f64(base + "weight_scale")  # per-tensor (or broadcastable)
-        return w
+    def linear(self, name, shape=None, top_level=False):
+        """A "<module>.weight" as a Lin (fake-quantized input under w4a4 when it is NVFP4)."""
+        w = self.get(name, shape, top_level)
+        full = name if top_level else self.prefix + name
+        fmt, input_scale = self.meta.get(full, ("dense", None))
+        act = None
+        if self.w4a4 and fmt == "nvfp4":
+            if input_scale is None:
+                raise ValueError(f"{full}: --w4a4 needs an input_scale for this NVFP4 Linear")
+            act = lambda x, s=input_scale: quant_np.fake_quant_nvfp4_activation(x, s)  # noqa: E731
+        return Lin(w, full[: -len(".weight")], act, self.observer)
 
-    def _dequant_blocks(self, w, scale, name):
-        """w: [N, K] FP8 values; scale: [ceil(N/bn), ceil(K/bk)] -> w * scale per block."""
-        bn, bk = self.block
-        n, k = w.shape
-        want = (-(-n // bn), -(-k // bk))
-        if scale.shape != want:
-            raise ValueError(f"{name}: weight_scale_inv shape {list(scale.shape)}, expected {list(want)}")
-        full_scale = np.repeat(np.repeat(scale, bn, axis=0), bk, axis=1)[:n, :k]
-        return w * full_scale
+    def wrap(self, w, module):
+        """An unquantized array as a Lin named `module` (relative to the prefix), e.g. a slice of
+        fused experts, so observers see it under its per-expert name."""
+        return Lin(w, self.prefix + module, None, self.observer)
+
+    def _load(self, full):
+        if full.endswith(".weight"):
+            w, fmt, input_scale = quant_np.load_linear(self.ckpt, full[: -len(".weight")], self.qcfg)
+            self.meta[full] = (fmt, input_scale)
+            return w
+        dtype = self.ckpt.info(full)["dtype"]
+        if dtype not in ("F64", "F32", "F16", "BF16"):
+            raise NotImplementedError(f"{full}: {dtype} is only supported for \"*.weight\" Linears "
+                                      "(quantized fused 3-D experts are not)")
+        return to_float64(dtype, self.ckpt.raw(full))
 
 
 class KVCache:
@@ -329,10 +366,10 @@ class KVCache:
 
 
 class Model:
-    def __init__(self, model_dir, cache_weights=True):
+    def __init__(self, model_dir, cache_weights=True, w4a4=False, observer=None):
         text_cfg, full_cfg = load_config(model_dir)
         self.cfg = parse_config(text_cfg)
-        self.w = Weights(model_dir, full_cfg, cache=cache_weights)
+        self.w = Weights(model_dir, full_cfg, cache=cache_weights, w4a4=w4a4, observer=observer)
         c = self.cfg
         self.embed = self.w.get("embed_tokens.weight", (c.vocab_size, c.hidden_size))
 
@@ -341,10 +378,10 @@ class Model:
         p = f"layers.{i}.self_attn."
         hq, hkv, hd, h = c.num_attention_heads, c.num_key_value_heads, c.head_dim, c.hidden_size
         w = {
-            "q_proj": self.w.get(p + "q_proj.weight", (hq * hd, h)),
-            "k_proj": self.w.get(p + "k_proj.weight", (hkv * hd, h)),
-            "v_proj": self.w.get(p + "v_proj.weight", (hkv * hd, h)),
-            "o_proj": self.w.get(p + "o_proj.weight", (h, hq * hd)),
+            "q_proj": self.w.linear(p + "q_proj.weight", (hq * hd, h)),
+            "k_proj": self.w.linear(p + "k_proj.weight", (hkv * hd, h)),
+            "v_proj": self.w.linear(p + "v_proj.weight", (hkv * hd, h)),
+            "o_proj": self.w.linear(p + "o_proj.weight", (h, hq * hd)),
             "q_norm": self.w.get(p + "q_norm.weight", (hd,)),
             "k_norm": self.w.get(p + "k_norm.weight", (hd,)),
         }
@@ -356,19 +393,27 @@ class Model:
         return w
 
     def _expert(self, i, e):
-        """-> (gate [I, H], up [I, H], down [H, I]) of expert e in layer i. Reads the HF hub
-        layout mlp.experts.{e}.*_proj.weight, or the fused transformers-v5 layout
-        mlp.experts.gate_up_proj [E, 2I, H] (gate rows first) + mlp.experts.down_proj [E, H, I]."""
+        """-> (gate [I, H], up [I, H], down [H, I]) of expert e in layer i, as Lin. Reads the HF
+        hub layout mlp.experts.{e}.*_proj.weight (any format quant_np reads), or the fused layout
+        of transformers v5 (BF16/F16/F32 only):
+          mlp.experts.gate_up_proj [E, 2I, H], mlp.experts.down_proj [E, H, I].
+        Checked in transformers: Qwen3MoeExperts holds gate_up_proj = nn.Parameter(E, 2*I, H) and
+        down_proj (E, H, I); its forward does `gate, up = linear(x, gate_up_proj[e]).chunk(2, -1)`
+        (so rows 0..I-1 are gate, I..2I-1 are up, each [out, in] like nn.Linear.weight) and
+        `linear(act(gate) * up, down_proj[e])`. conversion_mapping.py builds these from the hub
+        names with MergeModulelist(dim=0) then Concatenate(dim=1) of [gate, up]."""
         c = self.cfg
         h, inter = c.hidden_size, c.moe_intermediate_size
         p = f"layers.{i}.mlp.experts."
         if self.w.has(p + f"{e}.gate_proj.weight"):
-            return (self.w.get(p + f"{e}.gate_proj.weight", (inter, h)),
-                    self.w.get(p + f"{e}.up_proj.weight", (inter, h)),
-                    self.w.get(p + f"{e}.down_proj.weight", (h, inter)))
+            return (self.w.linear(p + f"{e}.gate_proj.weight", (inter, h)),
+                    self.w.linear(p + f"{e}.up_proj.weight", (inter, h)),
+                    self.w.linear(p + f"{e}.down_proj.weight", (h, inter)))
         gate_up = self.w.get(p + "gate_up_proj", (c.num_experts, 2 * inter, h))
         down = self.w.get(p + "down_proj", (c.num_experts, h, inter))
-        return gate_up[e, :inter], gate_up[e, inter:], down[e]
+        return (self.w.wrap(gate_up[e, :inter], p + f"{e}.gate_proj"),
+                self.w.wrap(gate_up[e, inter:], p + f"{e}.up_proj"),
+                self.w.wrap(down[e], p + f"{e}.down_proj"))
 
     def _mlp_block(self, i, x):
         """x: [T, H] (post-attention-normed) -> [T, H]"""
@@ -378,9 +423,9 @@ class Model:
             router = self.w.get(p + "gate.weight", (c.num_experts, c.hidden_size))
             return moe(x, router, lambda e: self._expert(i, e), c.num_experts_per_tok, c.norm_topk_prob)
         h, inter = c.hidden_size, c.intermediate_size
-        return mlp(x, self.w.get(p + "gate_proj.weight", (inter, h)),
-                   self.w.get(p + "up_proj.weight", (inter, h)),
-                   self.w.get(p + "down_proj.weight", (h, inter)))
+        return mlp(x, self.w.linear(p + "gate_proj.weight", (inter, h)),
+                   self.w.linear(p + "up_proj.weight", (inter, h)),
+                   self.w.linear(p + "down_proj.weight", (h, inter)))
 
     def _lm_head(self):
         c = self.cfg
@@ -388,7 +433,7 @@ class Model:
             return self.embed
         if "lm_head.weight" not in self.w.ckpt:
             raise KeyError("tie_word_embeddings is false but the checkpoint has no lm_head.weight")
-        return self.w.get("lm_head.weight", (c.vocab_size, c.hidden_size), top_level=True)
+        return self.w.linear("lm_head.weight", (c.vocab_size, c.hidden_size), top_level=True)
 
     def forward(self, input_ids, cache=None):
         """input_ids: [T] ints; cache: KVCache or None (then a fresh one, discarded).
@@ -436,9 +481,9 @@ class Model:
         return out_ids, (np.stack(rows) if rows else np.zeros((0, vocab)))
 
 
-def forward(model_dir, input_ids):
+def forward(model_dir, input_ids, w4a4=False):
     """-> logits [T, vocab] float64 for input_ids (one sequence, positions 0..T-1)."""
-    return Model(model_dir).forward(input_ids)
+    return Model(model_dir, w4a4=w4a4).forward(input_ids)
 
 
 def greedy(model_dir, prompt_ids, steps):
@@ -453,9 +498,11 @@ if __name__ == "__main__":
     ap.add_argument("--model", required=True)
     ap.add_argument("--prompt-ids", required=True, help="comma-separated token ids")
     ap.add_argument("--steps", type=int, default=0, help="greedy steps (0: print the argmax per position)")
+    ap.add_argument("--w4a4", action="store_true",
+                    help="fake-quantize the input of every NVFP4 Linear as Blackwell does (default: W4A16)")
     args = ap.parse_args()
     prompt = [int(t) for t in args.prompt_ids.split(",") if t.strip()]
-    model = Model(args.model)
+    model = Model(args.model, w4a4=args.w4a4)
     if args.steps > 0:
         print(model.greedy(prompt, args.steps)[0])
     else:

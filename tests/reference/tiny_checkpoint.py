@@ -3,12 +3,15 @@
 Used by test_reference_selfcheck.py and usable as a CLI to make test models for tern:
 
   /usr/bin/python3 tests/reference/tiny_checkpoint.py --out DIR --arch qwen3_moe \
-      [--dtype BF16|F32|F16] [--seed 0] [--shards 1] [--tie] [--vlm-wrapper]
+      [--dtype BF16|F32|F16] [--seed 0] [--shards 1] [--tie] [--vlm-wrapper] [--fused-experts]
 
 Writes DIR/config.json and DIR/model.safetensors (or model-0000N-of-0000M.safetensors plus
 model.safetensors.index.json when --shards > 1). The safetensors writer here is our own and
 minimal: 8-byte little-endian header length, JSON header (keys sorted, padded with spaces to
 a multiple of 8 bytes), then the tensors back to back in header order.
+
+--fused-experts writes each MoE layer's experts as the two 3-D tensors of transformers v5's
+Qwen3MoeExperts instead of per-expert matrices (same values, see fuse_experts).
 """
 
 import argparse
@@ -140,6 +143,29 @@ def random_weights(cfg, seed=0):
     return w
 
 
+def fuse_experts(weights):
+    """Per-expert tensors -> transformers v5's fused layout, per MoE layer prefix P:
+      P.mlp.experts.gate_up_proj [E, 2I, H] = stack_e(concat(gate_e, up_e) along rows)
+      P.mlp.experts.down_proj    [E, H, I]  = stack_e(down_e)
+    (Qwen3MoeExperts: gate_up_proj (E, 2*I, H), down_proj (E, H, I); gate is rows 0..I-1.)"""
+    out, layers = {}, {}
+    for name, a in weights.items():
+        head, sep, tail = name.partition(".mlp.experts.")
+        if not sep:
+            out[name] = a
+            continue
+        e, proj = tail.split(".")[:2]
+        layers.setdefault(head, {}).setdefault(int(e), {})[proj] = a
+    for head, experts in layers.items():
+        ids = sorted(experts)
+        if ids != list(range(len(ids))):
+            raise ValueError(f"{head}: experts {ids} are not 0..E-1")
+        out[head + ".mlp.experts.gate_up_proj"] = np.stack(
+            [np.concatenate([experts[e]["gate_proj"], experts[e]["up_proj"]], axis=0) for e in ids])
+        out[head + ".mlp.experts.down_proj"] = np.stack([experts[e]["down_proj"] for e in ids])
+    return out
+
+
 def write_model(out_dir, cfg, weights, dtype="BF16", shards=1, vlm_wrapper=False):
     """Writes config.json and the safetensors file(s). weights: {name: float array}.
     vlm_wrapper: nest cfg under "text_config" and prefix names with model.language_model."""
@@ -180,6 +206,8 @@ def main():
     ap.add_argument("--shards", type=int, default=1)
     ap.add_argument("--tie", action="store_true", help="tie_word_embeddings (no lm_head.weight)")
     ap.add_argument("--vlm-wrapper", action="store_true", help="config under text_config, model.language_model.*")
+    ap.add_argument("--fused-experts", action="store_true",
+                    help="MoE experts as fused 3-D mlp.experts.gate_up_proj / down_proj (transformers v5)")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=JSON",
                     help='override a config field, e.g. --set num_hidden_layers=3 --set mlp_only_layers=[0]')
     args = ap.parse_args()
@@ -188,7 +216,10 @@ def main():
         key, _, val = kv.partition("=")
         overrides[key] = json.loads(val)
     cfg = tiny_config(args.arch, tie=args.tie, **overrides)
-    write_model(args.out, cfg, random_weights(cfg, args.seed), args.dtype, args.shards, args.vlm_wrapper)
+    weights = random_weights(cfg, args.seed)
+    if args.fused_experts:
+        weights = fuse_experts(weights)
+    write_model(args.out, cfg, weights, args.dtype, args.shards, args.vlm_wrapper)
     print(args.out)
 
 

@@ -66,7 +66,8 @@ before(async () => {
   base = `http://127.0.0.1:${port}`;
   server = spawn(TERN, ['serve', '--model', MODEL, '--port', String(port), '--api-key', KEY, '--enable-metrics',
     '--served-model-name', 'tiny', '--max-running-requests', '16', '--max-total-tokens', '8192',
-    '--reasoning-parser', 'qwen3', '--tool-call-parser', 'qwen25', '--threads', '2', '--shutdown-grace', '20'],
+    '--reasoning-parser', 'qwen3', '--tool-call-parser', 'qwen25', '--threads', '2', '--shutdown-grace', '20',
+    '--enable-cache-report'],
     { stdio: ['ignore', 'ignore', 'pipe'] });
   server.stderr.on('data', (d) => { stderr += d; });
   await waitHealthy(120000);
@@ -181,11 +182,173 @@ test('errors: statuses and SGLang bodies; the server stays healthy', async () =>
   assert.equal(viaSdk.status, 400);
 });
 
+
 async function metric(name) {
   const m = await raw('GET', '/metrics', { auth: false });
   const line = m.text.split('\n').find((l) => l.startsWith(name + '{'));
   return Number(line.split(' ').at(-1));
 }
+
+async function waitMetric(name, want) {
+  let v = -1;
+  for (let i = 0; i < 100; ++i) {
+    v = await metric(name);
+    if (v === want) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return v;
+}
+
+// Joins each choice's streamed content by index; checks every index opens with the role and closes with a finish.
+function streamedChoices(chunks, n) {
+  const texts = Array(n).fill(''), roles = Array(n).fill(0), finishes = Array(n).fill(0);
+  for (const c of chunks)
+    for (const ch of c.choices ?? []) {
+      assert.ok(ch.index >= 0 && ch.index < n, `index ${ch.index}`);
+      if (ch.delta?.role) { assert.equal(finishes[ch.index], 0); roles[ch.index]++; }
+      texts[ch.index] += ch.delta?.content ?? ch.text ?? '';
+      if (ch.finish_reason) finishes[ch.index]++;
+    }
+  return { texts, roles, finishes };
+}
+
+test('n > 1: chat, completions and /generate give n choices; the prompt is counted and computed once', async () => {
+  const messages = [{ role: 'user', content: 'Tell me about prefix caching' }];
+  const one = await client.chat.completions.create({ model: 'tiny', messages, max_tokens: 10, temperature: 0,
+    chat_template_kwargs: { enable_thinking: false }, separate_reasoning: false });
+  const three = await client.chat.completions.create({ model: 'tiny', messages, max_tokens: 10, temperature: 0, n: 3,
+    chat_template_kwargs: { enable_thinking: false }, separate_reasoning: false });
+  assert.deepEqual(three.choices.map((c) => c.index), [0, 1, 2]);
+  for (const c of three.choices) assert.equal(c.message.content, one.choices[0].message.content, 'greedy choices agree');
+  assert.equal(three.usage.prompt_tokens, one.usage.prompt_tokens, 'the prompt counted once');
+  assert.equal(three.usage.completion_tokens, 3 * one.usage.completion_tokens, 'completions summed');
+
+  // Streamed, sampled: every choice has its role chunk, its content and its finish; usage sums.
+  const req = { model: 'tiny', messages, max_tokens: 8, temperature: 1, seed: 7, n: 2, stream: true,
+    stream_options: { include_usage: true }, chat_template_kwargs: { enable_thinking: false }, separate_reasoning: false };
+  const s = await raw('POST', '/v1/chat/completions', { body: req });
+  assert.equal(s.status, 200, s.text);
+  const chunks = sse(s.text);
+  const got = streamedChoices(chunks, 2);
+  assert.deepEqual(got.roles, [1, 1]);
+  assert.deepEqual(got.finishes, [1, 1]);
+  const usage = chunks.at(-1).usage;
+  assert.equal(usage.prompt_tokens, one.usage.prompt_tokens);
+  const whole = await raw('POST', '/v1/chat/completions', { body: { ...req, stream: false } });
+  assert.deepEqual(got.texts, whole.json.choices.map((c) => c.message.content), 'stream equals non-stream per choice (same seeds)');
+  assert.equal(usage.completion_tokens, whole.json.usage.completion_tokens);
+
+  const cmp = await client.completions.create({ model: 'tiny', prompt: 'Once upon', max_tokens: 6, n: 2, temperature: 0 });
+  assert.equal(cmp.choices.length, 2);
+  assert.equal(cmp.choices[0].text, cmp.choices[1].text);
+  const cs = await raw('POST', '/v1/completions', { body: { prompt: 'Once upon', max_tokens: 6, n: 2, temperature: 0, stream: true } });
+  const cgot = streamedChoices(sse(cs.text), 2);
+  assert.deepEqual(cgot.texts, cmp.choices.map((c) => c.text));
+
+  const g = await raw('POST', '/generate', { body: { text: 'Once upon', sampling_params: { max_new_tokens: 6, temperature: 0, n: 2 } } });
+  assert.equal(g.status, 200, g.text);
+  assert.ok(Array.isArray(g.json) && g.json.length === 2, g.text);
+  assert.equal(g.json[0].text, cmp.choices[0].text);
+  assert.notEqual(g.json[0].meta_info.id, g.json[1].meta_info.id);
+  // A fresh prompt of several pages: the first choice computes it, the others find its whole pages cached.
+  const fresh = await raw('POST', '/generate', { body: { text: 'A prompt nobody sent before, long enough for pages. '.repeat(4),
+    sampling_params: { max_new_tokens: 2, temperature: 0, n: 3 } } });
+  const p = fresh.json[0].meta_info.prompt_tokens;
+  assert.ok(p > 32, `prompt of ${p} tokens`);
+  assert.deepEqual(fresh.json.map((o) => o.meta_info.cached_tokens), [0, Math.floor((p - 1) / 16) * 16, Math.floor((p - 1) / 16) * 16]);
+  const gs = await raw('POST', '/generate', { body: { text: 'Once upon', stream: true, sampling_params: { max_new_tokens: 6, temperature: 0, n: 2 } } });
+  const ev = sse(gs.text);
+  assert.deepEqual([...new Set(ev.map((e) => e.index))].sort(), [0, 1]);
+  for (const i of [0, 1]) assert.equal(ev.filter((e) => e.index === i).at(-1).text, g.json[i].text);
+});
+
+test('prefix cache: a repeated prompt is served from cache, reported, and /flush_cache gives every block back', async () => {
+  const text = 'A long shared system prompt. '.repeat(12);
+  const body = { text, sampling_params: { max_new_tokens: 4, temperature: 0 } };
+  const first = await raw('POST', '/generate', { body });
+  const second = await raw('POST', '/generate', { body });
+  assert.equal(second.json.text, first.json.text, 'cached KV gives the same greedy text');
+  const p = second.json.meta_info.prompt_tokens;
+  // Whole 16-token pages, at least one prompt token left to compute.
+  assert.equal(second.json.meta_info.cached_tokens, Math.floor((p - 1) / 16) * 16);
+  assert.ok(await metric('sglang:cache_hit_rate') > 0);
+  assert.ok(await metric('sglang:cached_tokens_total') >= second.json.meta_info.cached_tokens);
+
+  // OpenAI usage with --enable-cache-report.
+  const msgs = [{ role: 'system', content: text }, { role: 'user', content: 'hi' }];
+  const a = await client.chat.completions.create({ model: 'tiny', messages: msgs, max_tokens: 3, temperature: 0 });
+  const b = await client.chat.completions.create({ model: 'tiny', messages: msgs, max_tokens: 3, temperature: 0 });
+  assert.equal(b.choices[0].message.content, a.choices[0].message.content);
+  assert.ok(b.usage.prompt_tokens_details.cached_tokens >= 16, JSON.stringify(b.usage));
+
+  // Idle: the flush succeeds and every block is free again; the next request computes everything.
+  assert.equal(await waitMetric('sglang:num_running_reqs', 0), 0);
+  const f = await raw('POST', '/flush_cache', { body: {} });
+  assert.equal(f.status, 200, f.text);
+  assert.match(f.text, /^Cache flushed/);
+  assert.equal(await metric('sglang:kv_free_blocks'), await metric('sglang:kv_total_blocks'));
+  assert.equal(await metric('sglang:kv_cached_blocks'), 0);
+  const third = await raw('POST', '/generate', { body });
+  assert.equal(third.json.meta_info.cached_tokens, 0);
+  assert.equal(third.json.text, first.json.text);
+});
+
+test('logit_bias and min_tokens / min_new_tokens steer sampling', async () => {
+  const tok = await raw('POST', '/v1/tokenize', { body: { prompt: '}', add_special_tokens: false } });
+  const brace = tok.json.tokens[0];
+  const biased = await raw('POST', '/generate', { body: { text: 'Hello', sampling_params: { max_new_tokens: 5, temperature: 0, logit_bias: { [brace]: 100 } } } });
+  assert.deepEqual(biased.json.output_ids, Array(5).fill(brace));
+  const viaOpenAI = await client.completions.create({ model: 'tiny', prompt: 'Hello', max_tokens: 5, temperature: 0.8, logit_bias: { [brace]: 100 } });
+  assert.equal(viaOpenAI.choices[0].text, '}}}}}');
+
+  const plain = await raw('POST', '/generate', { body: { text: 'Hello', sampling_params: { max_new_tokens: 8, temperature: 0 } } });
+  const first = plain.json.output_ids[0];
+  const stopped = await raw('POST', '/generate', { body: { text: 'Hello', sampling_params: { max_new_tokens: 8, temperature: 0, stop_token_ids: [first] } } });
+  assert.equal(stopped.json.meta_info.completion_tokens, 1);
+  assert.deepEqual(stopped.json.meta_info.finish_reason, { type: 'stop', matched: first });
+  const held = await raw('POST', '/generate', { body: { text: 'Hello', sampling_params: { max_new_tokens: 8, temperature: 0, stop_token_ids: [first], min_new_tokens: 4 } } });
+  assert.ok(held.json.meta_info.completion_tokens >= 4, held.text);
+  assert.ok(!held.json.output_ids.slice(0, 4).includes(first), 'the stop token is suppressed until min_new_tokens');
+  const vllm = await raw('POST', '/v1/completions', { body: { prompt: 'Hello', max_tokens: 8, temperature: 0, stop_token_ids: [first], min_tokens: 4 } });
+  assert.ok(vllm.json.usage.completion_tokens >= 4, vllm.text);
+});
+
+test('tool_choice: none renders no tools; a named function forces its call; unknown names are 400', async () => {
+  const messages = [{ role: 'user', content: 'weather in Paris?' }];
+  const tools = [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } } },
+    { type: 'function', function: { name: 'get_time' } }];
+  const base = { model: 'tiny', messages, max_tokens: 1, temperature: 0, chat_template_kwargs: { enable_thinking: false } };
+  const bare = await client.chat.completions.create(base);
+  const none = await client.chat.completions.create({ ...base, tools, tool_choice: 'none' });
+  const auto = await client.chat.completions.create({ ...base, tools });
+  assert.equal(none.usage.prompt_tokens, bare.usage.prompt_tokens, 'tool_choice none: the template sees no tools (SGLang)');
+  assert.ok(auto.usage.prompt_tokens > bare.usage.prompt_tokens, 'tools rendered for auto');
+  assert.equal(none.choices[0].message.tool_calls ?? null, null);
+
+  // Named: the reply starts inside a call of get_weather. Random weights write no valid
+  // arguments, so '{' is forced with logit_bias and the call is cut after it.
+  const lb = (await raw('POST', '/v1/tokenize', { body: { prompt: '{', add_special_tokens: false } })).json.tokens[0];
+  const named = { ...base, tools, tool_choice: { type: 'function', function: { name: 'get_weather' } }, logit_bias: { [lb]: 100 } };
+  const r = await client.chat.completions.create(named);
+  assert.equal(r.choices[0].message.tool_calls.length, 1, JSON.stringify(r));
+  assert.equal(r.choices[0].message.tool_calls[0].function.name, 'get_weather');
+  assert.match(r.choices[0].message.tool_calls[0].id, /^call_[0-9a-f]{24}$/);
+  assert.equal(r.choices[0].message.content, '');
+  // Only the named tool is rendered (SGLang), and the forced start of its call follows the prompt.
+  const autoOne = await client.chat.completions.create({ ...base, tools: [tools[0]] });
+  assert.ok(r.usage.prompt_tokens > autoOne.usage.prompt_tokens, 'the forced call start is part of the prompt');
+  const st = await raw('POST', '/v1/chat/completions', { body: { ...named, stream: true } });
+  const calls = sse(st.text).flatMap((c) => c.choices).flatMap((c) => c.delta?.tool_calls ?? []);
+  assert.equal(calls[0].function.name, 'get_weather');
+  assert.match(calls[0].id, /^call_/);
+
+  const unknown = await raw('POST', '/v1/chat/completions', { body: { ...base, tools, tool_choice: { type: 'function', function: { name: 'nope' } } } });
+  assert.equal(unknown.status, 400);
+  assert.equal(unknown.json.message, "Tool 'nope' not found in tools list.");
+  const required = await raw('POST', '/v1/chat/completions', { body: { ...base, tool_choice: 'required' } });
+  assert.equal(required.status, 400);
+  assert.equal(required.json.message, 'Tools cannot be empty if tool choice is set to required.');
+});
 
 test('64 concurrent streams complete well-formed', async () => {
   const reqs = Array.from({ length: 64 }, (_, i) => raw('POST', '/v1/completions', {
@@ -211,14 +374,12 @@ test('clients that vanish mid-stream give back every KV block', async () => {
     }));
   }
   await Promise.all(aborts);
-  let used = -1;
-  for (let i = 0; i < 100; ++i) {
-    used = await metric('sglang:kv_used_blocks');
-    if (used === 0) break;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  assert.equal(used, 0, 'every KV block back in the pool');
+  assert.equal(await waitMetric('sglang:kv_used_blocks', 0), 0, 'no request holds a KV block');
   assert.ok(await metric('sglang:num_aborted_requests_total') >= 32);
+  // What the prefix cache kept goes back on a flush: the whole pool is free.
+  assert.equal(await waitMetric('sglang:num_running_reqs', 0), 0);
+  assert.equal((await raw('POST', '/flush_cache', { body: {} })).status, 200);
+  assert.equal(await metric('sglang:kv_free_blocks'), await metric('sglang:kv_total_blocks'));
 });
 
 test('SIGTERM drains: a running request finishes, then the server exits 0', async () => {

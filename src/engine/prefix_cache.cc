@@ -1,0 +1,179 @@
+#include "engine/prefix_cache.h"
+
+#include <algorithm>
+#include <cassert>
+#include <queue>
+#include <unordered_map>
+
+namespace tern {
+namespace {
+
+uint64_t Mix(uint64_t x) {  // splitmix64 finaliser
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ULL;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+uint64_t HashTokens(std::span<const int32_t> tokens) {
+  uint64_t h = 0x9e3779b97f4a7c15ULL;
+  for (int32_t t : tokens) h = Mix(h ^ uint64_t(uint32_t(t)));
+  return h;
+}
+
+}  // namespace
+
+struct PrefixCache::Node {
+  Node* parent = nullptr;
+  int32_t block = -1;
+  uint64_t hash = 0;
+  std::vector<int32_t> tokens;  // [block_size]: the tokens whose KV the block holds
+  uint64_t last_use = 0;
+  std::unordered_multimap<uint64_t, std::unique_ptr<Node>> children;
+};
+
+PrefixCache::PrefixCache(BlockAllocator& alloc, int32_t block_size, bool enabled)
+    : alloc_(alloc),
+      block_size_(block_size),
+      enabled_(enabled),
+      root_(std::make_unique<Node>()),
+      node_of_block_(size_t(alloc.num_blocks()), nullptr) {}
+
+PrefixCache::~PrefixCache() {
+  // Give the cache's references back (the allocator outlives the cache).
+  std::vector<Node*> stack = {root_.get()};
+  while (!stack.empty()) {
+    Node* n = stack.back();
+    stack.pop_back();
+    if (n->block >= 0) alloc_.Release(n->block);
+    for (auto& [h, c] : n->children) stack.push_back(c.get());
+  }
+}
+
+PrefixCache::Node* PrefixCache::FindChild(Node* parent, std::span<const int32_t> key) const {
+  auto [lo, hi] = parent->children.equal_range(HashTokens(key));
+  for (auto it = lo; it != hi; ++it)
+    if (std::equal(key.begin(), key.end(), it->second->tokens.begin(), it->second->tokens.end()))
+      return it->second.get();
+  return nullptr;
+}
+
+PrefixCache::Node* PrefixCache::AddChild(Node* parent, std::span<const int32_t> key, int32_t block) {
+  auto node = std::make_unique<Node>();
+  node->parent = parent;
+  node->block = block;
+  node->hash = HashTokens(key);
+  node->tokens.assign(key.begin(), key.end());
+  Node* raw = node.get();
+  parent->children.emplace(node->hash, std::move(node));
+  node_of_block_[size_t(block)] = raw;
+  alloc_.Retain(block);  // the cache's reference
+  ++num_nodes_;
+  return raw;
+}
+
+void PrefixCache::RetainCached(int32_t block) {
+  if (alloc_.ref_count(block) == 1) --evictable_;
+  alloc_.Retain(block);
+}
+
+int64_t PrefixCache::Match(std::span<const int32_t> tokens, int64_t limit, std::vector<int32_t>& blocks,
+                           Cursor& cursor) {
+  assert(blocks.empty());
+  cursor = {};
+  if (!enabled_) return 0;
+  limit = std::min<int64_t>(limit, int64_t(tokens.size()));
+  const uint64_t now = ++clock_;
+  Node* n = root_.get();
+  int64_t i = 0;
+  while ((i + 1) * block_size_ <= limit) {
+    Node* c = FindChild(n, tokens.subspan(size_t(i * block_size_), size_t(block_size_)));
+    if (c == nullptr) break;
+    RetainCached(c->block);
+    c->last_use = now;
+    blocks.push_back(c->block);
+    n = c;
+    ++i;
+  }
+  cursor = {n, i};
+  return i * block_size_;
+}
+
+void PrefixCache::Insert(std::span<const int32_t> tokens, int64_t computed, std::vector<int32_t>& blocks,
+                         Cursor& cursor) {
+  if (!enabled_) return;
+  const int64_t full = std::min<int64_t>(std::min<int64_t>(computed, int64_t(tokens.size())) / block_size_,
+                                         int64_t(blocks.size()));
+  if (full <= cursor.blocks) return;
+  Node* n = cursor.node ? cursor.node : root_.get();
+  const uint64_t now = ++clock_;
+  for (int64_t i = cursor.blocks; i < full; ++i) {
+    const auto key = tokens.subspan(size_t(i * block_size_), size_t(block_size_));
+    Node* c = FindChild(n, key);
+    if (c == nullptr) {
+      c = AddChild(n, key, blocks[size_t(i)]);
+    } else if (c->block != blocks[size_t(i)]) {
+      // Another sequence cached this prefix first: use its block, free ours.
+      RetainCached(c->block);
+      alloc_.Release(blocks[size_t(i)]);
+      blocks[size_t(i)] = c->block;
+    }
+    c->last_use = now;
+    n = c;
+  }
+  cursor = {n, full};
+}
+
+bool PrefixCache::Allocate(int64_t n, std::vector<int32_t>& out) {
+  if (n > available()) return false;
+  if (alloc_.num_free() < n) Evict(n - alloc_.num_free());
+  return alloc_.Allocate(n, out);
+}
+
+void PrefixCache::Release(std::vector<int32_t>& blocks, Cursor& cursor) {
+  for (int32_t b : blocks) {
+    alloc_.Release(b);
+    if (node_of_block_[size_t(b)] != nullptr && alloc_.ref_count(b) == 1) ++evictable_;
+  }
+  blocks.clear();
+  cursor = {};
+}
+
+int64_t PrefixCache::Evict(int64_t n) {
+  // Unused leaves, least recently used first (SGLang's evict with the LRU policy);
+  // a parent whose last child goes becomes a candidate in turn.
+  auto older = [](const Node* a, const Node* b) { return a->last_use > b->last_use; };
+  std::priority_queue<Node*, std::vector<Node*>, decltype(older)> heap(older);
+  std::vector<Node*> stack = {root_.get()};
+  while (!stack.empty()) {
+    Node* x = stack.back();
+    stack.pop_back();
+    for (auto& [h, c] : x->children) stack.push_back(c.get());
+    if (x != root_.get() && x->children.empty() && alloc_.ref_count(x->block) == 1) heap.push(x);
+  }
+  int64_t freed = 0;
+  while (freed < n && !heap.empty()) {
+    Node* x = heap.top();
+    heap.pop();
+    Node* parent = x->parent;
+    const int32_t block = x->block;
+    node_of_block_[size_t(block)] = nullptr;
+    --evictable_;
+    --num_nodes_;
+    alloc_.Release(block);  // the cache's reference was the last
+    auto [lo, hi] = parent->children.equal_range(x->hash);
+    for (auto it = lo; it != hi; ++it)
+      if (it->second.get() == x) {
+        parent->children.erase(it);
+        break;
+      }
+    ++freed;
+    if (parent != root_.get() && parent->children.empty() && alloc_.ref_count(parent->block) == 1) heap.push(parent);
+  }
+  return freed;
+}
+
+int64_t PrefixCache::Flush() { return Evict(num_nodes_); }
+
+}  // namespace tern

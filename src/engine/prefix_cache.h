@@ -1,0 +1,98 @@
+// PrefixCache: KV blocks kept by token prefix, so a request whose prompt
+// starts like an earlier one (same system prompt, earlier turns of a chat, the
+// other choices of an n > 1 request) reuses their keys and values instead of
+// recomputing them — SGLang's RadixAttention at block granularity.
+//
+// The cache is a tree of full blocks: a node is one block of block_size
+// tokens, its parent the block before it, so a path from the root spells a
+// token prefix. Children are found by a hash of their tokens (the tokens are
+// compared too, so a collision can never return the wrong KV).
+//
+// Ownership is the BlockAllocator's reference count: a node holds one
+// reference to its block and every sequence using it holds another. A block
+// only the cache holds (count 1) is *evictable*. Sequences hold whole paths
+// from the root (Match gives a path; Insert extends it, switching a sequence
+// to the cached copy of a block another sequence computed first), so an
+// evictable node's whole subtree is evictable too, and eviction takes
+// least-recently-used leaves first, never cutting a path anyone uses.
+//
+// Only full blocks are shared; a sequence's partly filled last block is its
+// own. A block's KV depends only on the tokens before it, never on sampling.
+//
+// With `enabled` false every call degrades to plain allocation: Match finds
+// nothing, Insert keeps nothing. Not thread-safe: the engine thread owns it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "engine/block_allocator.h"
+
+namespace tern {
+
+class PrefixCache {
+ public:
+  struct Node;
+  // A sequence's place in the tree: its first `blocks` blocks are the nodes on
+  // the path from the root to `node`.
+  struct Cursor {
+    Node* node = nullptr;
+    int64_t blocks = 0;
+  };
+
+  PrefixCache(BlockAllocator& alloc, int32_t block_size, bool enabled);
+  ~PrefixCache();
+  PrefixCache(const PrefixCache&) = delete;
+  PrefixCache& operator=(const PrefixCache&) = delete;
+
+  bool enabled() const { return enabled_; }
+
+  // The longest cached prefix of tokens[0, limit), in whole blocks. Appends
+  // its blocks to `blocks` (which must be empty), one reference each, and
+  // points `cursor` at its end. Returns the number of tokens matched.
+  int64_t Match(std::span<const int32_t> tokens, int64_t limit, std::vector<int32_t>& blocks, Cursor& cursor);
+
+  // Records a sequence's full blocks: those covering tokens[0, computed) (the
+  // positions whose KV is written) past cursor.blocks become nodes. Where the
+  // tree already holds a block for the same prefix, the sequence switches to
+  // it (blocks[i] changes; its own copy is released).
+  void Insert(std::span<const int32_t> tokens, int64_t computed, std::vector<int32_t>& blocks, Cursor& cursor);
+
+  // Appends n fresh blocks to `out`, evicting unused cached blocks (least
+  // recently used first) when the pool is short. False, taking nothing, when
+  // even that is not enough.
+  bool Allocate(int64_t n, std::vector<int32_t>& out);
+
+  // Drops a sequence's references to its blocks and resets its cursor.
+  void Release(std::vector<int32_t>& blocks, Cursor& cursor);
+
+  // Evicts every unused cached block; returns how many were freed.
+  int64_t Flush();
+
+  // Blocks free now or after evicting unused cached ones.
+  int64_t available() const { return alloc_.num_free() + evictable_; }
+  // Cached blocks no sequence uses.
+  int64_t evictable() const { return evictable_; }
+  // Blocks in the tree.
+  int64_t cached() const { return num_nodes_; }
+
+ private:
+  Node* FindChild(Node* parent, std::span<const int32_t> key) const;
+  Node* AddChild(Node* parent, std::span<const int32_t> key, int32_t block);
+  // Takes a sequence's reference on a cached block.
+  void RetainCached(int32_t block);
+  int64_t Evict(int64_t n);
+
+  BlockAllocator& alloc_;
+  const int32_t block_size_;
+  const bool enabled_;
+  std::unique_ptr<Node> root_;
+  std::vector<Node*> node_of_block_;  // [num_blocks]: the node holding a block, or null
+  int64_t evictable_ = 0;
+  int64_t num_nodes_ = 0;
+  uint64_t clock_ = 0;  // LRU time
+};
+
+}  // namespace tern
