@@ -49,6 +49,17 @@ HWY_INLINE VF LoadRow(const uint8_t* row, size_t d) {
   const DF df;
   if constexpr (kDT == DType::kF32) {
     return hn::LoadU(df, reinterpret_cast<const float*>(row) + d);
+  } else if constexpr (kDT == DType::kF8E4M3) {
+#if HWY_TARGET == HWY_SCALAR
+    return hn::Set(df, E4M3ToF32(row[d]));
+#else
+    // Exponent and mantissa moved into an f32 and scaled by 2^(127-7)
+    // (subnormals included), then the sign (the KV scale is applied by the caller).
+    const DU du;
+    const auto b = hn::PromoteTo(du, hn::LoadU(hn::Rebind<uint8_t, DF>(), row + d));
+    const VF mag = hn::Mul(hn::BitCast(df, hn::ShiftLeft<20>(hn::And(b, hn::Set(du, 0x7fu)))), hn::Set(df, 0x1p120f));
+    return hn::Or(mag, hn::BitCast(df, hn::ShiftLeft<24>(hn::And(b, hn::Set(du, 0x80u)))));
+#endif
   } else if constexpr (kDT == DType::kF16) {
 #if HWY_TARGET == HWY_SCALAR  // (Highway 1.0.3's scalar f16 conversion mishandles NaN)
     return hn::Set(df, ElementAsF32<kDT>(row, d));

@@ -83,7 +83,8 @@ void PagedAttention(std::span<const AttentionJob> jobs, int64_t q_heads, float s
   for (size_t j = 0; j < jobs.size(); ++j) {
     const AttentionJob& job = jobs[j];
     if (job.num_queries <= 0) continue;
-    if (job.kv.dtype != DType::kF32 && job.kv.dtype != DType::kBF16 && job.kv.dtype != DType::kF16) {
+    if (job.kv.dtype != DType::kF32 && job.kv.dtype != DType::kBF16 && job.kv.dtype != DType::kF16 &&
+        job.kv.dtype != DType::kF8E4M3) {
       ref::PagedAttention(jobs.subspan(j, 1), q_heads, scale);  // outside the contract: slow but right
       continue;
     }
@@ -154,6 +155,12 @@ void PagedAttention(std::span<const AttentionJob> jobs, int64_t q_heads, float s
     MergePartials(partials, all.data() + dq.first, dq.count, q_heads, job.kv.head_dim,
                   job.out + dq.t * q_heads * job.kv.head_dim);
   }
+  // FP8 caches hold v / v_scale: the kernels accumulate the stored values.
+  for (const AttentionJob& job : jobs)
+    if (job.kv.dtype == DType::kF8E4M3 && job.num_queries > 0 && job.kv.v_scale != 1.0f) {
+      const int64_t n = job.num_queries * q_heads * job.kv.head_dim;
+      for (int64_t i = 0; i < n; ++i) job.out[i] *= job.kv.v_scale;
+    }
 }
 
 }  // namespace tern::kernels

@@ -200,6 +200,8 @@ void DecodeRangeImpl(const AttentionJob& job, int64_t t, int64_t p0, int64_t p1,
       return DecodeRange<DType::kBF16>(job, t, p0, p1, q_heads, scale, partial);
     case DType::kF16:
       return DecodeRange<DType::kF16>(job, t, p0, p1, q_heads, scale, partial);
+    case DType::kF8E4M3:  // k = e4m3 * k_scale; v_scale is applied to the output by PagedAttention
+      return DecodeRange<DType::kF8E4M3>(job, t, p0, p1, q_heads, scale * job.kv.k_scale, partial);
     default:
       return DecodeRange<DType::kF32>(job, t, p0, p1, q_heads, scale, partial);
   }

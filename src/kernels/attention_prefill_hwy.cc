@@ -151,6 +151,8 @@ void PrefillTaskImpl(const AttentionJob& job, int64_t t0, int64_t t1, int64_t kv
     PrefillBlock<DType::kBF16>(job, kv_head, t0, t1, q_heads, scale);
   } else if (job.kv.dtype == DType::kF16) {
     PrefillBlock<DType::kF16>(job, kv_head, t0, t1, q_heads, scale);
+  } else if (job.kv.dtype == DType::kF8E4M3) {  // v_scale: applied to the output by PagedAttention
+    PrefillBlock<DType::kF8E4M3>(job, kv_head, t0, t1, q_heads, scale * job.kv.k_scale);
   } else {
     PrefillBlock<DType::kF32>(job, kv_head, t0, t1, q_heads, scale);
   }

@@ -55,9 +55,13 @@ struct TestCache {
   }
 
   KvPages Pages(size_t seq) {
+    // FP8 stores k / k_scale: scales that spread [-1, 1] over most of E4M3's range.
+    const bool fp8 = dtype == DType::kF8E4M3;
     return KvPages{.k = k.data(),
                    .v = v.data(),
                    .dtype = dtype,
+                   .k_scale = fp8 ? 1.0f / 200 : 1.0f,
+                   .v_scale = fp8 ? 1.0f / 300 : 1.0f,
                    .block_table = tables[seq].data(),
                    .block_size = block_size,
                    .kv_heads = kv_heads,
@@ -133,7 +137,7 @@ TEST(PagedAttentionTest, DecodeBatchOfMixedLengths) {
   ThreadPool pool(2);
   uint32_t seed = 1;
   ForEachSimdTarget([&] {
-    for (DType dt : {DType::kF32, DType::kBF16, DType::kF16}) {
+    for (DType dt : {DType::kF32, DType::kBF16, DType::kF16, DType::kF8E4M3}) {
       // Lengths that end mid-block, exactly on a block, and span a decode chunk (64).
       const std::vector<JobSpec> jobs = {{1, 1}, {17, 1}, {16, 1}, {150, 1}, {64, 1}, {65, 1}};
       CheckAttention(dt, 16, 2, 2, 64, jobs, pool, seed++);
@@ -151,7 +155,7 @@ TEST(PagedAttentionTest, PrefillCausalAndChunked) {
   ThreadPool pool(3);
   uint32_t seed = 100;
   ForEachSimdTarget([&] {
-    for (DType dt : {DType::kF32, DType::kBF16, DType::kF16}) {
+    for (DType dt : {DType::kF32, DType::kBF16, DType::kF16, DType::kF8E4M3}) {
       // A fresh prompt, a prompt continuing earlier context (chunked prefill),
       // and a decode job, in one call.
       CheckAttention(dt, 16, 2, 2, 64, {{70, 70}, {100, 30}, {33, 1}}, pool, seed++);

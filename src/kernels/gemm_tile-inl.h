@@ -92,7 +92,9 @@ HWY_INLINE void StoreUnits(hn::Vec<DU> units, float* HWY_RESTRICT out, size_t NW
 // Element k of a row in dtype kDT, as f32.
 template <DType kDT>
 HWY_INLINE float ElementAsF32(const uint8_t* row, size_t k) {
-  if constexpr (kDT == DType::kF32) {
+  if constexpr (kDT == DType::kF8E4M3) {
+    return E4M3ToF32(row[k]);
+  } else if constexpr (kDT == DType::kF32) {
     float f;
     std::memcpy(&f, row + 4 * k, 4);
     return f;
@@ -120,6 +122,8 @@ void PackPanel(const uint8_t* const* rows, size_t k0, size_t k1, float* HWY_REST
 
   size_t k = k0;
 #if HWY_TARGET != HWY_SCALAR
+  // (FP8 rows, from an FP8 KV cache, take the scalar loop below.)
+  if constexpr (kDT != DType::kF8E4M3) {
   const DU du;
   const hn::Repartition<uint64_t, DF> du64;
   const size_t L = hn::Lanes(DF()), blocks = L / 4;
@@ -149,6 +153,7 @@ void PackPanel(const uint8_t* const* rows, size_t k0, size_t k1, float* HWY_REST
       StoreUnits<kDT>(hn::BitCast(du, hn::InterleaveLower(du64, t2, t3)), o + 2 * kUnitCols * NW, NW);
       StoreUnits<kDT>(hn::BitCast(du, hn::InterleaveUpper(du64, t2, t3)), o + 3 * kUnitCols * NW, NW);
     }
+  }
   }
 #endif
   for (; k < k1; ++k) {  // the last few columns (or all, on SCALAR)

@@ -84,11 +84,14 @@ void DequantizeRows(const MatrixView& w, int64_t n0, int64_t rows, int64_t k0, i
 // One layer's keys and values of one sequence, stored in fixed-size blocks of a
 // pool: block b holds positions [b*block_size, (b+1)*block_size) of the
 // sequence at pool block block_table[b]. Pool layout for K and V alike:
-// [num_pool_blocks, block_size, kv_heads, head_dim] in `dtype` (F32, F16 or BF16).
+// [num_pool_blocks, block_size, kv_heads, head_dim] in `dtype` (F32, F16, BF16
+// or F8_E4M3). An F8_E4M3 cache stores e4m3(k / k_scale) and e4m3(v / v_scale)
+// (ModelOpt's per-layer KV scales); other dtypes ignore the scales.
 struct KvPages {
   void* k = nullptr;
   void* v = nullptr;
   DType dtype = DType::kF32;
+  float k_scale = 1.0f, v_scale = 1.0f;
   const int32_t* block_table = nullptr;
   int32_t block_size = 16;
   int32_t kv_heads = 0;

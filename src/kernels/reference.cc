@@ -36,6 +36,7 @@ void StoreAs(DType dtype, void* base, int64_t i, float v) {
     case DType::kF32: StoreRaw<float>(base, i, v); break;
     case DType::kBF16: StoreRaw<uint16_t>(base, i, F32ToBf16(v)); break;
     case DType::kF16: StoreRaw<uint16_t>(base, i, F32ToF16(v)); break;
+    case DType::kF8E4M3: StoreRaw<uint8_t>(base, i, F32ToE4M3(v)); break;
     default: assert(false && "unsupported KV dtype");
   }
 }
@@ -119,12 +120,14 @@ void ConvertToF32(DType dtype, const void* src, int64_t n, float* out) {
 }
 
 void KvWrite(const KvPages& kv, int64_t start, int64_t tokens, const float* k, const float* v) {
+  const bool fp8 = kv.dtype == DType::kF8E4M3;
+  const float ks = fp8 ? kv.k_scale : 1.0f, vs = fp8 ? kv.v_scale : 1.0f;
   for (int64_t t = 0; t < tokens; ++t)
     for (int64_t h = 0; h < kv.kv_heads; ++h) {
       const int64_t off = KvOffset(kv, start + t, h);
       for (int64_t d = 0; d < kv.head_dim; ++d) {
-        StoreAs(kv.dtype, kv.k, off + d, k[(t * kv.kv_heads + h) * kv.head_dim + d]);
-        StoreAs(kv.dtype, kv.v, off + d, v[(t * kv.kv_heads + h) * kv.head_dim + d]);
+        StoreAs(kv.dtype, kv.k, off + d, k[(t * kv.kv_heads + h) * kv.head_dim + d] / ks);
+        StoreAs(kv.dtype, kv.v, off + d, v[(t * kv.kv_heads + h) * kv.head_dim + d] / vs);
       }
     }
 }
@@ -133,6 +136,8 @@ void PagedAttention(std::span<const AttentionJob> jobs, int64_t q_heads, float s
   for (const AttentionJob& job : jobs) {
     const KvPages& kv = job.kv;
     const int64_t D = kv.head_dim, group = q_heads / kv.kv_heads;
+    const bool fp8 = kv.dtype == DType::kF8E4M3;
+    const double ks = fp8 ? kv.k_scale : 1.0, vs = fp8 ? kv.v_scale : 1.0;
     std::vector<double> scores(size_t(job.ctx_len));
     for (int64_t t = 0; t < job.num_queries; ++t) {
       const int64_t pos = job.ctx_len - job.num_queries + t;
@@ -143,7 +148,7 @@ void PagedAttention(std::span<const AttentionJob> jobs, int64_t q_heads, float s
         for (int64_t p = 0; p <= pos; ++p) {
           const int64_t off = KvOffset(kv, p, kvh);
           double s = 0;
-          for (int64_t d = 0; d < D; ++d) s += double(q[d]) * LoadAs(kv.dtype, kv.k, off + d);
+          for (int64_t d = 0; d < D; ++d) s += double(q[d]) * LoadAs(kv.dtype, kv.k, off + d) * ks;
           scores[p] = s * scale;
           mx = std::max(mx, scores[p]);
         }
@@ -152,7 +157,8 @@ void PagedAttention(std::span<const AttentionJob> jobs, int64_t q_heads, float s
         float* o = job.out + (t * q_heads + h) * D;
         for (int64_t d = 0; d < D; ++d) {
           double acc = 0;
-          for (int64_t p = 0; p <= pos; ++p) acc += scores[p] * LoadAs(kv.dtype, kv.v, KvOffset(kv, p, kvh) + d);
+          for (int64_t p = 0; p <= pos; ++p)
+            acc += scores[p] * LoadAs(kv.dtype, kv.v, KvOffset(kv, p, kvh) + d) * vs;
           o[d] = float(acc / sum);
         }
       }
