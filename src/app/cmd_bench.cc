@@ -57,7 +57,7 @@ Command RegisterBench(CLI::App& app) {
   app.add_option("--threads", o->threads, "threads (0: all cores)")->default_val(0);
   auto numerics = AddQuantNumericsOption(app);
   app.add_option("--reps", o->reps, "measured repetitions (medians are reported)")->default_val(3);
-  app.add_option("--kv-cache-dtype", o->kv_dtype, "KV cache dtype: auto, f32, f16, bf16")->default_val("auto");
+  app.add_option("--kv-cache-dtype", o->kv_dtype, "KV cache dtype: auto, f32, f16, bf16, fp8_e4m3")->default_val("auto");
   app.add_flag("--bandwidth", o->bandwidth_only, "only measure the memory read bandwidth");
   app.add_option("--json", o->json_out, "also write the results as JSON to this file");
   return [o, numerics]() {

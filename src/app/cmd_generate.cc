@@ -45,7 +45,7 @@ Command RegisterGenerate(CLI::App& app) {
   app.add_option("--prefill-chunk", o->prefill_chunk, "prompt tokens per forward pass")->default_val(512);
   app.add_option("--threads", o->threads, "worker threads (0: all cores)")->default_val(0);
   auto numerics = AddQuantNumericsOption(app);
-  app.add_option("--kv-cache-dtype", o->kv_dtype, "KV cache dtype: auto, f32, f16, bf16")->default_val("auto");
+  app.add_option("--kv-cache-dtype", o->kv_dtype, "KV cache dtype: auto, f32, f16, bf16, fp8_e4m3")->default_val("auto");
   return [o, prompt, ids, numerics]() {
     auto num = numerics();
     if (!num.ok()) return Fail("generate: " + num.status().message());

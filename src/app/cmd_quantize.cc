@@ -36,6 +36,8 @@ Command RegisterQuantize(CLI::App& app) {
   app.add_option("--calibration", *calib_file, "text file to calibrate activation scales on (default: built-in text)");
   app.add_option("--calibration-ids", *ids, "calibrate on these token ids instead (comma-separated)");
   app.add_option("--threads", run->threads, "threads (0: all cores)")->default_val(0);
+  app.add_flag("--kv-cache-fp8", run->options.kv_cache_fp8,
+               "also calibrate and write FP8 KV-cache scales (k_proj.k_scale, v_proj.v_scale; kv_cache_quant_algo FP8)");
   return [run, format, ids, calib_file]() {
     if (*format == "nvfp4") run->options.format = CheckpointQuant::kNvfp4;
     else if (*format == "fp8") run->options.format = CheckpointQuant::kFp8;

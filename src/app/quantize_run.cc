@@ -13,27 +13,41 @@
 namespace tern::app {
 namespace {
 
-// Runs the prompt through the model with an observer on every Linear and
-// returns each one's input amax by module name.
-Result<std::map<std::string, float>> Calibrate(Session& s, const std::vector<int32_t>& ids) {
+struct Calibration {
+  std::map<std::string, float> input_amax, kv_amax;
+};
+
+// Runs the prompt through the model with an observer on every Linear (input
+// amax by module name) and on every attention layer's cached K and V.
+Result<Calibration> Calibrate(Session& s, const std::vector<int32_t>& ids) {
   auto* model = dynamic_cast<DecoderModel*>(s.model.get());
   if (model == nullptr) return Status::Error("quantize: calibration supports decoder models only");
-  std::map<std::string, std::unique_ptr<ActivationObserver>> observers;
+  std::map<std::string, std::unique_ptr<ActivationObserver>> observers, kv;
   model->ForEachLinear([&](Linear& l) {
     auto& o = observers[l.name];
     if (!o) o = std::make_unique<ActivationObserver>();
     l.observer = o.get();
   });
+  for (DecoderLayer& layer : model->layers) {
+    AttentionBlock& a = layer.attention;
+    const std::string attn = a.q_proj.name.substr(0, a.q_proj.name.rfind('.'));  // "...self_attn"
+    (kv[attn + "|k"] = std::make_unique<ActivationObserver>());
+    (kv[attn + "|v"] = std::make_unique<ActivationObserver>());
+    a.k_observer = kv[attn + "|k"].get();
+    a.v_observer = kv[attn + "|v"].get();
+  }
   TERN_ASSIGN_OR_RETURN(std::unique_ptr<KvCache> cache, s.MakeCache(int64_t(ids.size()) + 1, "f32"));
   BlockAllocator blocks(cache->num_blocks());
   GenerateRequest req{.prompt = ids, .max_tokens = 1};
   req.sampling.temperature = 0;
   Result<GenerateResult> r = Generate(*s.model, *cache, blocks, req, nullptr);
   model->ForEachLinear([](Linear& l) { l.observer = nullptr; });
+  for (DecoderLayer& layer : model->layers) layer.attention.k_observer = layer.attention.v_observer = nullptr;
   if (!r.ok()) return r.status().WithContext("quantize: calibration run");
-  std::map<std::string, float> amax;
-  for (const auto& [name, o] : observers) amax[name] = o->amax;
-  return amax;
+  Calibration c;
+  for (const auto& [name, o] : observers) c.input_amax[name] = o->amax;
+  for (const auto& [name, o] : kv) c.kv_amax[name] = o->amax;
+  return c;
 }
 
 }  // namespace
@@ -70,7 +84,9 @@ Result<std::string> RunQuantize(QuantizeRun run) {
       if (id < 0 || id >= vocab)
         return Status::Errorf("quantize: calibration token id {} is outside the vocabulary [0, {})", id, vocab);
     if (ids.empty()) return Status::Error("quantize: the calibration prompt is empty");
-    TERN_ASSIGN_OR_RETURN(run.options.input_amax, Calibrate(*s, ids));
+    TERN_ASSIGN_OR_RETURN(Calibration c, Calibrate(*s, ids));
+    run.options.input_amax = std::move(c.input_amax);
+    run.options.kv_amax = std::move(c.kv_amax);
   }
   return QuantizeCheckpoint(run.in_dir, run.out_dir, run.options);
 }

@@ -42,6 +42,9 @@ SamplingParams Session::DefaultSampling() const {
 Result<std::unique_ptr<KvCache>> Session::MakeCache(int64_t tokens, const std::string& kv_dtype) const {
   KvCacheOptions o;
   TERN_ASSIGN_OR_RETURN(o.dtype, ParseKvCacheDtype(kv_dtype, model->weight_dtype()));
+  if (o.dtype == DType::kF8E4M3 && !model->HasKvCacheScales())
+    fmt::print(stderr, "tern: warning: {} has no k_scale/v_scale for every layer; the FP8 KV cache uses 1.0 there\n",
+               dir);
   o.block_size = 16;
   o.num_blocks = (tokens + o.block_size - 1) / o.block_size;
   return KvCache::Create(model->cache_spec(), o);

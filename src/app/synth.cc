@@ -31,6 +31,8 @@ Status Synthesize(const SynthOptions& o) {
   std::error_code ec;
   fs::remove_all(plain.out_dir, ec);
   TERN_RETURN_IF_ERROR(SynthesizeUnquantized(plain));
+  // Synthetic ModelOpt checkpoints carry FP8 KV-cache scales too (as recipes with kv_fp8 do).
+  run.options.kv_cache_fp8 = run.options.format != CheckpointQuant::kFp8Block;
   run.in_dir = plain.out_dir;
   run.out_dir = o.out_dir;
   Result<std::string> r = app::RunQuantize(run);

@@ -1,5 +1,6 @@
 #include "model/attention_block.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <optional>
@@ -56,6 +57,9 @@ void AttentionBlock::Forward(const BatchLayout& batch, const float* x, float* ou
   }
   kernels::RopeNeox(q, T, q_heads, D, rotary_dim, batch.rope_cos.data(), batch.rope_sin.data());
   kernels::RopeNeox(k, T, kv_heads, D, rotary_dim, batch.rope_cos.data(), batch.rope_sin.data());
+  for (auto [obs, data] : {std::pair{k_observer, k}, std::pair{v_observer, v}})
+    if (obs != nullptr)
+      for (int64_t i = 0; i < T * kv_heads * D; ++i) obs->amax = std::max(obs->amax, std::fabs(data[i]));
 
   std::vector<kernels::AttentionJob> jobs;
   jobs.reserve(batch.seqs.size());
@@ -63,6 +67,8 @@ void AttentionBlock::Forward(const BatchLayout& batch, const float* x, float* ou
     const SequenceChunk& c = batch.seqs[i];
     const int64_t r0 = batch.row_begin[i], n = int64_t(c.tokens.size());
     kernels::KvPages pages = cache.Pages(cache_layer, c.block_table);
+    if (k_scale > 0.0f) pages.k_scale = k_scale;  // (FP8 caches only; 1.0 without checkpoint scales)
+    if (v_scale > 0.0f) pages.v_scale = v_scale;
     kernels::KvWrite(pages, c.start_pos, n, k + r0 * kv_heads * D, v + r0 * kv_heads * D);
     jobs.push_back({.q = q + r0 * q_heads * D, .out = attn + r0 * q_heads * D, .num_queries = n,
                     .ctx_len = c.start_pos + n, .kv = pages});

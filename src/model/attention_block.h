@@ -21,6 +21,10 @@ struct AttentionBlock {
   // FP8 KV-cache scales from the checkpoint (`k_proj.k_scale`, `v_proj.v_scale`:
   // k = e4m3 * k_scale); 0 when the checkpoint has none.
   float k_scale = 0.0f, v_scale = 0.0f;
+  // When set, Forward records max |k| (after norm and RoPE) and max |v| as
+  // written to the cache (calibration of FP8 KV scales by `tern quantize`).
+  ActivationObserver* k_observer = nullptr;
+  ActivationObserver* v_observer = nullptr;
 
   // Loads `<prefix>q_proj` etc. (prefix like "model.layers.3.self_attn.").
   static Result<AttentionBlock> Load(const WeightLoader& w, const std::string& prefix, const ModelConfig& cfg,

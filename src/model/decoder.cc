@@ -102,6 +102,12 @@ int64_t DecoderModel::WeightBytesPerToken() const {
   return bytes;
 }
 
+bool DecoderModel::HasKvCacheScales() const {
+  for (const auto& l : layers)
+    if (!(l.attention.k_scale > 0.0f && l.attention.v_scale > 0.0f)) return false;
+  return !layers.empty();
+}
+
 void DecoderModel::ForEachLinear(const std::function<void(Linear&)>& fn) {
   for (auto& l : layers) {
     AttentionBlock& a = l.attention;

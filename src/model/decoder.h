@@ -48,6 +48,7 @@ class DecoderModel final : public Model {
   int64_t WeightBytes() const override;
   DType weight_dtype() const override { return embed_tokens->dtype; }
   ThreadPool& pool() override { return pool_; }
+  bool HasKvCacheScales() const override;
 
  private:
   Status Validate(std::span<const SequenceChunk> batch, const KvCache& cache) const;

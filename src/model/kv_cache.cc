@@ -7,9 +7,10 @@ Result<DType> ParseKvCacheDtype(const std::string& name, DType weight_dtype) {
   if (name == "f32" || name == "fp32" || name == "float32") return DType::kF32;
   if (name == "f16" || name == "fp16" || name == "float16" || name == "half") return DType::kF16;
   if (name == "bf16" || name == "bfloat16") return DType::kBF16;
-  if (name.rfind("fp8", 0) == 0)
-    return Status::Errorf("KV cache dtype {}: the FP8 KV cache is not available yet (auto, f32, f16, bf16)", name);
-  return Status::Errorf("unknown KV cache dtype \"{}\" (auto, f32, f16, bf16)", name);
+  if (name == "fp8_e4m3" || name == "fp8" || name == "fp8e4m3" || name == "f8_e4m3") return DType::kF8E4M3;
+  if (name == "fp8_e5m2")
+    return Status::Errorf("KV cache dtype {} is not supported (auto, f32, f16, bf16, fp8_e4m3)", name);
+  return Status::Errorf("unknown KV cache dtype \"{}\" (auto, f32, f16, bf16, fp8_e4m3)", name);
 }
 
 int64_t KvCache::BytesPerToken(const CacheSpec& spec, DType dtype) {
@@ -17,8 +18,9 @@ int64_t KvCache::BytesPerToken(const CacheSpec& spec, DType dtype) {
 }
 
 Result<std::unique_ptr<KvCache>> KvCache::Create(const CacheSpec& spec, const KvCacheOptions& opts) {
-  if (opts.dtype != DType::kF32 && opts.dtype != DType::kBF16 && opts.dtype != DType::kF16)
-    return Status::Errorf("KV cache dtype {} is not supported (F32, F16 or BF16)", DTypeName(opts.dtype));
+  if (opts.dtype != DType::kF32 && opts.dtype != DType::kBF16 && opts.dtype != DType::kF16 &&
+      opts.dtype != DType::kF8E4M3)
+    return Status::Errorf("KV cache dtype {} is not supported (F32, F16, BF16 or F8_E4M3)", DTypeName(opts.dtype));
   if (opts.block_size <= 0 || opts.num_blocks <= 0)
     return Status::Errorf("KV cache needs positive block_size and num_blocks (got {} and {})", opts.block_size,
                           opts.num_blocks);

@@ -30,12 +30,12 @@ struct CacheSpec {
 struct KvCacheOptions {
   int32_t block_size = 16;  // tokens per block
   int64_t num_blocks = 0;
-  DType dtype = DType::kF16;  // F32, F16 or BF16
+  DType dtype = DType::kF16;  // F32, F16, BF16 or F8_E4M3
 };
 
 // "auto" (F32 for F32 weights, else F16, as llama.cpp), "f32"/"fp32"/"float32",
-// "f16"/"fp16"/"float16"/"half", "bf16"/"bfloat16". FP8 spellings are recognised
-// and refused until the FP8 KV cache exists.
+// "f16"/"fp16"/"float16"/"half", "bf16"/"bfloat16", "fp8_e4m3"/"fp8"/"fp8e4m3"
+// (E4M3 with the checkpoint's per-layer k_scale/v_scale). "fp8_e5m2" is refused.
 Result<DType> ParseKvCacheDtype(const std::string& name, DType weight_dtype);
 
 class KvCache {

@@ -52,6 +52,9 @@ class Model {
   virtual DType weight_dtype() const = 0;
 
   virtual ThreadPool& pool() = 0;
+  // Whether every attention layer has FP8 KV-cache scales (k_scale, v_scale)
+  // in the checkpoint; an FP8 cache uses 1.0 where they are missing.
+  virtual bool HasKvCacheScales() const { return false; }
 };
 
 // Loads the model in `dir` (config.json + safetensors), dispatching on model_type.

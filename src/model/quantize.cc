@@ -394,6 +394,17 @@ Result<std::string> QuantizeCheckpoint(const std::string& in_dir, const std::str
     TERN_RETURN_IF_ERROR(
         out.Add({name, t.dtype, t.shape, std::string(reinterpret_cast<const char*>(t.data), t.nbytes)}));
   }
+  if (opts.kv_cache_fp8) {
+    if (blocks) return Status::Error("quantize: FP8 KV-cache scales go with the ModelOpt formats (nvfp4, fp8)");
+    if (opts.kv_amax.empty()) return Status::Error("quantize: FP8 KV-cache scales need calibration data");
+    for (const auto& [key, amax] : opts.kv_amax) {
+      const size_t bar = key.find('|');
+      const std::string attn = key.substr(0, bar), which = key.substr(bar + 1);
+      const float s = (amax > 0.0f ? amax : 1.0f) / kE4M3Max;
+      TERN_RETURN_IF_ERROR(out.Add({attn + (which == "k" ? ".k_proj.k_scale" : ".v_proj.v_scale"), DType::kF32, {},
+                                    ScalarBytes(s)}));
+    }
+  }
   const int64_t num_quantized = int64_t(quantized.size());
   const std::vector<std::string> excluded = SummarizeExcludes(unquantized, quantized);
   TERN_RETURN_IF_ERROR(out.Finish());
@@ -419,10 +430,11 @@ Result<std::string> QuantizeCheckpoint(const std::string& in_dir, const std::str
           {"config_groups", {{"group_0", {{"weights", weights}, {"input_activations", weights}, {"targets", {"Linear"}}}}}},
           {"ignore", excluded},
           {"producer", ProducerJson()}};
+    if (opts.kv_cache_fp8) qc["kv_cache_scheme"] = {{"dynamic", false}, {"num_bits", 8}, {"type", "float"}};
     ordered_json hf = {{"producer", ProducerJson()},
                        {"quantization",
                         {{"quant_algo", nvfp4 ? "NVFP4" : "FP8"},
-                         {"kv_cache_quant_algo", nullptr},
+                         {"kv_cache_quant_algo", opts.kv_cache_fp8 ? ordered_json("FP8") : ordered_json(nullptr)},
                          {"exclude_modules", excluded}}}};
     if (nvfp4) hf["quantization"]["group_size"] = kernels::kNvfp4Block;
     std::ofstream f(fs::path(out_dir) / "hf_quant_config.json");

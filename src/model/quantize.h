@@ -50,6 +50,12 @@ struct QuantizeOptions {
   // which sets each layer's static input_scale. Required for NVFP4 and FP8
   // (not for FP8 blocks, whose activation scheme is dynamic).
   std::map<std::string, float> input_amax;
+  // FP8 KV cache scales (ModelOpt's kv_cache_quant_algo FP8): with
+  // kv_cache_fp8, `<attn>.k_proj.k_scale` and `<attn>.v_proj.v_scale` =
+  // amax / 448 from kv_amax, keyed by attention module ("model.layers.0.self_attn")
+  // and "k" / "v": "model.layers.0.self_attn|k".
+  bool kv_cache_fp8 = false;
+  std::map<std::string, float> kv_amax;
   int64_t max_shard_bytes = int64_t(4) << 30;
 };
 

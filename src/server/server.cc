@@ -76,6 +76,9 @@ int RunServer(const ServeOptions& opts) {
 
   auto kv_dtype = ParseKvCacheDtype(opts.kv_cache_dtype, ctx->model->weight_dtype());
   if (!kv_dtype.ok()) return fail(kv_dtype.status().message());
+  if (*kv_dtype == DType::kF8E4M3 && !ctx->model->HasKvCacheScales())
+    fmt::print(stderr, "tern serve: warning: the checkpoint has no k_scale/v_scale for every layer; the FP8 KV cache "
+                       "uses 1.0 there\n");
   const int64_t context = opts.context_length > 0 ? opts.context_length : ctx->model->config().max_position_embeddings;
   if (context <= 0) return fail("the model's config has no max_position_embeddings; give --context-length");
   EngineOptions eo{.max_running_requests = opts.max_running_requests,
