@@ -169,7 +169,9 @@ class Attention(torch.nn.Module):
         hq, hkv, hd = c.num_attention_heads, c.num_key_value_heads, c.head_dim
         w = [m.weight for m in (self.q_proj, self.k_proj, self.v_proj, self.o_proj)]
         if quant:
-            w = [fake_quant_nvfp4(t) for t in w]
+            # q, k and v share weight_scale_2 (ModelOpt fuses Linears that read the same input)
+            qkv_amax = torch.stack([t.detach().abs().max() for t in w[:3]]).max().reshape(1, 1)
+            w = [fake_quant_nvfp4(t, qkv_amax) for t in w[:3]] + [fake_quant_nvfp4(w[3])]
         q = F.linear(x, w[0]).view(B, T, hq, hd)
         k = F.linear(x, w[1]).view(B, T, hkv, hd)
         v = F.linear(x, w[2]).view(B, T, hkv, hd)
