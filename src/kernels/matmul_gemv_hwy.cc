@@ -59,14 +59,18 @@ constexpr int kMaxMR = 5;
 constexpr bool kWideRegs = false;  // 16 vector registers
 #endif
 
-// W rows per tile for a row block of MR rows of x (see the register budget).
-constexpr int NRFor(int mr) {
-  if (kWideRegs) return mr == 1 ? 8 : mr == 2 ? 6 : mr <= 4 ? 4 : 3;
-  return mr == 1 ? 4 : mr == 2 ? 3 : 2;
-}
-
 using wload::Fmt;
 using wload::WLoad;
+
+// W rows per tile for a row block of MR rows of x (see the register budget).
+// Quantized rows need more registers to decode, so they take fewer rows.
+template <Fmt kF>
+constexpr int NRFor(int mr) {
+  constexpr bool kQuant = kF == Fmt::kNvfp4 || kF == Fmt::kFp8 || kF == Fmt::kFp8Block;
+  if (kWideRegs) return mr == 1 ? (kQuant ? 4 : 8) : mr == 2 ? (kQuant ? 4 : 6) : mr <= 4 ? (kQuant ? 3 : 4) : 3;
+  if (kQuant) return mr <= 2 ? 2 : 1;
+  return mr == 1 ? 4 : mr == 2 ? 3 : 2;
+}
 
 // One step of the tile: acc[i][j] += W[j][k..k+S) · x[i][k..k+S).
 template <Fmt kF, int MR, int NR>
@@ -74,6 +78,19 @@ HWY_INLINE void TileStep(const float* HWY_RESTRICT x, size_t ldxs, size_t kx, co
                          const uint8_t* const* srows, size_t kw, VF (&acc)[MR][NR]) {
   const DF df;
   const size_t L = hn::Lanes(df);
+  if constexpr (kF == Fmt::kNvfp4 && MR == 1) {
+    // One x row: scale the step's dot product once (a mul and an FMA per
+    // row) instead of both decoded W vectors.
+    const VF xl = hn::LoadU(df, x + kx), xh = hn::LoadU(df, x + kx + L);
+    HWY_UNROLL(8)
+    for (int j = 0; j < NR; ++j) {
+      VF lo, hi;
+      WLoad<kF>::Codes(rows[j], kw, lo, hi);
+      const VF t = hn::MulAdd(hi, xh, hn::Mul(lo, xl));
+      acc[0][j] = hn::MulAdd(t, WLoad<kF>::Scale(srows[j], kw), acc[0][j]);
+    }
+    return;
+  }
   VF lo[NR], hi[NR];
   HWY_UNROLL(8)
   for (int j = 0; j < NR; ++j) WLoad<kF>::Load(rows[j], srows[j], kw, lo[j], hi[j]);
@@ -153,7 +170,7 @@ HWY_NOINLINE void Tile(const float* HWY_RESTRICT x, size_t ldxs, const uint8_t* 
 template <Fmt kF, int MR>
 void RowBlock(const float* xs, size_t ldxs, const MatrixView& w, size_t n0, size_t n1, size_t k0, size_t k1, float* y,
               size_t ldy, bool accumulate, bool prefetch) {
-  constexpr int NR = NRFor(MR);
+  constexpr int NR = NRFor<kF>(MR);
   const auto* base = static_cast<const uint8_t*>(w.data);
   const size_t row_bytes = wload::RowBytes<kF>(size_t(w.row_stride));
   const size_t k0_bytes = wload::RowBytes<kF>(k0), k0_scale = wload::ScaleBytes<kF>(k0);

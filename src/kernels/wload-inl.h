@@ -62,10 +62,8 @@ struct E4M3Table {
     for (int i = 0; i < 256; ++i) v[i] = E4M3ToF32(uint8_t(i));
   }
 };
-inline const E4M3Table& E4M3s() {
-  static const E4M3Table t;
-  return t;
-}
+inline const E4M3Table kE4M3Table;  // (one per target; built before main)
+inline const E4M3Table& E4M3s() { return kE4M3Table; }
 
 template <Fmt F>
 struct WLoad;
@@ -132,63 +130,72 @@ struct WLoad<Fmt::kF32> {
 // NVFP4: a step is S/2 bytes, byte i holding elements k+2i (low nibble) and
 // k+2i+1 (high nibble); S is 16 (AVX2: one block scale), 32 (AVX-512: two,
 // lanes 0-7 and 8-15) or 2 (SCALAR).
+//
+// Codes: the E2M1 values of a step, without the block scale. On AVX2, vpermps
+// reads only the low 3 bits of each index, so the codes need no masking, and
+// the sign comes from one XOR with code << 28 against a table pre-XORed with
+// m << 28 (entry m holds bits(value(m)) ^ (m << 28)): for code c = s*8 + m the
+// result is bits(value(m)) ^ (s << 31).
+alignas(32) inline constexpr uint32_t kE2M1XorTable[8] = {0x00000000u, 0x2F000000u, 0x1F800000u, 0x0FC00000u,
+                                                          0x00000000u, 0x10400000u, 0x20800000u, 0x30C00000u};
+
 template <>
 struct WLoad<Fmt::kNvfp4> {
-  static HWY_INLINE void Load(const uint8_t* row, const uint8_t* srow, size_t k, VF& lo, VF& hi) {
+  static HWY_INLINE void Codes(const uint8_t* row, size_t k, VF& lo, VF& hi) {
     const DF df;
-    const float* e4m3 = E4M3s().v;
     const uint8_t* bytes = row + k / 2;
-    const uint8_t* scales = srow + k / size_t(kNvfp4Block);
 #if HWY_TARGET == HWY_SCALAR
-    const float s = e4m3[scales[0]];
-    lo = hn::Set(df, kE2M1Values[bytes[0] & 0xf] * s);
-    hi = hn::Set(df, kE2M1Values[bytes[0] >> 4] * s);
+    lo = hn::Set(df, kE2M1Values[bytes[0] & 0xf]);
+    hi = hn::Set(df, kE2M1Values[bytes[0] >> 4]);
 #else
     const DU du;
     const hn::Rebind<uint8_t, DF> d8;
     const auto b = hn::PromoteTo(du, hn::LoadU(d8, bytes));  // one byte per lane
+    const auto h = hn::ShiftRight<4>(b);
 #if HWY_TARGET == HWY_AVX2
-    // vpermps reads only the low 3 bits of each index, so the codes need no
-    // masking; the sign (code bit 3) is moved to the float's sign bit.
-    const VF table = hn::Mul(hn::LoadU(df, kE2M1Values), hn::Set(df, e4m3[scales[0]]));
-    const auto sign = hn::Set(du, 0x80000000u);
-    const __m256i hi_codes = _mm256_srli_epi32(b.raw, 4);
-    lo = VF{_mm256_permutevar8x32_ps(table.raw, b.raw)};
-    hi = VF{_mm256_permutevar8x32_ps(table.raw, hi_codes)};
-    lo = hn::Xor(lo, hn::BitCast(df, hn::And(hn::ShiftLeft<28>(b), sign)));
-    hi = hn::Xor(hi, hn::BitCast(df, hn::And(hn::ShiftLeft<24>(b), sign)));
+    const __m256 table = _mm256_load_ps(reinterpret_cast<const float*>(kE2M1XorTable));
+    lo = hn::Xor(VF{_mm256_permutevar8x32_ps(table, b.raw)}, hn::BitCast(df, hn::ShiftLeft<28>(b)));
+    hi = hn::Xor(VF{_mm256_permutevar8x32_ps(table, h.raw)}, hn::BitCast(df, hn::ShiftLeft<28>(h)));
 #else
-    // 16 lanes (AVX-512) or 4 (SSE-class): the signed table by the 4-bit code
-    // for 16 lanes, magnitude plus sign for fewer.
     const hn::RebindToSigned<DF> di;
     const size_t L = hn::Lanes(df);
-    VF scale;
-    if (L >= 16) {
-      HWY_ALIGN float s[HWY_MAX_BYTES / sizeof(float)];
-      for (size_t i = 0; i < L; ++i) s[i] = e4m3[scales[i / 8]];
-      scale = hn::Load(df, s);
-    } else {
-      scale = hn::Set(df, e4m3[scales[0]]);
-    }
-    const auto code_lo = hn::And(b, hn::Set(du, 0xfu)), code_hi = hn::ShiftRight<4>(b);
-    if (L >= 16) {
+    const auto code_lo = hn::And(b, hn::Set(du, 0xfu));
+    if (L >= 16) {  // AVX-512: the signed 16-entry table by the 4-bit code
       const VF table = hn::LoadU(df, kE2M1Values);
       lo = hn::TableLookupLanes(table, hn::IndicesFromVec(df, hn::BitCast(di, code_lo)));
-      hi = hn::TableLookupLanes(table, hn::IndicesFromVec(df, hn::BitCast(di, code_hi)));
+      hi = hn::TableLookupLanes(table, hn::IndicesFromVec(df, hn::BitCast(di, h)));
     } else {
       HWY_ALIGN float m[HWY_MAX_BYTES / sizeof(float)];
       HWY_ALIGN uint32_t cl[HWY_MAX_BYTES / sizeof(float)], ch[HWY_MAX_BYTES / sizeof(float)];
       hn::Store(code_lo, du, cl);
-      hn::Store(code_hi, du, ch);
+      hn::Store(h, du, ch);
       for (size_t i = 0; i < L; ++i) m[i] = kE2M1Values[cl[i]];
       lo = hn::Load(df, m);
       for (size_t i = 0; i < L; ++i) m[i] = kE2M1Values[ch[i]];
       hi = hn::Load(df, m);
     }
-    lo = hn::Mul(lo, scale);
-    hi = hn::Mul(hi, scale);
 #endif
 #endif
+  }
+
+  // The block scale of each lane of a step starting at k.
+  static HWY_INLINE VF Scale(const uint8_t* srow, size_t k) {
+    const DF df;
+    const float* e4m3 = E4M3s().v;
+    const uint8_t* scales = srow + k / size_t(kNvfp4Block);
+    if (hn::Lanes(df) >= 16) {
+      HWY_ALIGN float s[HWY_MAX_BYTES / sizeof(float)];
+      for (size_t i = 0; i < hn::Lanes(df); ++i) s[i] = e4m3[scales[i / 8]];
+      return hn::Load(df, s);
+    }
+    return hn::Set(df, e4m3[scales[0]]);
+  }
+
+  static HWY_INLINE void Load(const uint8_t* row, const uint8_t* srow, size_t k, VF& lo, VF& hi) {
+    Codes(row, k, lo, hi);
+    const VF s = Scale(srow, k);
+    lo = hn::Mul(lo, s);
+    hi = hn::Mul(hi, s);
   }
 };
 
