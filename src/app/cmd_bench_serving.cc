@@ -37,11 +37,16 @@ double Percentile(std::vector<double> v, double p) {
   return v[lo] + (v[hi] - v[lo]) * (idx - double(lo));
 }
 
+// token_timing: ask for logprobs and time every chunk that carries a token,
+// also when its text is empty (random-weight checkpoints whose tokenizer
+// cannot spell most of their vocabulary); otherwise, as SGLang's
+// bench_serving, only chunks with text count.
 RequestStats RunOne(const check::HttpClient& client, const std::string& model, const std::vector<int32_t>& prompt,
-                    int64_t output_len) {
+                    int64_t output_len, bool token_timing) {
   RequestStats s;
   nlohmann::json body = {{"model", model}, {"prompt", prompt}, {"max_tokens", output_len}, {"temperature", 0},
                          {"ignore_eos", true}, {"stream", true}, {"stream_options", {{"include_usage", true}}}};
+  if (token_timing) body["logprobs"] = 0;
   check::SseParser parser;
   std::vector<check::SseEvent> events;
   double last = -1;
@@ -56,7 +61,11 @@ RequestStats RunOne(const check::HttpClient& client, const std::string& model, c
         s.output_tokens = j["usage"]["completion_tokens"].get<int64_t>();
       if (!j.contains("choices") || !j["choices"].is_array() || j["choices"].empty()) continue;
       const auto& c = j["choices"][0];
-      if (!c.contains("text") || !c["text"].is_string() || c["text"].get<std::string>().empty()) continue;
+      const bool has_text = c.contains("text") && c["text"].is_string() && !c["text"].get<std::string>().empty();
+      const bool has_token = token_timing && c.contains("logprobs") && c["logprobs"].is_object() &&
+                             c["logprobs"].contains("tokens") && c["logprobs"]["tokens"].is_array() &&
+                             !c["logprobs"]["tokens"].empty();
+      if (!has_text && !has_token) continue;
       if (last < 0) s.ttft = t;
       else s.itl.push_back(t - last);
       last = t;
@@ -86,6 +95,7 @@ Command RegisterBenchServing(CLI::App& app) {
     std::string url = "http://127.0.0.1:30000", model = "default", api_key, json_out;
     int64_t concurrency = 1, requests = 16, input_len = 128, output_len = 64, vocab = 1000;
     uint64_t seed = 1;
+    bool token_timing = false;
   };
   auto o = std::make_shared<Opts>();
   app.add_option("--url", o->url, "server base URL")->default_val("http://127.0.0.1:30000");
@@ -98,6 +108,8 @@ Command RegisterBenchServing(CLI::App& app) {
   app.add_option("--vocab", o->vocab, "prompt token ids are drawn from [10, vocab)")->default_val(1000);
   app.add_option("--seed", o->seed, "prompt seed")->default_val(1);
   app.add_option("--json", o->json_out, "also write the results as JSON to this file");
+  app.add_flag("--token-timing", o->token_timing,
+               "time every chunk carrying a token (asks for logprobs), not only chunks with text");
   return [o]() {
     if (o->concurrency <= 0 || o->requests <= 0 || o->input_len <= 0 || o->output_len <= 0 || o->vocab <= 10)
       return Fail("bench-serving: --concurrency, --requests, --input-len, --output-len must be positive, --vocab > 10");
@@ -114,7 +126,7 @@ Command RegisterBenchServing(CLI::App& app) {
     std::vector<std::thread> workers;
     for (int64_t w = 0; w < std::min(o->concurrency, o->requests); ++w)
       workers.emplace_back([&] {
-        for (size_t i; (i = next.fetch_add(1)) < prompts.size();) stats[i] = RunOne(client, o->model, prompts[i], o->output_len);
+        for (size_t i; (i = next.fetch_add(1)) < prompts.size();) stats[i] = RunOne(client, o->model, prompts[i], o->output_len, o->token_timing);
       });
     for (auto& t : workers) t.join();
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

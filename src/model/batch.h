@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -25,6 +26,10 @@ struct BatchLayout {
 // Reusable activation buffers (grown, never shrunk, so steady-state decoding allocates nothing).
 struct Scratch {
   std::vector<float> h, q, k, v, attn, tmp, gate, up, act, router, moe_in, moe_out;
+  // MoE experts running one per thread: each thread's buffers and its inline
+  // pool of one (so the expert's matmuls stay on that thread).
+  std::vector<Scratch> per_thread;
+  std::vector<std::unique_ptr<ThreadPool>> inline_pools;
   static float* Get(std::vector<float>& buf, int64_t n) {
     if (int64_t(buf.size()) < n) buf.resize(size_t(n));
     return buf.data();

@@ -105,7 +105,8 @@ void MoeFfn::Forward(const float* x, int64_t rows, float* out, Scratch& s, Threa
   const int64_t E = int64_t(experts.size()), H = router.in();
   float* logits = Scratch::Get(s.router, rows * E);
   router.Forward(x, rows, logits, pool);
-  // Route every token, then group the (token, weight) pairs by expert.
+  // Route every token, then group the (token, weight) pairs by expert, so a
+  // batch reads each active expert's weights once.
   std::vector<int32_t> ids(static_cast<size_t>(rows * top_k));
   std::vector<float> weights(static_cast<size_t>(rows * top_k));
   for (int64_t t = 0; t < rows; ++t)
@@ -113,28 +114,59 @@ void MoeFfn::Forward(const float* x, int64_t rows, float* out, Scratch& s, Threa
   std::vector<int32_t> count(size_t(E) + 1, 0);
   for (int32_t id : ids) count[size_t(id) + 1]++;
   std::partial_sum(count.begin(), count.end(), count.begin());  // count[e] = first slot of expert e
-  std::vector<int32_t> slot_token(ids.size());
-  std::vector<float> slot_weight(ids.size());
+  const size_t slots = ids.size();
+  std::vector<int32_t> slot_token(slots);
+  std::vector<float> slot_weight(slots);
   std::vector<int32_t> fill(count.begin(), count.end() - 1);
-  for (size_t i = 0; i < ids.size(); ++i) {
+  for (size_t i = 0; i < slots; ++i) {
     const int32_t pos = fill[size_t(ids[i])]++;
     slot_token[size_t(pos)] = int32_t(i / size_t(top_k));
     slot_weight[size_t(pos)] = weights[i];
   }
+  std::vector<int32_t> active;
+  for (int64_t e = 0; e < E; ++e)
+    if (count[size_t(e) + 1] > count[size_t(e)]) active.push_back(int32_t(e));
   std::memset(out, 0, size_t(rows * H) * sizeof(float));
-  for (int64_t e = 0; e < E; ++e) {
+  // out[token] += weight * expert output, expert by expert, slot by slot: the
+  // same order (so the same sums) whichever way the experts run.
+  auto accumulate = [&](int32_t b, int32_t n, const float* ye) {
+    for (int32_t i = 0; i < n; ++i) {
+      float* o = out + slot_token[size_t(b + i)] * H;
+      const float w = slot_weight[size_t(b + i)];
+      for (int64_t j = 0; j < H; ++j) o[j] += w * ye[i * H + j];
+    }
+  };
+  // Decode-sized batches route their few rows to many experts, each a few
+  // small matmuls: run one expert per thread at a time (claimed dynamically)
+  // instead of splitting every small matmul across the threads — no barrier
+  // per matmul, and a thread the OS does not schedule in time only delays its
+  // own expert. Large batches (prefill) keep splitting each expert's matmuls,
+  // which are big enough to share, and need no buffer for every slot at once.
+  constexpr size_t kMaxParallelSlots = 4096;  // in + y: 2 x 4096 x hidden floats
+  if (pool.size() > 1 && active.size() >= 4 * pool.size() && slots <= kMaxParallelSlots) {
+    // in: [slots, H] the routed rows, grouped by expert; y: [slots, H] their expert outputs.
+    float* in = Scratch::Get(s.moe_in, int64_t(slots) * H);
+    float* y = Scratch::Get(s.moe_out, int64_t(slots) * H);
+    for (size_t i = 0; i < slots; ++i)
+      std::memcpy(in + i * size_t(H), x + slot_token[i] * H, size_t(H) * sizeof(float));
+    while (s.per_thread.size() < pool.size()) s.per_thread.emplace_back();
+    while (s.inline_pools.size() < pool.size()) s.inline_pools.push_back(std::make_unique<ThreadPool>(1));
+    pool.Run(active.size(), [&](size_t a, size_t thread) {
+      const int32_t e = active[a], b = count[size_t(e)], n = count[size_t(e) + 1] - b;
+      experts[size_t(e)].Forward(in + int64_t(b) * H, n, y + int64_t(b) * H, s.per_thread[thread],
+                                 *s.inline_pools[thread]);
+    });
+    for (int32_t e : active) accumulate(count[size_t(e)], count[size_t(e) + 1] - count[size_t(e)], y + int64_t(count[size_t(e)]) * H);
+    return;
+  }
+  for (int32_t e : active) {
     const int32_t b = count[size_t(e)], n = count[size_t(e) + 1] - b;
-    if (n == 0) continue;
     // in: [n, H] gathered rows; y: [n, H].
     float* in = Scratch::Get(s.moe_in, int64_t(n) * H);
     for (int32_t i = 0; i < n; ++i) std::memcpy(in + i * H, x + slot_token[size_t(b + i)] * H, size_t(H) * sizeof(float));
     float* y = Scratch::Get(s.moe_out, int64_t(n) * H);
     experts[size_t(e)].Forward(in, n, y, s, pool);
-    for (int32_t i = 0; i < n; ++i) {
-      float* o = out + slot_token[size_t(b + i)] * H;
-      const float w = slot_weight[size_t(b + i)];
-      for (int64_t j = 0; j < H; ++j) o[j] += w * y[i * H + j];
-    }
+    accumulate(b, n, y);
   }
 }
 

@@ -19,7 +19,7 @@ sys.path.insert(0, HERE)
 
 import data  # noqa: E402
 
-BATTERY_NAMES = ["ok", "mul_off_17x19", "mul_on_17x19", "recall_marigold", "tool_call", "tool_answer",
+BATTERY_NAMES = ["ok", "mul_off_17x19", "mul_on_17x19", "recall_marigold", "tool_call_paris", "tool_answer_paris",
                  "paris_chat", "paris_raw", "sentence", "colors", "ocean", "count"]
 MAX_NEW = {"mul_on": 72, "addsub_on": 48, "tool_call": 80, "tool_answer": 80, "generic": 96}
 
@@ -68,7 +68,7 @@ class Evaluator:
         replies = self.generate(model, self.battery)
         for name, s, r in zip(BATTERY_NAMES, self.battery, replies):
             res[name] = bool(data.judge(s, r))
-            if examples and name in ("mul_on_17x19", "tool_call", "tool_answer", "recall_marigold", "sentence"):
+            if examples and name in ("mul_on_17x19", "tool_call_paris", "tool_answer_paris", "recall_marigold", "sentence"):
                 res[name + "_reply"] = r[:160]
         for name, samples in self.sets.items():
             if not samples:
@@ -112,7 +112,9 @@ def main():
     torch.set_num_threads(1)
     tok = bpe.Tokenizer.load(os.path.join(args.dir, "tokenizer", "tokenizer.json"))
     model, ck = train.load_model(args.ckpt or os.path.join(args.dir, "ckpt.pt"))
-    model.quant = args.quant
+    if args.quant:
+        from model import apply_nvfp4_
+        apply_nvfp4_(model)
     t0 = time.time()
     res = Evaluator(tok, pairs=args.pairs).run(model)
     res["step"] = ck["step"]

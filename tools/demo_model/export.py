@@ -24,6 +24,7 @@ sys.path.insert(0, HERE)
 import bpe  # noqa: E402
 import data  # noqa: E402
 import train  # noqa: E402
+from model import apply_nvfp4_  # noqa: E402
 
 
 def hf_tensors(model):
@@ -163,7 +164,7 @@ def main():
         judged = [c for c in cases if c["judged_ok"] is not None]
         print(f"goldens: {len(cases)} prompts; torch judges {sum(c['judged_ok'] for c in judged)}/{len(judged)} right")
         if args.nvfp4_goldens:
-            model.quant = True
+            apply_nvfp4_(model)
             cases = write_goldens(model, tok, os.path.join(args.out, "goldens_nvfp4.json"))
             judged = [c for c in cases if c["judged_ok"] is not None]
             print(f"NVFP4 goldens: torch judges {sum(c['judged_ok'] for c in judged)}/{len(judged)} right")

@@ -120,6 +120,24 @@ def fake_quant_nvfp4(w, amax=None):
     return w + (nvfp4_dequantized(w, amax) - w).detach()
 
 
+@torch.no_grad()
+def apply_nvfp4_(model):
+    """Replace the attention and expert weights in place by their NVFP4 round trip (the same
+    grouping as the fake quantization in training: q/k/v share weight_scale_2, gate/up of an
+    expert share it), for evaluating or generating with the quantized model at full speed
+    (model.quant stays False)."""
+    for layer in model.layers:
+        a = layer.self_attn
+        qkv = [a.q_proj.weight, a.k_proj.weight, a.v_proj.weight]
+        amax = torch.stack([t.abs().max() for t in qkv]).max().reshape(1, 1)
+        for t in qkv:
+            t.copy_(nvfp4_dequantized(t, amax))
+        a.o_proj.weight.copy_(nvfp4_dequantized(a.o_proj.weight))
+        gu, dn = layer.mlp.expert_weights(quant=True)
+        layer.mlp.gate_up.copy_(gu)
+        layer.mlp.down.copy_(dn)
+
+
 # ---------------------------------------------------------------------------------------------
 # Blocks
 
