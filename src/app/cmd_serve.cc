@@ -17,7 +17,7 @@ Command RegisterServe(CLI::App& app) {
   app.add_option("--max-queued-requests", o->max_queued_requests, "waiting requests before 503 (-1: unbounded)")
       ->default_val(-1);
   app.add_option("--chunked-prefill-size", o->chunked_prefill_size, "prompt tokens processed per step")->default_val(512);
-  app.add_option("--kv-cache-dtype", o->kv_cache_dtype, "auto, bf16, fp16, fp32")->default_val("auto");
+  app.add_option("--kv-cache-dtype", o->kv_cache_dtype, "auto, bf16, fp16, fp32, fp8_e4m3")->default_val("auto");
   app.add_option("--max-total-tokens", o->max_total_tokens, "KV cache capacity in tokens");
   app.add_option("--kv-cache-memory-gb", o->kv_cache_memory_gb, "KV cache memory budget in GB");
   app.add_option("--page-size", o->page_size, "tokens per KV cache block")->default_val(16);
@@ -32,10 +32,14 @@ Command RegisterServe(CLI::App& app) {
                "report cached prompt tokens in usage.prompt_tokens_details (OpenAI routes)");
   app.add_flag("--skip-server-warmup", o->skip_server_warmup, "report healthy without a warm-up generation");
   app.add_option("--threads", o->threads, "compute threads (0: all cores)")->default_val(0);
+  auto numerics = AddQuantNumericsOption(app);
   app.add_option("--log-level", o->log_level, "info, warning, error")->default_val("info");
   app.add_option("--shutdown-grace", o->shutdown_grace_s, "seconds running requests get to finish on SIGTERM")
       ->default_val(30);
-  return [o]() {
+  return [o, numerics]() {
+    auto num = numerics();
+    if (!num.ok()) return Fail("serve: " + num.status().message());
+    o->quant_numerics = *num;
     if (o->page_size <= 0 || o->max_running_requests <= 0 || o->chunked_prefill_size <= 0)
       return Fail("serve: --page-size, --max-running-requests and --chunked-prefill-size must be positive");
     return server::RunServer(*o);

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <string>
 
+#include "model/linear.h"
+
 namespace tern::server {
 
 struct ServeOptions {
@@ -31,6 +33,7 @@ struct ServeOptions {
   bool enable_cache_report = false;  // usage.prompt_tokens_details.cached_tokens in OpenAI replies
   bool skip_server_warmup = false;
   size_t threads = 0;
+  ActivationNumerics quant_numerics = ActivationNumerics::kFull;  // --quant-numerics
   int64_t max_request_bytes = 32 << 20;
   double health_check_timeout_s = 20;
   double shutdown_grace_s = 30;

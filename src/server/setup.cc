@@ -31,7 +31,7 @@ Status LoadServerModel(ServerContext& ctx) {
     ctx.chat_error = chat.status().message();
     fmt::print(stderr, "tern serve: warning: {}; /v1/chat/completions will answer 400\n", ctx.chat_error);
   }
-  TERN_ASSIGN_OR_RETURN(ctx.model, LoadModel(dir, LoadOptions{.threads = ctx.opts.threads}));
+  TERN_ASSIGN_OR_RETURN(ctx.model, LoadModel(dir, LoadOptions{.threads = ctx.opts.threads, .numerics = ctx.opts.quant_numerics}));
   ctx.eos_token_ids = ctx.generation.eos_token_ids.empty() ? ctx.model->config().eos_token_ids : ctx.generation.eos_token_ids;
   if (ctx.tokenizer_config.eos_token) {
     auto id = ctx.tokenizer->TokenToId(*ctx.tokenizer_config.eos_token);
