@@ -29,6 +29,7 @@ Result<Calibration> Calibrate(Session& s, const std::vector<int32_t>& ids) {
     l.observer = o.get();
   });
   for (DecoderLayer& layer : model->layers) {
+    if (layer.linear_attn) continue;  // (no KV cache)
     AttentionBlock& a = layer.attention;
     const std::string attn = a.q_proj.name.substr(0, a.q_proj.name.rfind('.'));  // "...self_attn"
     (kv[attn + "|k"] = std::make_unique<ActivationObserver>());

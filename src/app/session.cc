@@ -47,6 +47,7 @@ Result<std::unique_ptr<KvCache>> Session::MakeCache(int64_t tokens, const std::s
                dir);
   o.block_size = 16;
   o.num_blocks = (tokens + o.block_size - 1) / o.block_size;
+  o.num_state_slots = model->cache_spec().recurrent_state_bytes > 0 ? 1 : 0;  // one sequence: slot 0
   return KvCache::Create(model->cache_spec(), o);
 }
 

@@ -46,6 +46,7 @@ struct Engine::Sequence {
   int64_t num_prompt = 0;
   int64_t num_cached = 0;  // leading tokens whose KV is in the cache
   std::vector<int32_t> blocks;
+  int32_t state_slot = -1;  // recurrent-state slot while running (hybrid models)
   PrefixCache::Cursor cursor;  // how many of `blocks` are prefix-cache nodes
   int64_t cached_prompt = -1;  // prompt tokens found in the prefix cache at first admission; -1 before
   std::shared_ptr<Group> group;
@@ -67,6 +68,8 @@ Result<std::unique_ptr<Engine>> Engine::Create(Model& model, const EngineOptions
   if (o.context_length <= 0) return Status::Error("engine: the context length is unknown; set --context-length");
   if (o.max_running_requests <= 0) return Status::Error("engine: max_running_requests must be positive");
   if (o.chunked_prefill_size <= 0) return Status::Error("engine: chunked_prefill_size must be positive");
+  // Models with recurrent state get one state slot per running sequence.
+  o.kv.num_state_slots = model.cache_spec().recurrent_state_bytes > 0 ? o.max_running_requests : 0;
   TERN_ASSIGN_OR_RETURN(auto cache, KvCache::Create(model.cache_spec(), o.kv));
   // A cached KV prefix is only half of the state of a model with recurrent
   // (linear-attention) layers such as Qwen3.5: resuming after the prefix also
@@ -83,6 +86,7 @@ Engine::Engine(Model& model, const EngineOptions& opts, std::unique_ptr<KvCache>
       blocks_(opts.kv.num_blocks),
       prefix_(blocks_, opts.kv.block_size, prefix_cache) {
   opts_.enable_prefix_cache = prefix_cache;
+  for (int32_t slot = int32_t(opts_.kv.num_state_slots) - 1; slot >= 0; --slot) free_state_slots_.push_back(slot);
   metrics_.total_blocks = opts_.kv.num_blocks;
   metrics_.block_size = opts_.kv.block_size;
   metrics_.free_blocks = opts_.kv.num_blocks;
@@ -240,6 +244,10 @@ void Engine::Loop() {
 void Engine::ReleaseBlocks(Sequence& s) {
   prefix_.Release(s.blocks, s.cursor);
   s.num_cached = 0;
+  if (s.state_slot >= 0) {  // (a retracted sequence restarts from position 0, with fresh state)
+    free_state_slots_.push_back(s.state_slot);
+    s.state_slot = -1;
+  }
   // A leader that leaves before its prompt is cached must not hold its followers back.
   if (s.group && s.leader) s.group->prompt_ready = true;
 }
@@ -279,6 +287,14 @@ void Engine::Admit() {
     if (prefix_.available() < need + reserve) {  // with nothing running this cannot happen: Submit checked the pool size
       prefix_.Release(blocks, cursor);
       break;
+    }
+    if (opts_.kv.num_state_slots > 0) {
+      if (free_state_slots_.empty()) {
+        prefix_.Release(blocks, cursor);
+        break;
+      }
+      s.state_slot = free_state_slots_.back();
+      free_state_slots_.pop_back();
     }
     s.blocks = std::move(blocks);
     s.cursor = cursor;
@@ -384,6 +400,7 @@ void Engine::Step() {
     chunks.push_back({.tokens = std::span<const int32_t>(s->tokens).subspan(size_t(s->num_cached), size_t(n)),
                       .start_pos = s->num_cached,
                       .block_table = s->blocks,
+                      .state_slot = s->state_slot,
                       .skip_logits = s->num_cached + n < int64_t(s->tokens.size())});
   }
 

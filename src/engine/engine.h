@@ -120,6 +120,7 @@ class Engine {
   std::unique_ptr<KvCache> cache_;
   BlockAllocator blocks_;
   PrefixCache prefix_;  // after blocks_: it gives its references back on destruction
+  std::vector<int32_t> free_state_slots_;  // recurrent-state slots not held by a running sequence
   EngineMetrics metrics_;
 
   std::mutex flush_mu_;  // one FlushCache at a time

@@ -40,7 +40,7 @@ Result<GenerateResult> Generate(Model& model, KvCache& cache, BlockAllocator& al
   while (pos < int64_t(req.prompt.size())) {
     const int64_t n = std::min<int64_t>(chunk, int64_t(req.prompt.size()) - pos);
     SequenceChunk c{.tokens = std::span<const int32_t>(req.prompt).subspan(size_t(pos), size_t(n)),
-                    .start_pos = pos, .block_table = lease.blocks,
+                    .start_pos = pos, .block_table = lease.blocks, .state_slot = 0,
                     .skip_logits = pos + n < int64_t(req.prompt.size())};
     TERN_RETURN_IF_ERROR(model.Forward({&c, 1}, cache, logits));
     pos += n;
@@ -52,7 +52,7 @@ Result<GenerateResult> Generate(Model& model, KvCache& cache, BlockAllocator& al
   for (int64_t step = 0; step < req.max_tokens; ++step) {
     if (step > 0) {
       const int32_t last = result.tokens.back();
-      SequenceChunk c{.tokens = {&last, 1}, .start_pos = pos, .block_table = lease.blocks};
+      SequenceChunk c{.tokens = {&last, 1}, .start_pos = pos, .block_table = lease.blocks, .state_slot = 0};
       TERN_RETURN_IF_ERROR(model.Forward({&c, 1}, cache, logits));
       ++pos;
     }

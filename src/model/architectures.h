@@ -17,5 +17,6 @@ Result<DecoderLayer> LoadQwen3LayerCommon(DecoderModel& m, const std::string& la
 
 Status LoadQwen3(DecoderModel& m);     // qwen3.cc
 Status LoadQwen3Moe(DecoderModel& m);  // qwen3_moe.cc
+Status LoadQwen35Moe(DecoderModel& m);  // qwen3_5_moe.cc
 
 }  // namespace tern

@@ -3,13 +3,15 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <optional>
 #include <utility>
 
 namespace tern {
 
 Result<AttentionBlock> AttentionBlock::Load(const WeightLoader& w, const std::string& prefix,
-                                            const ModelConfig& cfg, int64_t cache_layer, bool qk_norm) {
+                                            const ModelConfig& cfg, int64_t cache_layer, bool qk_norm,
+                                            bool output_gate, float norm_offset) {
   AttentionBlock a;
   a.q_heads = cfg.num_attention_heads;
   a.kv_heads = cfg.num_key_value_heads;
@@ -19,13 +21,16 @@ Result<AttentionBlock> AttentionBlock::Load(const WeightLoader& w, const std::st
   a.cache_layer = cache_layer;
   const int64_t H = cfg.hidden_size, D = cfg.head_dim;
   const bool bias = cfg.attention_bias;
-  TERN_ASSIGN_OR_RETURN(a.q_proj, w.Load(prefix + "q_proj", a.q_heads * D, H, bias));
+  a.output_gate = output_gate;
+  TERN_ASSIGN_OR_RETURN(a.q_proj, w.Load(prefix + "q_proj", (output_gate ? 2 : 1) * a.q_heads * D, H, bias));
   TERN_ASSIGN_OR_RETURN(a.k_proj, w.Load(prefix + "k_proj", a.kv_heads * D, H, bias));
   TERN_ASSIGN_OR_RETURN(a.v_proj, w.Load(prefix + "v_proj", a.kv_heads * D, H, bias));
   TERN_ASSIGN_OR_RETURN(a.o_proj, w.Load(prefix + "o_proj", H, a.q_heads * D, bias));
   if (qk_norm) {
     TERN_ASSIGN_OR_RETURN(a.q_norm, w.Vector(prefix + "q_norm.weight", D));
     TERN_ASSIGN_OR_RETURN(a.k_norm, w.Vector(prefix + "k_norm.weight", D));
+    for (float& v : a.q_norm) v += norm_offset;
+    for (float& v : a.k_norm) v += norm_offset;
   }
   // ModelOpt names them k_proj.k_scale / v_proj.v_scale; some exports use self_attn.k_scale.
   for (auto [dst, names] : {std::pair{&a.k_scale, std::array{"k_proj.k_scale", "k_scale"}},
@@ -48,7 +53,21 @@ void AttentionBlock::Forward(const BatchLayout& batch, const float* x, float* ou
   float* k = Scratch::Get(s.k, T * kv_heads * D);  // [T, kv_heads, D]
   float* v = Scratch::Get(s.v, T * kv_heads * D);  // [T, kv_heads, D]
   float* attn = Scratch::Get(s.attn, T * q_heads * D);
-  q_proj.Forward(x, T, q, pool);
+  float* gate = nullptr;  // [T, q_heads * D]
+  if (output_gate) {
+    // q_proj rows per head: [q_h | gate_h]; split into q and gate.
+    float* qg = Scratch::Get(s.tmp2, T * 2 * q_heads * D);
+    gate = Scratch::Get(s.up, T * q_heads * D);
+    q_proj.Forward(x, T, qg, pool);
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t h = 0; h < q_heads; ++h) {
+        const float* src = qg + (t * q_heads + h) * 2 * D;
+        std::memcpy(q + (t * q_heads + h) * D, src, size_t(D) * sizeof(float));
+        std::memcpy(gate + (t * q_heads + h) * D, src + D, size_t(D) * sizeof(float));
+      }
+  } else {
+    q_proj.Forward(x, T, q, pool);
+  }
   k_proj.Forward(x, T, k, pool);
   v_proj.Forward(x, T, v, pool);
   if (!q_norm.empty()) {
@@ -74,6 +93,8 @@ void AttentionBlock::Forward(const BatchLayout& batch, const float* x, float* ou
                     .ctx_len = c.start_pos + n, .kv = pages});
   }
   kernels::PagedAttention(jobs, q_heads, float(1.0 / std::sqrt(double(D))), pool);
+  if (gate != nullptr)
+    for (int64_t i = 0; i < T * q_heads * D; ++i) attn[i] *= 1.0f / (1.0f + std::exp(-gate[i]));
   o_proj.Forward(attn, T, out, pool);
 }
 

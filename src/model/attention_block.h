@@ -18,6 +18,10 @@ struct AttentionBlock {
   int64_t q_heads = 0, kv_heads = 0, head_dim = 0, rotary_dim = 0;
   float norm_eps = 1e-6f;
   int64_t cache_layer = 0;  // index among the model's attention layers
+  // Qwen3.5 gated attention: q_proj yields [q_h | gate_h] per head (2 * head_dim
+  // rows per head) and the attention output is multiplied by sigmoid(gate)
+  // before o_proj.
+  bool output_gate = false;
   // FP8 KV-cache scales from the checkpoint (`k_proj.k_scale`, `v_proj.v_scale`:
   // k = e4m3 * k_scale); 0 when the checkpoint has none.
   float k_scale = 0.0f, v_scale = 0.0f;
@@ -27,8 +31,10 @@ struct AttentionBlock {
   ActivationObserver* v_observer = nullptr;
 
   // Loads `<prefix>q_proj` etc. (prefix like "model.layers.3.self_attn.").
+  // norm_offset: added to the q/k norm weights (1 for zero-centred norms).
   static Result<AttentionBlock> Load(const WeightLoader& w, const std::string& prefix, const ModelConfig& cfg,
-                                     int64_t cache_layer, bool qk_norm);
+                                     int64_t cache_layer, bool qk_norm, bool output_gate = false,
+                                     float norm_offset = 0.0f);
 
   // x: [rows, hidden] (already normed); out: [rows, hidden].
   void Forward(const BatchLayout& batch, const float* x, float* out, KvCache& cache, Scratch& s,

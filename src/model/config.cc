@@ -70,6 +70,12 @@ Result<json> ParseObject(const std::string& text, const std::string& source) {
 
 }  // namespace
 
+bool ModelConfig::IsLinearAttentionLayer(int64_t layer) const {
+  if (!layer_types.empty()) return layer_types[size_t(layer)] == "linear_attention";
+  if (full_attention_interval > 0) return (layer + 1) % full_attention_interval != 0;
+  return false;
+}
+
 bool ModelConfig::IsMoeLayer(int64_t layer) const {
   if (num_experts <= 0) return false;
   if (std::find(mlp_only_layers.begin(), mlp_only_layers.end(), layer) != mlp_only_layers.end()) return false;
@@ -127,6 +133,17 @@ Result<ModelConfig> ParseModelConfig(const std::string& json_text, const std::st
   if (auto it = text->find("mlp_only_layers"); it != text->end() && it->is_array())
     for (const auto& v : *it)
       if (v.is_number_integer()) c.mlp_only_layers.push_back(v.get<int64_t>());
+  if (auto it = text->find("layer_types"); it != text->end() && it->is_array())
+    for (const auto& v : *it)
+      if (v.is_string()) c.layer_types.push_back(v.get<std::string>());
+  r.Get("full_attention_interval", c.full_attention_interval);
+  r.Get("linear_num_key_heads", c.linear_num_key_heads);
+  r.Get("linear_num_value_heads", c.linear_num_value_heads);
+  r.Get("linear_key_head_dim", c.linear_key_head_dim);
+  r.Get("linear_value_head_dim", c.linear_value_head_dim);
+  r.Get("linear_conv_kernel_dim", c.linear_conv_kernel_dim);
+  r.Get("shared_expert_intermediate_size", c.shared_expert_intermediate_size);
+  r.Get("attn_output_gate", c.attn_output_gate);
   top_reader.GetIds("eos_token_id", c.eos_token_ids);
   r.GetIds("eos_token_id", c.eos_token_ids);
   std::vector<int32_t> bos;
@@ -153,6 +170,12 @@ Result<ModelConfig> ParseModelConfig(const std::string& json_text, const std::st
                           c.num_attention_heads, c.num_key_value_heads);
   if (c.rms_norm_eps <= 0) return Status::Errorf("{}: rms_norm_eps must be positive", source);
   if (c.rope_theta <= 0) return Status::Errorf("{}: rope_theta must be positive", source);
+  if (!c.layer_types.empty() && int64_t(c.layer_types.size()) != c.num_hidden_layers)
+    return Status::Errorf("{}: layer_types has {} entries for {} layers", source, c.layer_types.size(),
+                          c.num_hidden_layers);
+  for (const auto& t : c.layer_types)
+    if (t != "linear_attention" && t != "full_attention")
+      return Status::Errorf("{}: unknown layer type \"{}\" (linear_attention, full_attention)", source, t);
   if (c.num_experts > 0 && (c.num_experts_per_tok <= 0 || c.num_experts_per_tok > c.num_experts))
     return Status::Errorf("{}: num_experts_per_tok {} must be in [1, num_experts {}]", source, c.num_experts_per_tok,
                           c.num_experts);

@@ -35,6 +35,16 @@ struct ModelConfig {
   bool norm_topk_prob = true;
   int64_t decoder_sparse_step = 1;
   std::vector<int64_t> mlp_only_layers;
+  // Hybrid linear-attention models (qwen3_5_moe, qwen3_next): per-layer kind
+  // ("linear_attention" or "full_attention"), from layer_types or
+  // full_attention_interval (layer i is full iff (i + 1) % interval == 0).
+  std::vector<std::string> layer_types;
+  int64_t full_attention_interval = 0;
+  int64_t linear_num_key_heads = 0, linear_num_value_heads = 0;
+  int64_t linear_key_head_dim = 0, linear_value_head_dim = 0;
+  int64_t linear_conv_kernel_dim = 0;
+  int64_t shared_expert_intermediate_size = 0;
+  bool attn_output_gate = false;
   // Token ids from config.json (may be overridden by generation_config.json).
   std::vector<int32_t> eos_token_ids;
   std::optional<int32_t> bos_token_id;
@@ -43,6 +53,8 @@ struct ModelConfig {
 
   // Whether layer i uses the sparse MoE block (HF Qwen3-MoE rule).
   bool IsMoeLayer(int64_t layer) const;
+  // Whether layer i is a linear-attention (Gated DeltaNet) layer.
+  bool IsLinearAttentionLayer(int64_t layer) const;
 };
 
 // Sampling defaults and stop ids from generation_config.json (all optional).

@@ -1,5 +1,6 @@
 #include "model/decoder.h"
 
+#include <cmath>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -7,11 +8,18 @@
 namespace tern {
 
 DecoderModel::DecoderModel(ModelConfig cfg, TensorStore store, const LoadOptions& opts)
-    : cfg_(std::move(cfg)), store_(std::move(store)), numerics_(opts.numerics), pool_(opts.threads) {}
+    : cfg_(std::move(cfg)), store_(std::move(store)), numerics_(opts.numerics), pool_(opts.threads) {
+  rotary_dim = int64_t(std::llround(double(cfg_.head_dim) * cfg_.partial_rotary_factor));
+}
 
 CacheSpec DecoderModel::cache_spec() const {
-  return CacheSpec{.attention_layers = int64_t(layers.size()), .kv_heads = cfg_.num_key_value_heads,
-                   .head_dim = cfg_.head_dim, .recurrent_state_bytes = 0};
+  int64_t attention = 0, state = 0;
+  for (const auto& l : layers) {
+    if (l.linear_attn) state += l.linear_attn->state_bytes();
+    else ++attention;
+  }
+  return CacheSpec{.attention_layers = attention, .kv_heads = cfg_.num_key_value_heads, .head_dim = cfg_.head_dim,
+                   .recurrent_state_bytes = state};
 }
 
 Status DecoderModel::CheckAllTensorsUsed(const std::vector<std::string>& ignored_prefixes) const {
@@ -39,6 +47,9 @@ Status DecoderModel::Validate(std::span<const SequenceChunk> batch, const KvCach
     for (int64_t b = 0; b < need; ++b)
       if (c.block_table[size_t(b)] < 0 || c.block_table[size_t(b)] >= cache.num_blocks())
         return Status::Errorf("batch entry {}: KV block id {} out of range", i, c.block_table[size_t(b)]);
+    if (cache.spec().recurrent_state_bytes > 0 && (c.state_slot < 0 || c.state_slot >= cache.num_state_slots()))
+      return Status::Errorf("batch entry {}: recurrent state slot {} out of range [0, {})", i, c.state_slot,
+                            cache.num_state_slots());
     if (cfg_.max_position_embeddings > 0 && end > cfg_.max_position_embeddings)
       return Status::Errorf("sequence of {} tokens exceeds the context length {}", end, cfg_.max_position_embeddings);
   }
@@ -48,7 +59,7 @@ Status DecoderModel::Validate(std::span<const SequenceChunk> batch, const KvCach
 Status DecoderModel::Forward(std::span<const SequenceChunk> batch, KvCache& cache, std::vector<float>& logits) {
   TERN_RETURN_IF_ERROR(Validate(batch, cache));
   const int64_t H = cfg_.hidden_size, V = cfg_.vocab_size;
-  layout_.Build(batch, layers.empty() ? cfg_.head_dim : layers[0].attention.rotary_dim, cfg_.rope_theta);
+  layout_.Build(batch, rotary_dim > 0 ? rotary_dim : cfg_.head_dim, cfg_.rope_theta);
   const int64_t T = layout_.rows;
   const float eps = float(cfg_.rms_norm_eps);
 
@@ -64,7 +75,11 @@ Status DecoderModel::Forward(std::span<const SequenceChunk> batch, KvCache& cach
   float* y = Scratch::Get(scratch_.tmp, T * H);
   for (const DecoderLayer& layer : layers) {
     kernels::RmsNorm(x, layer.input_norm.data(), T, H, eps, h);
-    layer.attention.Forward(layout_, h, y, cache, scratch_, pool_);
+    if (layer.linear_attn) {
+      layer.linear_attn->Forward(layout_, h, y, cache, scratch_, pool_);
+    } else {
+      layer.attention.Forward(layout_, h, y, cache, scratch_, pool_);
+    }
     kernels::AddInPlace(x, y, T * H);
     kernels::RmsNorm(x, layer.post_attn_norm.data(), T, H, eps, h);
     std::visit([&](const auto& ffn) { ffn.Forward(h, T, y, scratch_, pool_); }, layer.ffn);
@@ -93,7 +108,7 @@ int64_t DecoderModel::WeightBytesPerToken() const {
   // One embedding row, every layer's active weights, the LM head.
   int64_t bytes = lm_head.bytes() + cfg_.hidden_size * int64_t(DTypeSize(embed_tokens->dtype));
   for (const auto& l : layers) {
-    bytes += l.attention.bytes();
+    bytes += l.linear_attn ? l.linear_attn->bytes() : l.attention.bytes();
     bytes += std::visit([](const auto& f) -> int64_t {
       if constexpr (std::is_same_v<std::decay_t<decltype(f)>, MoeFfn>) return f.active_bytes();
       else return f.bytes();
@@ -104,20 +119,29 @@ int64_t DecoderModel::WeightBytesPerToken() const {
 
 bool DecoderModel::HasKvCacheScales() const {
   for (const auto& l : layers)
-    if (!(l.attention.k_scale > 0.0f && l.attention.v_scale > 0.0f)) return false;
+    if (!l.linear_attn && !(l.attention.k_scale > 0.0f && l.attention.v_scale > 0.0f)) return false;
   return !layers.empty();
 }
 
 void DecoderModel::ForEachLinear(const std::function<void(Linear&)>& fn) {
   for (auto& l : layers) {
-    AttentionBlock& a = l.attention;
-    for (Linear* p : {&a.q_proj, &a.k_proj, &a.v_proj, &a.o_proj}) fn(*p);
+    if (GatedDeltaNet* g = l.linear_attn.get()) {
+      for (Linear* p : {&g->in_proj_qkv, &g->in_proj_z, &g->in_proj_b, &g->in_proj_a, &g->out_proj}) fn(*p);
+    } else {
+      AttentionBlock& a = l.attention;
+      for (Linear* p : {&a.q_proj, &a.k_proj, &a.v_proj, &a.o_proj}) fn(*p);
+    }
     std::visit(
         [&](auto& f) {
           if constexpr (std::is_same_v<std::decay_t<decltype(f)>, MoeFfn>) {
             fn(f.router);
             for (DenseFfn& e : f.experts)
               for (Linear* p : {&e.gate_proj, &e.up_proj, &e.down_proj}) fn(*p);
+            if (f.shared_expert) {
+              for (Linear* p : {&f.shared_expert->gate_proj, &f.shared_expert->up_proj, &f.shared_expert->down_proj})
+                fn(*p);
+              fn(f.shared_expert_gate);
+            }
           } else {
             for (Linear* p : {&f.gate_proj, &f.up_proj, &f.down_proj}) fn(*p);
           }

@@ -11,6 +11,7 @@
 
 #include "model/attention_block.h"
 #include "model/ffn_block.h"
+#include "model/gated_deltanet.h"
 #include "model/model.h"
 
 namespace tern {
@@ -18,6 +19,8 @@ namespace tern {
 struct DecoderLayer {
   std::vector<float> input_norm;      // [hidden]
   std::vector<float> post_attn_norm;  // [hidden]
+  // The token mixer: linear attention when set, else `attention`.
+  std::unique_ptr<GatedDeltaNet> linear_attn;
   AttentionBlock attention;
   std::variant<DenseFfn, MoeFfn> ffn;
 };
@@ -33,6 +36,7 @@ class DecoderModel final : public Model {
   const TensorView* embed_tokens = nullptr;  // [vocab, hidden]
   std::vector<DecoderLayer> layers;
   std::vector<float> final_norm;  // [hidden]
+  int64_t rotary_dim = 0;         // RoPE dims per head (all attention layers alike); 0: head_dim
   Linear lm_head;                 // [vocab, hidden]; may view embed_tokens when tied
 
   // Calls fn on every Linear layer (attention, MLP, experts, routers, lm_head).
@@ -42,6 +46,8 @@ class DecoderModel final : public Model {
   Status CheckAllTensorsUsed(const std::vector<std::string>& ignored_prefixes) const;
 
   const ModelConfig& config() const override { return cfg_; }
+  // For architecture loaders that fill in defaults the config file left out.
+  ModelConfig& mutable_config() { return cfg_; }
   CacheSpec cache_spec() const override;
   Status Forward(std::span<const SequenceChunk> batch, KvCache& cache, std::vector<float>& logits) override;
   int64_t WeightBytesPerToken() const override;

@@ -69,6 +69,12 @@ Result<MoeFfn> MoeFfn::Load(const WeightLoader& w, const std::string& prefix, co
   if (cfg.moe_intermediate_size <= 0)
     return Status::Errorf("{}: moe_intermediate_size must be positive for a MoE layer", prefix);
   TERN_ASSIGN_OR_RETURN(m.router, w.Load(prefix + "gate", cfg.num_experts, cfg.hidden_size));
+  if (cfg.shared_expert_intermediate_size > 0) {
+    TERN_ASSIGN_OR_RETURN(DenseFfn shared, DenseFfn::Load(w, prefix + "shared_expert.", cfg.hidden_size,
+                                                          cfg.shared_expert_intermediate_size));
+    m.shared_expert = std::make_unique<DenseFfn>(std::move(shared));
+    TERN_ASSIGN_OR_RETURN(m.shared_expert_gate, w.Load(prefix + "shared_expert_gate", 1, cfg.hidden_size));
+  }
   if (w.store().Find(prefix + "experts.gate_up_proj")) {
     TERN_ASSIGN_OR_RETURN(m.experts, LoadFusedExperts(w, prefix, cfg));
     return m;
@@ -102,6 +108,20 @@ void RouteTopK(const float* logits, int64_t num_experts, int64_t k, bool renorma
 }
 
 void MoeFfn::Forward(const float* x, int64_t rows, float* out, Scratch& s, ThreadPool& pool) const {
+  RoutedForward(x, rows, out, s, pool);
+  if (!shared_expert) return;
+  const int64_t H = router.in();
+  float* y = Scratch::Get(s.shared, rows * H);
+  shared_expert->Forward(x, rows, y, s, pool);
+  std::vector<float> g(static_cast<size_t>(rows));
+  shared_expert_gate.Forward(x, rows, g.data(), pool);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float w = 1.0f / (1.0f + std::exp(-g[size_t(r)]));
+    for (int64_t j = 0; j < H; ++j) out[r * H + j] += w * y[r * H + j];
+  }
+}
+
+void MoeFfn::RoutedForward(const float* x, int64_t rows, float* out, Scratch& s, ThreadPool& pool) const {
   const int64_t E = int64_t(experts.size()), H = router.in();
   float* logits = Scratch::Get(s.router, rows * E);
   router.Forward(x, rows, logits, pool);

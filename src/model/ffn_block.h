@@ -2,6 +2,7 @@
 // (Qwen3-MoE routing: softmax over experts, top-k, optional renormalisation).
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,10 @@ struct MoeFfn {
   std::vector<DenseFfn> experts;
   int64_t top_k = 0;
   bool norm_topk_prob = true;
+  // Qwen3.5 / Qwen3-Next: a shared expert added to every token, scaled by
+  // sigmoid(shared_expert_gate(x)) (gate: [1, hidden]).
+  std::unique_ptr<DenseFfn> shared_expert;
+  Linear shared_expert_gate;
 
   // Loads `<prefix>gate` (router) and the experts, stored either per expert
   // (`<prefix>experts.{e}.{gate,up,down}_proj`, any weight format) or fused
@@ -35,8 +40,12 @@ struct MoeFfn {
   // [E, H, F]; F32/BF16/F16), viewed in place either way.
   static Result<MoeFfn> Load(const WeightLoader& w, const std::string& prefix, const ModelConfig& cfg);
   void Forward(const float* x, int64_t rows, float* out, Scratch& s, ThreadPool& pool) const;
+  // The routed experts alone (out overwritten).
+  void RoutedForward(const float* x, int64_t rows, float* out, Scratch& s, ThreadPool& pool) const;
   // Bytes read per decoded token: router + top_k experts.
-  int64_t active_bytes() const { return router.bytes() + top_k * experts[0].bytes(); }
+  int64_t active_bytes() const {
+    return router.bytes() + top_k * experts[0].bytes() + (shared_expert ? shared_expert->bytes() : 0);
+  }
   int64_t bytes() const { return router.bytes() + int64_t(experts.size()) * experts[0].bytes(); }
 };
 

@@ -1,5 +1,7 @@
 #include "model/kv_cache.h"
 
+#include <algorithm>
+
 namespace tern {
 
 Result<DType> ParseKvCacheDtype(const std::string& name, DType weight_dtype) {
@@ -21,6 +23,8 @@ Result<std::unique_ptr<KvCache>> KvCache::Create(const CacheSpec& spec, const Kv
   if (opts.dtype != DType::kF32 && opts.dtype != DType::kBF16 && opts.dtype != DType::kF16 &&
       opts.dtype != DType::kF8E4M3)
     return Status::Errorf("KV cache dtype {} is not supported (F32, F16, BF16 or F8_E4M3)", DTypeName(opts.dtype));
+  if (spec.recurrent_state_bytes > 0 && opts.num_state_slots <= 0)
+    return Status::Error("the model keeps recurrent state: the KV cache needs at least one state slot");
   if (opts.block_size <= 0 || opts.num_blocks <= 0)
     return Status::Errorf("KV cache needs positive block_size and num_blocks (got {} and {})", opts.block_size,
                           opts.num_blocks);
@@ -29,10 +33,14 @@ Result<std::unique_ptr<KvCache>> KvCache::Create(const CacheSpec& spec, const Kv
   c->opts_ = opts;
   c->layer_elems_ = opts.num_blocks * opts.block_size * spec.kv_heads * spec.head_dim;
   const int64_t bytes = 2 * spec.attention_layers * c->layer_elems_ * int64_t(DTypeSize(opts.dtype));
+  c->state_stride_ = (spec.recurrent_state_bytes + 63) / 64 * 64;
+  const int64_t state_bytes = c->state_stride_ * std::max<int64_t>(0, opts.num_state_slots);
   try {
     c->storage_.resize(size_t(bytes));
+    c->state_.resize(size_t(state_bytes));
   } catch (const std::bad_alloc&) {
-    return Status::Errorf("cannot allocate {} bytes for the KV cache", bytes);
+    return Status::Errorf("cannot allocate {} bytes for the KV cache and {} bytes of recurrent state", bytes,
+                          state_bytes);
   }
   return c;
 }

@@ -31,6 +31,9 @@ struct KvCacheOptions {
   int32_t block_size = 16;  // tokens per block
   int64_t num_blocks = 0;
   DType dtype = DType::kF16;  // F32, F16, BF16 or F8_E4M3
+  // Per-sequence recurrent state slots (hybrid models): each holds
+  // CacheSpec::recurrent_state_bytes; a running sequence owns one.
+  int64_t num_state_slots = 0;
 };
 
 // "auto" (F32 for F32 weights, else F16, as llama.cpp), "f32"/"fp32"/"float32",
@@ -48,6 +51,10 @@ class KvCache {
   // The pages of attention layer `layer` (0-based among attention layers) for a sequence.
   kernels::KvPages Pages(int64_t layer, std::span<const int32_t> block_table) const;
 
+  // The recurrent state of slot `slot` (CacheSpec::recurrent_state_bytes bytes, 64-byte aligned).
+  uint8_t* State(int32_t slot) { return state_.data() + size_t(slot) * size_t(state_stride_); }
+  int64_t num_state_slots() const { return opts_.num_state_slots; }
+
   int32_t block_size() const { return opts_.block_size; }
   int64_t num_blocks() const { return opts_.num_blocks; }
   DType dtype() const { return opts_.dtype; }
@@ -59,6 +66,8 @@ class KvCache {
   KvCacheOptions opts_;
   int64_t layer_elems_ = 0;  // elements of one layer's K (or V) pool
   std::vector<uint8_t> storage_;
+  std::vector<uint8_t, std::allocator<uint8_t>> state_;
+  int64_t state_stride_ = 0;
 };
 
 }  // namespace tern

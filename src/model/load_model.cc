@@ -9,6 +9,8 @@ Result<std::unique_ptr<Model>> LoadModel(const std::string& dir, const LoadOptio
   static const std::map<std::string, std::function<Status(DecoderModel&)>> kArchitectures = {
       {"qwen3", LoadQwen3},
       {"qwen3_moe", LoadQwen3Moe},
+      {"qwen3_5_moe", LoadQwen35Moe},
+      {"qwen3_5_moe_text", LoadQwen35Moe},
   };
   TERN_ASSIGN_OR_RETURN(ModelConfig cfg, LoadModelConfig(dir));
   auto arch = kArchitectures.find(cfg.model_type);

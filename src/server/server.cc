@@ -25,7 +25,10 @@ void OnSignal(int sig) { g_signal.store(sig); }
 int64_t KvBlocks(const ServeOptions& o, const Model& m, DType kv_dtype, int64_t context) {
   const int64_t per_token = KvCache::BytesPerToken(m.cache_spec(), kv_dtype);
   int64_t tokens = o.max_total_tokens;
-  if (tokens <= 0 && o.kv_cache_memory_gb > 0) tokens = int64_t(o.kv_cache_memory_gb * 1e9) / per_token;
+  // The budget also holds the recurrent state of every running sequence (hybrid models).
+  const int64_t state = m.cache_spec().recurrent_state_bytes * std::max<int64_t>(o.max_running_requests, 1);
+  if (tokens <= 0 && o.kv_cache_memory_gb > 0)
+    tokens = std::max<int64_t>(int64_t(o.kv_cache_memory_gb * 1e9) - state, per_token) / per_token;
   if (tokens <= 0) {
     const int64_t phys = int64_t(sysconf(_SC_PHYS_PAGES)) * int64_t(sysconf(_SC_PAGE_SIZE));
     tokens = std::min<int64_t>(context * std::max<int64_t>(o.max_running_requests, 1), (phys / 4) / per_token);

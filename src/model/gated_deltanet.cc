@@ -1,0 +1,161 @@
+#include "model/gated_deltanet.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace tern {
+namespace {
+
+float Silu(float x) { return x / (1.0f + std::exp(-x)); }
+float Softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }
+float Sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+
+}  // namespace
+
+Result<GatedDeltaNet> GatedDeltaNet::Load(const WeightLoader& w, const std::string& p, const ModelConfig& cfg) {
+  GatedDeltaNet g;
+  g.key_heads = cfg.linear_num_key_heads;
+  g.value_heads = cfg.linear_num_value_heads;
+  g.key_dim = cfg.linear_key_head_dim;
+  g.value_dim = cfg.linear_value_head_dim;
+  g.kernel = cfg.linear_conv_kernel_dim;
+  g.norm_eps = float(cfg.rms_norm_eps);
+  if (g.key_heads <= 0 || g.value_heads <= 0 || g.key_dim <= 0 || g.value_dim <= 0 || g.kernel <= 1)
+    return Status::Errorf("{}: linear attention needs positive linear_num_key_heads, linear_num_value_heads, "
+                          "linear_key_head_dim, linear_value_head_dim and linear_conv_kernel_dim > 1",
+                          p);
+  if (g.value_heads % g.key_heads != 0)
+    return Status::Errorf("{}: linear_num_value_heads {} is not a multiple of linear_num_key_heads {}", p,
+                          g.value_heads, g.key_heads);
+  const int64_t H = cfg.hidden_size, C = g.conv_dim(), V = g.value_heads * g.value_dim;
+  TERN_ASSIGN_OR_RETURN(g.in_proj_qkv, w.Load(p + "in_proj_qkv", C, H));
+  TERN_ASSIGN_OR_RETURN(g.in_proj_z, w.Load(p + "in_proj_z", V, H));
+  TERN_ASSIGN_OR_RETURN(g.in_proj_b, w.Load(p + "in_proj_b", g.value_heads, H));
+  TERN_ASSIGN_OR_RETURN(g.in_proj_a, w.Load(p + "in_proj_a", g.value_heads, H));
+  TERN_ASSIGN_OR_RETURN(g.out_proj, w.Load(p + "out_proj", H, V));
+  TERN_ASSIGN_OR_RETURN(const TensorView* conv, w.store().Get(p + "conv1d.weight", {C, 1, g.kernel}));
+  g.conv_weight.resize(size_t(C * g.kernel));
+  kernels::ConvertToF32(conv->dtype, conv->data, C * g.kernel, g.conv_weight.data());
+  TERN_ASSIGN_OR_RETURN(g.dt_bias, w.Vector(p + "dt_bias", g.value_heads));
+  TERN_ASSIGN_OR_RETURN(std::vector<float> a_log, w.Vector(p + "A_log", g.value_heads));
+  g.neg_exp_a.resize(a_log.size());
+  for (size_t i = 0; i < a_log.size(); ++i) g.neg_exp_a[i] = -std::exp(a_log[i]);
+  TERN_ASSIGN_OR_RETURN(g.norm_weight, w.Vector(p + "norm.weight", g.value_dim));
+  return g;
+}
+
+void DeltaRuleRecurrent(float* S, int64_t dk, int64_t dv, int64_t n, const float* q, const float* k,
+                        int64_t qk_stride, const float* v, int64_t v_stride, const float* g, const float* beta,
+                        int64_t gb_stride, float* o, int64_t o_stride) {
+  std::vector<float> u(static_cast<size_t>(dv));
+  for (int64_t t = 0; t < n; ++t) {
+    const float* qt = q + t * qk_stride;
+    const float* kt = k + t * qk_stride;
+    const float* vt = v + t * v_stride;
+    const float decay = std::exp(g[t * gb_stride]), b = beta[t * gb_stride];
+    // S = decay * S; u = S^T k.
+    std::fill(u.begin(), u.end(), 0.0f);
+    for (int64_t i = 0; i < dk; ++i) {
+      float* row = S + i * dv;
+      const float ki = kt[i];
+      for (int64_t j = 0; j < dv; ++j) {
+        row[j] *= decay;
+        u[size_t(j)] += row[j] * ki;
+      }
+    }
+    // S += k (beta (v - u)); o = S^T q.
+    for (int64_t j = 0; j < dv; ++j) u[size_t(j)] = b * (vt[j] - u[size_t(j)]);
+    float* ot = o + t * o_stride;
+    std::fill(ot, ot + dv, 0.0f);
+    for (int64_t i = 0; i < dk; ++i) {
+      float* row = S + i * dv;
+      const float ki = kt[i], qi = qt[i];
+      for (int64_t j = 0; j < dv; ++j) {
+        row[j] += ki * u[size_t(j)];
+        ot[j] += row[j] * qi;
+      }
+    }
+  }
+}
+
+void GatedDeltaNet::Forward(const BatchLayout& batch, const float* x, float* out, KvCache& cache, Scratch& s,
+                            ThreadPool& pool) const {
+  const int64_t T = batch.rows, C = conv_dim(), Hk = key_heads, Hv = value_heads, dk = key_dim, dv = value_dim;
+  const int64_t K = kernel, V = Hv * dv, group = Hv / Hk;
+  float* qkv = Scratch::Get(s.q, T * C);    // [T, C], then conv output in place
+  float* z = Scratch::Get(s.gate, T * V);   // [T, V]
+  float* ab = Scratch::Get(s.router, T * 2 * Hv);  // [T, Hv] b, then [T, Hv] a
+  float* o = Scratch::Get(s.attn, T * V);   // [T, Hv, dv]
+  in_proj_qkv.Forward(x, T, qkv, pool);
+  in_proj_z.Forward(x, T, z, pool);
+  float* b = ab;
+  float* a = ab + T * Hv;
+  in_proj_b.Forward(x, T, b, pool);
+  in_proj_a.Forward(x, T, a, pool);
+
+  const int64_t conv_state_floats = C * (K - 1);
+  for (size_t i = 0; i < batch.seqs.size(); ++i) {
+    const SequenceChunk& c = batch.seqs[i];
+    const int64_t r0 = batch.row_begin[i], n = int64_t(c.tokens.size());
+    float* state = reinterpret_cast<float*>(cache.State(c.state_slot) + state_offset);
+    float* conv_state = state;                      // [C, K-1]: inputs t-K+1 .. t-1, oldest first
+    float* rec = state + conv_state_floats;         // [Hv, dk, dv]
+    if (c.start_pos == 0) std::memset(state, 0, size_t(state_bytes()));
+    // Causal depthwise conv + SiLU per channel, over [state | chunk], in place
+    // (each channel's window is saved before its outputs overwrite it).
+    pool.ParallelFor(size_t(C), 64, [&](size_t c0, size_t c1, size_t) {
+      std::vector<float> window(size_t(K - 1 + n));
+      for (size_t ch = c0; ch < c1; ++ch) {
+        float* st = conv_state + ch * size_t(K - 1);
+        for (int64_t j = 0; j < K - 1; ++j) window[size_t(j)] = st[j];
+        for (int64_t t = 0; t < n; ++t) window[size_t(K - 1 + t)] = qkv[(r0 + t) * C + int64_t(ch)];
+        const float* wch = conv_weight.data() + ch * size_t(K);
+        for (int64_t t = 0; t < n; ++t) {
+          float acc = 0.0f;
+          for (int64_t j = 0; j < K; ++j) acc += wch[j] * window[size_t(t + j)];
+          qkv[(r0 + t) * C + int64_t(ch)] = Silu(acc);
+        }
+        for (int64_t j = 0; j < K - 1; ++j) st[j] = window[size_t(n + j)];
+      }
+    });
+    // q, k: L2-normalised per head (q also scaled by dk^-1/2); beta, g.
+    for (int64_t t = 0; t < n; ++t) {
+      float* row = qkv + (r0 + t) * C;
+      for (int64_t h = 0; h < 2 * Hk; ++h) {
+        float* v = row + h * dk;
+        double ss = 0;
+        for (int64_t d = 0; d < dk; ++d) ss += double(v[d]) * v[d];
+        float inv = float(1.0 / std::sqrt(ss + 1e-6));
+        if (h < Hk) inv *= float(1.0 / std::sqrt(double(dk)));
+        for (int64_t d = 0; d < dk; ++d) v[d] *= inv;
+      }
+      for (int64_t h = 0; h < Hv; ++h) {
+        float& bb = b[(r0 + t) * Hv + h];
+        float& aa = a[(r0 + t) * Hv + h];
+        bb = Sigmoid(bb);
+        aa = neg_exp_a[size_t(h)] * Softplus(aa + dt_bias[size_t(h)]);  // g, the log-decay
+      }
+    }
+    // The recurrence, one value head per task (value head h reads key head h / group).
+    pool.Run(size_t(Hv), [&](size_t h, size_t) {
+      const int64_t kh = int64_t(h) / group;
+      DeltaRuleRecurrent(rec + int64_t(h) * dk * dv, dk, dv, n, qkv + r0 * C + kh * dk,
+                         qkv + r0 * C + Hk * dk + kh * dk, C, qkv + r0 * C + 2 * Hk * dk + int64_t(h) * dv, C,
+                         a + r0 * Hv + int64_t(h), b + r0 * Hv + int64_t(h), Hv, o + r0 * V + int64_t(h) * dv, V);
+    });
+  }
+  // Gated RMSNorm per head: w * o / rms(o) * silu(z).
+  for (int64_t r = 0; r < T; ++r)
+    for (int64_t h = 0; h < Hv; ++h) {
+      float* oh = o + r * V + h * dv;
+      const float* zh = z + r * V + h * dv;
+      double ss = 0;
+      for (int64_t d = 0; d < dv; ++d) ss += double(oh[d]) * oh[d];
+      const float inv = float(1.0 / std::sqrt(ss / double(dv) + double(norm_eps)));
+      for (int64_t d = 0; d < dv; ++d) oh[d] = norm_weight[size_t(d)] * (oh[d] * inv) * Silu(zh[d]);
+    }
+  out_proj.Forward(o, T, out, pool);
+}
+
+}  // namespace tern
