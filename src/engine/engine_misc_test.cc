@@ -134,6 +134,24 @@ TEST(PrefixCache, EvictsLeastRecentlyUsedLeavesWhenThePoolIsShort) {
   EXPECT_EQ(a.num_free(), 6);
 }
 
+TEST(PrefixCache, EvictsALittleAheadInLargePools) {
+  BlockAllocator a(128);
+  PrefixCache c(a, 1, true);
+  Seq s;
+  ASSERT_TRUE(c.Allocate(128, s.blocks));
+  c.Insert(Iota(128, 0), 128, s.blocks, s.cursor);  // one path of 128 one-token blocks
+  c.Release(s.blocks, s.cursor);
+  EXPECT_EQ(a.num_free(), 0);
+  EXPECT_EQ(c.evictable(), 128);
+  std::vector<int32_t> one;
+  ASSERT_TRUE(c.Allocate(1, one));
+  EXPECT_EQ(c.cached(), 126);  // 128 / 64 = 2 evicted (the deepest, least recently used leaves)
+  EXPECT_EQ(a.num_free(), 1);
+  Seq m;
+  EXPECT_EQ(c.Match(Iota(128, 0), 128, m.blocks, m.cursor), 126);  // the prefix is intact
+  c.Release(m.blocks, m.cursor);
+}
+
 TEST(PrefixCache, DisabledCachesNothing) {
   BlockAllocator a(4);
   PrefixCache c(a, 2, false);

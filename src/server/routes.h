@@ -12,6 +12,9 @@ void AddTokenizeRoutes(httplib::Server& http, ServerContext& ctx);    // /v1/tok
 void AddGenerateRoutes(httplib::Server& http, ServerContext& ctx);    // native /generate
 void AddOpenAiRoutes(httplib::Server& http, ServerContext& ctx);      // /v1/chat/completions, /v1/completions
 
+// /flush_cache: 200 when the prefix cache was emptied, 400 while requests run or wait.
+void ReplyFlushCache(ServerContext& ctx, httplib::Response& res);
+
 // Waits for the health probe: true when the engine produced output within the timeout.
 bool ProbeEngine(ServerContext& ctx);
 

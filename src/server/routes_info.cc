@@ -52,6 +52,15 @@ json ServerInfo(const ServerContext& ctx) {
 
 }  // namespace
 
+void ReplyFlushCache(ServerContext& ctx, httplib::Response& res) {
+  // Empties the prefix cache; refused (400, same text, as SGLang) while requests run or wait.
+  res.status = ctx.engine->FlushCache() ? 200 : 400;
+  res.set_content(
+      "Cache flushed.\nPlease check backend logs for more details. (When there are running or waiting requests, "
+      "the operation will not be performed.)\n",
+      "text/plain");
+}
+
 bool ProbeEngine(ServerContext& ctx) {
   const auto start = std::chrono::steady_clock::now();
   // A busy engine proves itself by its own output; an idle one gets a 1-token probe.
@@ -119,14 +128,7 @@ void AddInfoRoutes(httplib::Server& http, ServerContext& ctx) {
     res.set_content(RenderPrometheus(ctx), "text/plain; version=0.0.4; charset=utf-8");
   });
 
-  auto flush = [&ctx](const httplib::Request&, httplib::Response& res) {
-    // Empties the prefix cache; refused (400, same text, as SGLang) while requests run or wait.
-    res.status = ctx.engine->FlushCache() ? 200 : 400;
-    res.set_content(
-        "Cache flushed.\nPlease check backend logs for more details. (When there are running or waiting requests, "
-        "the operation will not be performed.)\n",
-        "text/plain");
-  };
+  auto flush = [&ctx](const httplib::Request&, httplib::Response& res) { ReplyFlushCache(ctx, res); };
   http.Get("/flush_cache", flush);
   http.Post("/flush_cache", flush);
 }

@@ -5,6 +5,7 @@
 
 #include "server/context.h"
 #include "server/http_util.h"
+#include "server/routes.h"
 
 namespace tern::server {
 
@@ -52,13 +53,23 @@ bool SafeEquals(const std::string& a, const std::string& b) {
 
 void InstallMiddleware(httplib::Server& http, ServerContext& ctx) {
   http.set_pre_routing_handler([&ctx](const httplib::Request& req, httplib::Response& res) {
+    auto pass = [&] {
+      // `curl -X POST .../flush_cache` sends neither Content-Length nor a
+      // chunked body, which cpp-httplib refuses for POST (RFC 9112 says such a
+      // request has an empty body); SGLang's own docs call it that way.
+      if (req.method == "POST" && req.path == "/flush_cache" && !req.has_header("Content-Length") &&
+          !req.has_header("Transfer-Encoding")) {
+        ReplyFlushCache(ctx, res);
+        return httplib::Server::HandlerResponse::Handled;
+      }
+      return httplib::Server::HandlerResponse::Unhandled;
+    };
     if (ctx.opts.api_key.empty() || req.method == "OPTIONS" || req.path.rfind("/health", 0) == 0 ||
         req.path.rfind("/metrics", 0) == 0)
-      return httplib::Server::HandlerResponse::Unhandled;
+      return pass();
     const std::string auth = req.get_header_value("Authorization");
     const std::string prefix = "Bearer ";
-    if (auth.rfind(prefix, 0) == 0 && SafeEquals(auth.substr(prefix.size()), ctx.opts.api_key))
-      return httplib::Server::HandlerResponse::Unhandled;
+    if (auth.rfind(prefix, 0) == 0 && SafeEquals(auth.substr(prefix.size()), ctx.opts.api_key)) return pass();
     ReplyJson(res, 401, {{"error", "Unauthorized"}});
     return httplib::Server::HandlerResponse::Handled;
   });

@@ -189,6 +189,16 @@ async function metric(name) {
   return Number(line.split(' ').at(-1));
 }
 
+// One request written by hand on a socket (for shapes fetch never sends); returns the status line.
+function rawRequest(text) {
+  return new Promise((resolve, reject) => {
+    const sock = net.connect(port, '127.0.0.1', () => sock.write(text));
+    let got = '';
+    sock.on('data', (d) => { got += d; if (got.includes('\r\n')) { resolve(got.split('\r\n')[0]); sock.destroy(); } });
+    sock.on('error', reject);
+  });
+}
+
 async function waitMetric(name, want) {
   let v = -1;
   for (let i = 0; i < 100; ++i) {
@@ -286,6 +296,8 @@ test('prefix cache: a repeated prompt is served from cache, reported, and /flush
   const f = await raw('POST', '/flush_cache', { body: {} });
   assert.equal(f.status, 200, f.text);
   assert.match(f.text, /^Cache flushed/);
+  // As `curl -X POST /flush_cache` sends it: no body, no Content-Length.
+  assert.equal(await rawRequest(`POST /flush_cache HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${KEY}\r\n\r\n`), 'HTTP/1.1 200 OK');
   assert.equal(await metric('sglang:kv_free_blocks'), await metric('sglang:kv_total_blocks'));
   assert.equal(await metric('sglang:kv_cached_blocks'), 0);
   const third = await raw('POST', '/generate', { body });
