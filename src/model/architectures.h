@@ -18,5 +18,6 @@ Result<DecoderLayer> LoadQwen3LayerCommon(DecoderModel& m, const std::string& la
 Status LoadQwen3(DecoderModel& m);     // qwen3.cc
 Status LoadQwen3Moe(DecoderModel& m);  // qwen3_moe.cc
 Status LoadQwen35Moe(DecoderModel& m);  // qwen3_5_moe.cc
+Status LoadQwen3Next(DecoderModel& m);  // qwen3_5_moe.cc (the same hybrid, fused input projections)
 
 }  // namespace tern

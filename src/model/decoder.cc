@@ -126,7 +126,11 @@ bool DecoderModel::HasKvCacheScales() const {
 void DecoderModel::ForEachLinear(const std::function<void(Linear&)>& fn) {
   for (auto& l : layers) {
     if (GatedDeltaNet* g = l.linear_attn.get()) {
-      for (Linear* p : {&g->in_proj_qkv, &g->in_proj_z, &g->in_proj_b, &g->in_proj_a, &g->out_proj}) fn(*p);
+      if (g->fused_inputs) {
+        for (Linear* p : {&g->in_proj_qkvz, &g->in_proj_ba, &g->out_proj}) fn(*p);
+      } else {
+        for (Linear* p : {&g->in_proj_qkv, &g->in_proj_z, &g->in_proj_b, &g->in_proj_a, &g->out_proj}) fn(*p);
+      }
     } else {
       AttentionBlock& a = l.attention;
       for (Linear* p : {&a.q_proj, &a.k_proj, &a.v_proj, &a.o_proj}) fn(*p);

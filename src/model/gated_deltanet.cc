@@ -29,10 +29,16 @@ Result<GatedDeltaNet> GatedDeltaNet::Load(const WeightLoader& w, const std::stri
     return Status::Errorf("{}: linear_num_value_heads {} is not a multiple of linear_num_key_heads {}", p,
                           g.value_heads, g.key_heads);
   const int64_t H = cfg.hidden_size, C = g.conv_dim(), V = g.value_heads * g.value_dim;
-  TERN_ASSIGN_OR_RETURN(g.in_proj_qkv, w.Load(p + "in_proj_qkv", C, H));
-  TERN_ASSIGN_OR_RETURN(g.in_proj_z, w.Load(p + "in_proj_z", V, H));
-  TERN_ASSIGN_OR_RETURN(g.in_proj_b, w.Load(p + "in_proj_b", g.value_heads, H));
-  TERN_ASSIGN_OR_RETURN(g.in_proj_a, w.Load(p + "in_proj_a", g.value_heads, H));
+  if (w.store().Find(p + "in_proj_qkvz.weight")) {
+    g.fused_inputs = true;
+    TERN_ASSIGN_OR_RETURN(g.in_proj_qkvz, w.Load(p + "in_proj_qkvz", C + V, H));
+    TERN_ASSIGN_OR_RETURN(g.in_proj_ba, w.Load(p + "in_proj_ba", 2 * g.value_heads, H));
+  } else {
+    TERN_ASSIGN_OR_RETURN(g.in_proj_qkv, w.Load(p + "in_proj_qkv", C, H));
+    TERN_ASSIGN_OR_RETURN(g.in_proj_z, w.Load(p + "in_proj_z", V, H));
+    TERN_ASSIGN_OR_RETURN(g.in_proj_b, w.Load(p + "in_proj_b", g.value_heads, H));
+    TERN_ASSIGN_OR_RETURN(g.in_proj_a, w.Load(p + "in_proj_a", g.value_heads, H));
+  }
   TERN_ASSIGN_OR_RETURN(g.out_proj, w.Load(p + "out_proj", H, V));
   TERN_ASSIGN_OR_RETURN(const TensorView* conv, w.store().Get(p + "conv1d.weight", {C, 1, g.kernel}));
   g.conv_weight.resize(size_t(C * g.kernel));
@@ -87,12 +93,35 @@ void GatedDeltaNet::Forward(const BatchLayout& batch, const float* x, float* out
   float* z = Scratch::Get(s.gate, T * V);   // [T, V]
   float* ab = Scratch::Get(s.router, T * 2 * Hv);  // [T, Hv] b, then [T, Hv] a
   float* o = Scratch::Get(s.attn, T * V);   // [T, Hv, dv]
-  in_proj_qkv.Forward(x, T, qkv, pool);
-  in_proj_z.Forward(x, T, z, pool);
   float* b = ab;
   float* a = ab + T * Hv;
-  in_proj_b.Forward(x, T, b, pool);
-  in_proj_a.Forward(x, T, a, pool);
+  if (fused_inputs) {
+    // Ungroup [q | k | v | z] and [b | a] per key head into the split layout.
+    const int64_t gq = 2 * dk + 2 * group * dv;  // one key head's group of in_proj_qkvz
+    float* fused = Scratch::Get(s.tmp2, T * (C + V));
+    in_proj_qkvz.Forward(x, T, fused, pool);
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t h = 0; h < Hk; ++h) {
+        const float* src = fused + t * (C + V) + h * gq;
+        float* row = qkv + t * C;
+        std::memcpy(row + h * dk, src, size_t(dk) * sizeof(float));
+        std::memcpy(row + Hk * dk + h * dk, src + dk, size_t(dk) * sizeof(float));
+        std::memcpy(row + 2 * Hk * dk + h * group * dv, src + 2 * dk, size_t(group * dv) * sizeof(float));
+        std::memcpy(z + t * V + h * group * dv, src + 2 * dk + group * dv, size_t(group * dv) * sizeof(float));
+      }
+    in_proj_ba.Forward(x, T, fused, pool);
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t h = 0; h < Hk; ++h)
+        for (int64_t j = 0; j < group; ++j) {
+          b[t * Hv + h * group + j] = fused[t * 2 * Hv + h * 2 * group + j];
+          a[t * Hv + h * group + j] = fused[t * 2 * Hv + h * 2 * group + group + j];
+        }
+  } else {
+    in_proj_qkv.Forward(x, T, qkv, pool);
+    in_proj_z.Forward(x, T, z, pool);
+    in_proj_b.Forward(x, T, b, pool);
+    in_proj_a.Forward(x, T, a, pool);
+  }
 
   const int64_t conv_state_floats = C * (K - 1);
   for (size_t i = 0; i < batch.seqs.size(); ++i) {

@@ -24,6 +24,11 @@ struct GatedDeltaNet {
   Linear in_proj_b;    // [Hv, H]
   Linear in_proj_a;    // [Hv, H]
   Linear out_proj;     // [H, Hv*dv]
+  // Qwen3-Next instead fuses the input projections, grouped per key head:
+  // in_proj_qkvz [Hk * (2 dk + 2 g dv), H] with groups [q(dk) | k(dk) | v(g dv) | z(g dv)]
+  // and in_proj_ba [2 Hv, H] with groups [b(g) | a(g)], g = Hv / Hk.
+  bool fused_inputs = false;
+  Linear in_proj_qkvz, in_proj_ba;
   std::vector<float> conv_weight;  // [conv_dim, K]
   std::vector<float> dt_bias;      // [Hv]
   std::vector<float> neg_exp_a;    // [Hv]: -exp(A_log)
@@ -46,6 +51,7 @@ struct GatedDeltaNet {
   void Forward(const BatchLayout& batch, const float* x, float* out, KvCache& cache, Scratch& s,
                ThreadPool& pool) const;
   int64_t bytes() const {
+    if (fused_inputs) return in_proj_qkvz.bytes() + in_proj_ba.bytes() + out_proj.bytes();
     return in_proj_qkv.bytes() + in_proj_z.bytes() + in_proj_b.bytes() + in_proj_a.bytes() + out_proj.bytes();
   }
 };

@@ -11,6 +11,7 @@ Result<std::unique_ptr<Model>> LoadModel(const std::string& dir, const LoadOptio
       {"qwen3_moe", LoadQwen3Moe},
       {"qwen3_5_moe", LoadQwen35Moe},
       {"qwen3_5_moe_text", LoadQwen35Moe},
+      {"qwen3_next", LoadQwen3Next},
   };
   TERN_ASSIGN_OR_RETURN(ModelConfig cfg, LoadModelConfig(dir));
   auto arch = kArchitectures.find(cfg.model_type);

@@ -13,17 +13,23 @@
 //   layers.{i}.mlp.gate.weight [E, H]; mlp.experts (per expert or fused 3-D);
 //     mlp.shared_expert.{gate,up,down}_proj.weight; mlp.shared_expert_gate.weight [1, H]
 // model.visual.* and mtp.* are loaded by nobody (text generation does not use them).
+// Qwen3-Next (qwen3_next) is the same design with fused, per-key-head grouped
+// linear-attention input projections (see gated_deltanet.h), flat model.layers.*
+// names, a norm_topk_prob flag, and optional dense layers (mlp_only_layers,
+// decoder_sparse_step).
 #include <fmt/format.h>
 
 #include "model/architectures.h"
 
 namespace tern {
 
-Status LoadQwen35Moe(DecoderModel& m) {
+namespace {
+
+Status LoadHybrid(DecoderModel& m, bool qwen3_next) {
   ModelConfig& c = m.mutable_config();
   if (c.layer_types.empty() && c.full_attention_interval <= 0) c.full_attention_interval = 4;  // HF default
-  if (c.num_experts <= 0) return Status::Error("qwen3_5_moe: num_experts must be positive");
-  c.norm_topk_prob = true;  // HF's Qwen3.5 router always renormalises
+  if (c.num_experts <= 0) return Status::Errorf("{}: num_experts must be positive", c.model_type);
+  if (!qwen3_next) c.norm_topk_prob = true;  // HF's Qwen3.5 router always renormalises
   const std::string prefix = QwenTextPrefix(m);
   const WeightLoader w = m.loader();
   TERN_RETURN_IF_ERROR(LoadQwenEmbeddingsAndHead(m, prefix));
@@ -46,10 +52,19 @@ Status LoadQwen35Moe(DecoderModel& m) {
                                                               /*qk_norm=*/true, /*output_gate=*/true,
                                                               /*norm_offset=*/1.0f));
     }
-    TERN_ASSIGN_OR_RETURN(l.ffn, MoeFfn::Load(w, p + "mlp.", c));
+    if (!qwen3_next || c.IsMoeLayer(i)) {
+      TERN_ASSIGN_OR_RETURN(l.ffn, MoeFfn::Load(w, p + "mlp.", c));
+    } else {
+      TERN_ASSIGN_OR_RETURN(l.ffn, DenseFfn::Load(w, p + "mlp.", c.hidden_size, c.intermediate_size));
+    }
     m.layers.push_back(std::move(l));
   }
   return Status::Ok();
 }
+
+}  // namespace
+
+Status LoadQwen35Moe(DecoderModel& m) { return LoadHybrid(m, /*qwen3_next=*/false); }
+Status LoadQwen3Next(DecoderModel& m) { return LoadHybrid(m, /*qwen3_next=*/true); }
 
 }  // namespace tern
