@@ -22,6 +22,13 @@ std::vector<SynthPreset> SynthPresets() {
       {"tiny", "qwen3_moe", 64, 2, 4, 2, 16, 96, 0, false, 8, 2, 32},
       {"qwen3-0.6b", "qwen3", 1024, 28, 16, 8, 128, 3072, 151936, true, 0, 0, 0},
       {"moe-small", "qwen3_moe", 2048, 8, 32, 4, 128, 6144, 151936, false, 128, 8, 768},
+      // Qwen3.5: 3 linear-attention layers, then one full (interval 4).
+      {"qwen3.5-tiny", "qwen3_5_moe", 64, 4, 4, 2, 32, 0, 0, false, 8, 2, 32, 4096, 2, 4, 16, 16, 4, 48, 4, 0.25},
+      // The real 397B per-layer dimensions (hidden 4096, GDN 16/64 heads of 128,
+      // attention 32/2 heads of 256, experts of 1024, top-10, vocab 248320) with
+      // 4 layers and 16 experts instead of 60 and 512: for benchmarks.
+      {"qwen3.5-layer", "qwen3_5_moe", 4096, 4, 32, 2, 256, 0, 248320, false, 16, 10, 1024, 262144, 16, 64, 128, 128,
+       4, 1024, 4, 0.25},
   };
 }
 
@@ -73,7 +80,58 @@ std::string TorchDtypeName(DType t) {
   return t == DType::kF32 ? "float32" : t == DType::kF16 ? "float16" : "bfloat16";
 }
 
+bool IsHybrid(const SynthPreset& p) { return p.arch == "qwen3_5_moe"; }
+bool IsLinearLayer(const SynthPreset& p, int64_t l) { return IsHybrid(p) && (l + 1) % p.interval != 0; }
+
+// Qwen3.5's VLM-wrapper config.json, the text model under text_config.
+nlohmann::ordered_json HybridConfigJson(const SynthPreset& p, DType dtype, int64_t vocab, int32_t eos, int32_t bos) {
+  nlohmann::ordered_json t;
+  t["model_type"] = "qwen3_5_moe_text";
+  t["hidden_size"] = p.hidden;
+  t["num_hidden_layers"] = p.layers;
+  t["num_attention_heads"] = p.heads;
+  t["num_key_value_heads"] = p.kv_heads;
+  t["head_dim"] = p.head_dim;
+  t["hidden_act"] = "silu";
+  t["attn_output_gate"] = true;
+  t["attention_bias"] = false;
+  t["max_position_embeddings"] = p.max_positions;
+  t["rms_norm_eps"] = 1e-6;
+  t["rope_parameters"] = {{"rope_type", "default"},
+                          {"rope_theta", 10000000},
+                          {"partial_rotary_factor", p.partial_rotary},
+                          {"mrope_interleaved", true},
+                          {"mrope_section", {11, 11, 10}}};
+  t["full_attention_interval"] = p.interval;
+  nlohmann::ordered_json types = nlohmann::ordered_json::array();
+  for (int64_t l = 0; l < p.layers; ++l) types.push_back(IsLinearLayer(p, l) ? "linear_attention" : "full_attention");
+  t["layer_types"] = types;
+  t["linear_num_key_heads"] = p.linear_key_heads;
+  t["linear_num_value_heads"] = p.linear_value_heads;
+  t["linear_key_head_dim"] = p.linear_key_dim;
+  t["linear_value_head_dim"] = p.linear_value_dim;
+  t["linear_conv_kernel_dim"] = p.conv_kernel;
+  t["num_experts"] = p.experts;
+  t["num_experts_per_tok"] = p.experts_per_tok;
+  t["moe_intermediate_size"] = p.moe_ffn;
+  t["shared_expert_intermediate_size"] = p.shared_ffn;
+  t["mamba_ssm_dtype"] = "float32";
+  t["mtp_num_hidden_layers"] = 0;
+  t["vocab_size"] = vocab;
+  t["bos_token_id"] = bos;
+  t["eos_token_id"] = eos;
+  t["dtype"] = TorchDtypeName(dtype);
+  nlohmann::ordered_json c;
+  c["architectures"] = {"Qwen3_5MoeForConditionalGeneration"};
+  c["model_type"] = "qwen3_5_moe";
+  c["text_config"] = t;
+  c["tie_word_embeddings"] = false;
+  c["torch_dtype"] = TorchDtypeName(dtype);
+  return c;
+}
+
 nlohmann::ordered_json ConfigJson(const SynthPreset& p, DType dtype, int64_t vocab, int32_t eos, int32_t bos) {
+  if (IsHybrid(p)) return HybridConfigJson(p, dtype, vocab, eos, bos);
   nlohmann::ordered_json c;
   c["architectures"] = {p.arch == "qwen3" ? "Qwen3ForCausalLM" : "Qwen3MoeForCausalLM"};
   c["model_type"] = p.arch;
@@ -102,6 +160,57 @@ nlohmann::ordered_json ConfigJson(const SynthPreset& p, DType dtype, int64_t voc
     c["mlp_only_layers"] = nlohmann::ordered_json::array();
   }
   return c;
+}
+
+// Qwen3.5's tensors under model.language_model.* (spec §2), random: zero-centred
+// norms near 0 (they compute 1 + w), the gated norm near 1, A_log and dt_bias
+// giving decays in (0, 1).
+template <typename Add>
+void WriteHybridLayers(const SynthPreset& p, int64_t vocab, Add& add) {
+  const double kStd = 0.02;
+  const std::string m = "model.language_model.";
+  const int64_t H = p.hidden, D = p.head_dim;
+  const int64_t key = p.linear_key_heads * p.linear_key_dim, value = p.linear_value_heads * p.linear_value_dim;
+  const int64_t conv = 2 * key + value;
+  add(m + "embed_tokens.weight", {vocab, H}, 0, kStd);
+  for (int64_t l = 0; l < p.layers; ++l) {
+    const std::string pre = fmt::format("{}layers.{}.", m, l);
+    add(pre + "input_layernorm.weight", {H}, 0, 0.1);
+    if (IsLinearLayer(p, l)) {
+      const std::string a = pre + "linear_attn.";
+      add(a + "in_proj_qkv.weight", {conv, H}, 0, kStd);
+      add(a + "in_proj_z.weight", {value, H}, 0, kStd);
+      add(a + "in_proj_b.weight", {p.linear_value_heads, H}, 0, kStd);
+      add(a + "in_proj_a.weight", {p.linear_value_heads, H}, 0, kStd);
+      add(a + "conv1d.weight", {conv, 1, p.conv_kernel}, 0, 0.3);
+      add(a + "dt_bias", {p.linear_value_heads}, 0, 0.5);
+      add(a + "A_log", {p.linear_value_heads}, 0, 0.5);
+      add(a + "norm.weight", {p.linear_value_dim}, 1, 0.1);
+      add(a + "out_proj.weight", {H, value}, 0, kStd);
+    } else {
+      const std::string a = pre + "self_attn.";
+      add(a + "q_proj.weight", {2 * p.heads * D, H}, 0, kStd);
+      add(a + "k_proj.weight", {p.kv_heads * D, H}, 0, kStd);
+      add(a + "v_proj.weight", {p.kv_heads * D, H}, 0, kStd);
+      add(a + "o_proj.weight", {H, p.heads * D}, 0, kStd);
+      add(a + "q_norm.weight", {D}, 0, 0.1);
+      add(a + "k_norm.weight", {D}, 0, 0.1);
+    }
+    add(pre + "post_attention_layernorm.weight", {H}, 0, 0.1);
+    add(pre + "mlp.gate.weight", {p.experts, H}, 0, kStd);
+    for (int64_t e = 0; e < p.experts; ++e) {
+      const std::string ep = fmt::format("{}mlp.experts.{}.", pre, e);
+      add(ep + "gate_proj.weight", {p.moe_ffn, H}, 0, kStd);
+      add(ep + "up_proj.weight", {p.moe_ffn, H}, 0, kStd);
+      add(ep + "down_proj.weight", {H, p.moe_ffn}, 0, kStd);
+    }
+    add(pre + "mlp.shared_expert.gate_proj.weight", {p.shared_ffn, H}, 0, kStd);
+    add(pre + "mlp.shared_expert.up_proj.weight", {p.shared_ffn, H}, 0, kStd);
+    add(pre + "mlp.shared_expert.down_proj.weight", {H, p.shared_ffn}, 0, kStd);
+    add(pre + "mlp.shared_expert_gate.weight", {1, H}, 0, kStd);
+  }
+  add(m + "norm.weight", {H}, 0, 0.1);
+  add("lm_head.weight", {vocab, H}, 0, kStd);
 }
 
 }  // namespace
@@ -144,6 +253,9 @@ Status WriteSyntheticWeights(const std::string& out_dir, const SynthWeightsOptio
     total_bytes += bytes;
   };
   const double kStd = 0.02;
+  if (IsHybrid(p)) {
+    WriteHybridLayers(p, vocab, add);
+  } else {
   add("model.embed_tokens.weight", {vocab, p.hidden}, 0, kStd);
   for (int64_t l = 0; l < p.layers; ++l) {
     const std::string pre = fmt::format("model.layers.{}.", l);
@@ -171,6 +283,7 @@ Status WriteSyntheticWeights(const std::string& out_dir, const SynthWeightsOptio
   }
   add("model.norm.weight", {p.hidden}, 1, 0.1);
   if (!p.tied) add("lm_head.weight", {vocab, p.hidden}, 0, kStd);
+  }
 
   flush();
   TERN_RETURN_IF_ERROR(write_status);
