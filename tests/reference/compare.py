@@ -31,6 +31,14 @@ last n rows line up with tern's rows):
   (c) ids[i] == argmax(l_tern[i]) (tern samples what its own logits say), same tie rule.
 Prints a per-row table (always with --verbose; otherwise rows that fail) and a summary;
 exits 0 when every check passes, 1 otherwise (including tern failing to run).
+
+The reference is chosen by the text config's model_type: qwen3 / qwen3_moe -> qwen3_ref.py;
+qwen3_5_moe (VLM wrapper), qwen3_5_moe_text and qwen3_next -> qwen35_ref.py.
+
+--prefill-chunks N1,N2,... (chunked prefill): tern generate is run once more per size, with
+--prefill-chunk N (plus every --chunk-tern-arg, e.g. --chunk-tern-arg=--kv-cache-dtype=f32).
+Each of these runs must pass (a)-(c) against the reference, and give the same tokens as the
+N1 run with per-row normalised RMS difference <= --chunk-tol (default 1e-4).
 """
 
 import argparse
@@ -40,10 +48,23 @@ import subprocess
 import sys
 import tempfile
 
-import numpy as np
+_TERN_ENV = dict(os.environ)  # tern runs with the caller's environment, untouched
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # the reference's matrices are small: threads only contend
+
+import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from qwen3_ref import Model  # noqa: E402
+import qwen35_ref  # noqa: E402
+import qwen3_ref  # noqa: E402
+from safetensors_np import load_config  # noqa: E402
+
+
+def load_reference(model_dir, **kw):
+    """The reference Model for model_dir's model_type (qwen35_ref for the hybrid families)."""
+    text_cfg, _ = load_config(model_dir)
+    if qwen35_ref.is_hybrid_config(text_cfg):
+        return qwen35_ref.Model(model_dir, **kw)
+    return qwen3_ref.Model(model_dir, **kw)
 
 
 def parse_ids(text):
@@ -56,17 +77,17 @@ def parse_ids(text):
     return ids
 
 
-def run_tern(args, prompt_ids, logits_path):
+def run_tern(args, prompt_ids, logits_path, extra=()):
     """-> (generated ids list, logits [n, vocab] float64). Raises RuntimeError on failure."""
     cmd = [args.tern, "generate", "--model", args.model,
            "--prompt-ids", ",".join(str(t) for t in prompt_ids),
            "--max-tokens", str(args.steps), "--temperature", "0",
-           "--logits-out", logits_path] + list(args.tern_arg)
+           "--logits-out", logits_path] + list(args.tern_arg) + list(extra)
     if args.quant_numerics:
         cmd += ["--quant-numerics", args.quant_numerics]
     print("running:", " ".join(cmd), flush=True)
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout, env=_TERN_ENV)
     except (OSError, subprocess.TimeoutExpired) as e:
         raise RuntimeError(f"could not run tern: {e}") from None
     if proc.returncode != 0:
@@ -168,13 +189,19 @@ def main(argv=None):
     ap.add_argument("--verbose", action="store_true", help="print every row")
     ap.add_argument("--quant-numerics", choices=("w4a16", "w4a4"),
                     help="pass to tern generate; w4a4 also makes the reference fake-quantize NVFP4 inputs")
+    ap.add_argument("--prefill-chunks", default="",
+                    help="comma-separated --prefill-chunk sizes to run and compare with each other (the first is the base)")
+    ap.add_argument("--chunk-tern-arg", action="append", default=[],
+                    help="extra tern argument for the --prefill-chunks runs only (repeatable)")
+    ap.add_argument("--chunk-tol", type=float, default=1e-4,
+                    help="max normalised RMS difference per row between prefill-chunk runs (default 1e-4)")
     args = ap.parse_args(argv)
     if args.steps < 1:
         ap.error("--steps must be >= 1")
     prompt = parse_ids(args.prompt_ids)
 
     try:
-        model = Model(args.model, cache_weights=False, w4a4=args.quant_numerics == "w4a4")
+        model = load_reference(args.model, cache_weights=False, w4a4=args.quant_numerics == "w4a4")
     except Exception as e:  # a bad model dir is a test failure with a readable reason
         print(f"FAIL: reference cannot load {args.model}: {type(e).__name__}: {e}")
         return 1
@@ -225,8 +252,54 @@ def main(argv=None):
     print(f"(b) tokens == reference argmax: {ref_greedy_match}/{n}, accepted ties {ties}, "
           f"mismatches {sum(not r['ref_ok'] for r in rows)}")
     print(f"(c) tokens == argmax of tern's logits: mismatches {sum(not r['self_ok'] for r in rows)}")
+    if args.prefill_chunks:
+        ok = check_prefill_chunks(args, model, prompt) and ok
     print("PASS" if ok else "FAIL")
     return 0 if ok else 1
+
+
+def check_prefill_chunks(args, model, prompt):
+    """Runs tern once per --prefill-chunks size; each run must pass against the reference and
+    match the first run (same tokens, per-row nrms <= --chunk-tol). -> ok"""
+    try:
+        sizes = [int(t) for t in args.prefill_chunks.split(",") if t.strip()]
+    except ValueError:
+        print(f"FAIL: --prefill-chunks {args.prefill_chunks!r} is not a list of integers")
+        return False
+    ok, base, ref_cache = True, None, {}
+    for size in sizes:
+        with tempfile.TemporaryDirectory(prefix="tern-compare-") as tmp:
+            try:
+                ids, logits = run_tern(args, prompt, os.path.join(tmp, "logits.npy"),
+                                       ["--prefill-chunk", str(size)] + list(args.chunk_tern_arg))
+            except RuntimeError as e:
+                print(f"FAIL: prefill chunk {size}: {e}")
+                ok = False
+                continue
+        n, vocab = len(ids), model.cfg.vocab_size
+        if n == 0 or logits.shape != (n, vocab) or any(t < 0 or t >= vocab for t in ids):
+            print(f"FAIL: prefill chunk {size}: {n} ids, logits shape {list(logits.shape)}")
+            ok = False
+            continue
+        key = tuple(ids)
+        if key not in ref_cache:
+            ref_cache[key] = model.forward(prompt + ids[:-1])[len(prompt) - 1:]
+        good, rows = compare(ids, logits, ref_cache[key], args.tol, args.tie_rel)
+        worst = max(r["nrms"] for r in rows)
+        line = f"prefill chunk {size}: vs reference max nrms {worst:.3e} -> {'ok' if good else 'FAIL'}"
+        if base is None:
+            base = (size, ids, logits)
+        else:
+            same = ids == base[1] and logits.shape == base[2].shape
+            diff = max(nrms(logits[i], base[2][i]) for i in range(n)) if same else float("inf")
+            good = good and same and diff <= args.chunk_tol
+            line += (f"; vs chunk {base[0]}: tokens {'equal' if ids == base[1] else 'DIFFER'}, "
+                     f"max nrms {diff:.3e} (tol {args.chunk_tol:g}) -> {'ok' if good else 'FAIL'}")
+        print(line)
+        if not good:
+            print_report(rows, args.tol, False)
+        ok = ok and good
+    return ok
 
 
 if __name__ == "__main__":

@@ -1,0 +1,398 @@
+#!/usr/bin/python3
+"""Self-tests of the Qwen3.5-MoE / Qwen3-Next float64 reference (gated_delta_np, qwen35_ref,
+tiny_qwen35, compare.py's dispatch and --prefill-chunks) without tern.
+
+Run: /usr/bin/python3 tests/reference/test_qwen35_selfcheck.py [-v] [-k SUBSTRING]
+Exits non-zero when a test fails; the last line is "N passed, M failed".
+
+  (i)   the chunked delta rule (transformers' torch_chunk_gated_delta_rule, chunk 64 and 16)
+        equals the recurrent one to 1e-10, with and without an initial state, and both equal a
+        plain per-head loop written from the equations (spec §2.3 step 7);
+  (ii)  the causal conv (whole, streamed with its state) equals np.convolve per channel; the
+        norms and the partial RoPE equal hand formulas;
+  (iii) whole prompt (chunked rule) == token by token (recurrent rule, explicit state) == the
+        prompt fed in chunks of 5 / 64 / 100, to 1e-10; greedy decode == teacher forcing;
+  (iv)  every checkpoint form gives the same logits for the same seed: VLM wrapper, text-only,
+        fused experts, qwen3_next's fused in_proj_qkvz / in_proj_ba, without mtp/vision extras,
+        sharded; layer_types derived from full_attention_interval; config forms and errors;
+  (v)   the tiny model is not degenerate (spread logits, long-range memory across chunks);
+  (vi)  compare.py against a fake tern, with --prefill-chunks.
+"""
+
+import json
+import os
+
+for _v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_v, "1")  # tiny matrices: BLAS threads only add contention
+
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import gated_delta_np as gdn  # noqa: E402
+import qwen35_ref as R  # noqa: E402
+import tiny_qwen35 as tiny  # noqa: E402
+
+TESTS = []
+_TMP_ROOT = tempfile.TemporaryDirectory(prefix="tern-q35-test-")
+PROMPT = [int(t) for t in np.random.default_rng(1).integers(0, 512, 150)]
+
+
+def test(fn):
+    TESTS.append(fn)
+    return fn
+
+
+def check(cond, msg):
+    if not cond:
+        raise AssertionError(msg)
+
+
+def close(a, b, atol, what):
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    check(a.shape == b.shape, f"{what}: shape {a.shape} vs {b.shape}")
+    err = float(np.max(np.abs(a - b))) if a.size else 0.0
+    check(err <= atol, f"{what}: max abs diff {err:.3e} > {atol:.1e}")
+
+
+_MODELS = {}
+
+
+def model_dir(name, dtype="BF16", **kw):
+    """Writes (once) a tiny checkpoint; kw go to tiny_qwen35.build."""
+    key = (name, dtype, json.dumps(kw, sort_keys=True))
+    if key not in _MODELS:
+        d = tempfile.mkdtemp(dir=_TMP_ROOT.name)
+        shards = kw.pop("shards", 1)
+        cfg, w = tiny.build(**kw)
+        tiny.write_dir(d, cfg, w, dtype, shards)
+        _MODELS[key] = d
+    return _MODELS[key]
+
+
+def logits_of(d, ids=PROMPT):
+    return R.Model(d).forward(ids)
+
+
+def _random_gdn_inputs(rng, T, hk=2, hv=6, dk=16, dv=12):
+    q, k = rng.standard_normal((T, hk, dk)), rng.standard_normal((T, hk, dk))
+    v = rng.standard_normal((T, hv, dv))
+    g = -np.exp(rng.uniform(np.log(0.005), np.log(3.0), (T, hv)))
+    beta = 1.0 / (1.0 + np.exp(-rng.standard_normal((T, hv))))
+    return q, k, v, g, beta
+
+
+# ----------------------------------------------------------------------------------------------
+# (i) delta rule
+
+
+@test
+def chunked_delta_rule_equals_recurrent():
+    rng = np.random.default_rng(0)
+    for T in (1, 7, 63, 64, 65, 150):
+        q, k, v, g, beta = _random_gdn_inputs(rng, T)
+        for s0 in (None, rng.standard_normal((6, 16, 12))):
+            o1, s1 = gdn.recurrent_gated_delta_rule(q, k, v, g, beta, s0)
+            for chunk in ((64, 16) if T == 150 else (64,)):
+                o2, s2 = gdn.chunk_gated_delta_rule(q, k, v, g, beta, s0, chunk_size=chunk)
+                close(o2, o1, 1e-10, f"T={T} chunk={chunk} output")
+                close(s2, s1, 1e-10, f"T={T} chunk={chunk} state")
+
+
+@test
+def delta_rule_equals_plain_per_head_loop():
+    """Spec §2.3 steps 5-7 written as loops over heads with np.outer."""
+    rng = np.random.default_rng(1)
+    T, hk, hv, dk, dv = 9, 2, 6, 16, 12
+    q, k, v, g, beta = _random_gdn_inputs(rng, T)
+    s0 = rng.standard_normal((hv, dk, dv))
+    out = np.zeros((T, hv, dv))
+    S = s0.copy()
+    for h in range(hv):
+        kh = h // (hv // hk)
+        for t in range(T):
+            qt = q[t, kh] / np.sqrt(np.sum(q[t, kh] ** 2) + 1e-6) / np.sqrt(dk)
+            kt = k[t, kh] / np.sqrt(np.sum(k[t, kh] ** 2) + 1e-6)
+            S[h] = np.exp(g[t, h]) * S[h]
+            u = S[h].T @ kt
+            S[h] = S[h] + np.outer(kt, beta[t, h] * (v[t, h] - u))
+            out[t, h] = S[h].T @ qt
+    o1, s1 = gdn.recurrent_gated_delta_rule(q, k, v, g, beta, s0)
+    close(o1, out, 1e-12, "recurrent vs loop output")
+    close(s1, S, 1e-12, "recurrent vs loop state")
+    o2, s2 = gdn.chunk_gated_delta_rule(q, k, v, g, beta, s0)
+    close(o2, out, 1e-10, "chunked vs loop output")
+
+
+@test
+def delta_rule_state_carries_across_calls():
+    rng = np.random.default_rng(2)
+    q, k, v, g, beta = _random_gdn_inputs(rng, 150)
+    whole, s_whole = gdn.chunk_gated_delta_rule(q, k, v, g, beta)
+    s, parts = None, []
+    for a, b in ((0, 37), (37, 38), (38, 120), (120, 150)):
+        o, s = gdn.chunk_gated_delta_rule(q[a:b], k[a:b], v[a:b], g[a:b], beta[a:b], s)
+        parts.append(o)
+    close(np.concatenate(parts), whole, 1e-10, "split calls")
+    close(s, s_whole, 1e-10, "final state")
+
+
+# ----------------------------------------------------------------------------------------------
+# (ii) conv, norms, rope
+
+
+@test
+def causal_conv_matches_convolve_and_streams():
+    rng = np.random.default_rng(3)
+    T, C, K = 23, 5, 4
+    x, w = rng.standard_normal((T, C)), rng.standard_normal((C, K))
+    y, st = gdn.causal_conv1d(x, w)
+    for c in range(C):
+        # out[t] = sum_j w[j] x[t - (K-1) + j]  ==  np.convolve(x, w[::-1])[t]
+        ref = np.convolve(x[:, c], w[c, ::-1])[:T]
+        close(y[:, c], gdn.silu(ref), 1e-12, f"channel {c}")
+    close(st, x[-(K - 1):], 0, "state = last K-1 inputs")
+    s, parts = None, []
+    for a, b in ((0, 1), (1, 2), (2, 10), (10, 23)):
+        o, s = gdn.causal_conv1d(x[a:b], w, s)
+        parts.append(o)
+    close(np.concatenate(parts), y, 1e-12, "streamed conv")
+
+
+@test
+def norms_and_partial_rope_by_hand():
+    x, w = np.array([1.0, -2.0, 3.0, 0.5]), np.array([0.1, -0.2, 0.0, 0.3])
+    r = 1.0 / np.sqrt((1 + 4 + 9 + 0.25) / 4 + 1e-6)
+    close(R.norm1p(x, w, 1e-6), x * r * (1 + w), 1e-15, "zero-centred norm")
+    z = np.array([0.3, -1.0, 2.0, 0.0])
+    close(gdn.gated_rms_norm(x, z, w, 1e-6), w * x * r * z / (1 + np.exp(-z)), 1e-15, "gated norm (no +1)")
+    rng = np.random.default_rng(4)
+    xs, rd, theta = rng.standard_normal((3, 2, 12)), 8, 1e4
+    got = R.partial_rope(xs, [0, 5, 17], rd, theta)
+    for t, pos in enumerate((0, 5, 17)):
+        for h in range(2):
+            close(got[t, h, rd:], xs[t, h, rd:], 0, "pass-through dims")
+            for j in range(rd // 2):
+                ang = pos * theta ** (-2 * j / rd)
+                a, b = xs[t, h, j], xs[t, h, j + rd // 2]
+                close(got[t, h, [j, j + rd // 2]], [a * np.cos(ang) - b * np.sin(ang), b * np.cos(ang) + a * np.sin(ang)],
+                      1e-13, "rotated pair")
+
+
+# ----------------------------------------------------------------------------------------------
+# (iii) state
+
+
+@test
+def whole_prompt_equals_token_by_token_and_chunks():
+    m = R.Model(model_dir("wrapper"))
+    ids = PROMPT[:90]
+    whole = m.forward(ids)
+    close(m.forward_in_chunks(ids, 1, "recurrent"), whole, 1e-10, "token by token (recurrent)")
+    for chunk in (5, 64, 70):
+        close(m.forward_in_chunks(ids, chunk), whole, 1e-10, f"chunks of {chunk}")
+    close(m.forward(ids, delta_rule="recurrent"), whole, 1e-10, "recurrent rule over the prompt")
+
+
+@test
+def greedy_equals_teacher_forcing():
+    for name, kw in (("wrapper", {}), ("next", {"arch": "qwen3_next"})):
+        m = R.Model(model_dir(name, **kw))
+        ids, rows = m.greedy(PROMPT[:20], 12)
+        full = m.forward(PROMPT[:20] + ids[:-1])[19:]
+        close(rows, full, 1e-10, f"{name}: greedy rows")
+        check(ids == [int(i) for i in np.argmax(full, axis=-1)], f"{name}: greedy ids")
+
+
+# ----------------------------------------------------------------------------------------------
+# (iv) forms and configs
+
+
+@test
+def checkpoint_forms_agree():
+    base = logits_of(model_dir("wrapper"))
+    for name, kw in (("text", {"text_only": True}), ("fused", {"fused_experts": True}),
+                     ("next", {"arch": "qwen3_next"}), ("next-fused", {"arch": "qwen3_next", "fused_experts": True}),
+                     ("plain", {"extras": False}), ("sharded", {"shards": 3})):
+        close(logits_of(model_dir(name, **kw)), base, 0, f"{name} vs wrapper")
+    d = model_dir("next", arch="qwen3_next")
+    with open(os.path.join(d, "config.json")) as f:
+        cfg = json.load(f)
+    check("layer_types" not in cfg and cfg["full_attention_interval"] == 4, "qwen3_next config derives layer_types")
+    w = R.Model(d).w
+    check(w.prefix == "model." and w.has("layers.0.linear_attn.in_proj_qkvz.weight")
+          and not w.has("layers.0.linear_attn.in_proj_qkv.weight"), "qwen3_next has fused projections")
+    check(R.Model(model_dir("wrapper")).w.prefix == "model.language_model.", "wrapper prefix")
+
+
+@test
+def layer_types_are_honoured():
+    base = logits_of(model_dir("wrapper"))
+    legacy = logits_of(model_dir("legacy", layer_types=["mamba", "mamba", "mamba", "attention"]))
+    close(legacy, base, 0, "legacy layer type names")
+    d8 = model_dir("interval", num_hidden_layers=8, layer_types=None)  # derived from the interval
+    c = R.Model(d8).cfg
+    check(c.layer_types == ("linear_attention",) * 3 + ("full_attention",) + ("linear_attention",) * 3 + ("full_attention",),
+          f"derived layer_types {c.layer_types}")
+    other = logits_of(model_dir("first-full", layer_types=["full_attention", "linear_attention", "linear_attention",
+                                                           "linear_attention"]))
+    check(np.abs(other - base).max() > 1e-3, "a different layer pattern changes the logits")
+
+
+@test
+def config_forms_and_errors():
+    base = {"model_type": "qwen3_5_moe_text", "num_hidden_layers": 4}
+    c = R.parse_config(base)
+    check((c.rope_theta, c.partial_rotary_factor, c.head_dim, c.num_experts, c.vocab_size) == (10000.0, 0.25, 256, 256, 248320),
+          f"qwen3_5_moe_text defaults: {c}")
+    c = R.parse_config({**base, "rope_theta": 5.0, "partial_rotary_factor": 0.5,
+                        "rope_parameters": {"rope_type": "default", "rope_theta": 7.0}})
+    check((c.rope_theta, c.partial_rotary_factor) == (7.0, 0.5), "rope_parameters wins over flat fields")
+    c = R.parse_config({"model_type": "qwen3_next", "norm_topk_prob": False, "mlp_only_layers": [1]})
+    check(c.num_hidden_layers == 48 and c.num_experts == 512 and not c.norm_topk_prob and not c.is_moe_layer(1),
+          f"qwen3_next defaults: {c}")
+    check(R.parse_config({**base, "norm_topk_prob": False}).norm_topk_prob, "qwen3_5_moe always renormalises")
+    for bad, what in (({**base, "rope_parameters": {"rope_type": "yarn"}}, "rope_type"),
+                      ({"model_type": "qwen3"}, "model_type"),
+                      ({**base, "layer_types": ["linear_attention"]}, "layer_types"),
+                      ({**base, "linear_num_key_heads": 4, "linear_num_value_heads": 6}, "multiple")):
+        try:
+            R.parse_config(bad)
+        except (ValueError, NotImplementedError) as e:
+            check(what in str(e), f"error for {what}: {e}")
+        else:
+            raise AssertionError(f"no error for {what}")
+
+
+@test
+def qwen3_next_dense_layers_and_routing_flag():
+    d = model_dir("next-dense", arch="qwen3_next", mlp_only_layers=[0])
+    m = R.Model(d)
+    check(not m.cfg.is_moe_layer(0) and m.cfg.is_moe_layer(1), "mlp_only_layers")
+    check(m.w.has("layers.0.mlp.gate_proj.weight"), "dense MLP weights written")
+    a = m.forward(PROMPT[:30])
+    b = logits_of(model_dir("next-nonorm", arch="qwen3_next", mlp_only_layers=[0], norm_topk_prob=False), PROMPT[:30])
+    check(np.abs(a - b).max() > 1e-3, "norm_topk_prob=false changes the logits")
+
+
+@test
+def wrong_shapes_are_errors():
+    d = model_dir("wrong-heads", dtype="F32")
+    with open(os.path.join(d, "config.json")) as f:
+        cfg = json.load(f)
+    cfg["text_config"]["linear_value_head_dim"] = 6
+    cfg["text_config"]["linear_num_value_heads"] = 12
+    with open(os.path.join(d, "config.json"), "w") as f:
+        json.dump(cfg, f)
+    try:
+        R.Model(d).forward([1, 2])
+    except ValueError as e:
+        check("shape" in str(e), f"message names the shape: {e}")
+    else:
+        raise AssertionError("a GDN shape mismatch loaded")
+
+
+# ----------------------------------------------------------------------------------------------
+# (v) non-degenerate
+
+
+@test
+def tiny_model_is_not_degenerate():
+    m = R.Model(model_dir("wrapper"))
+    lg = m.forward(PROMPT)
+    srt = np.sort(lg, axis=-1)
+    check(float(np.min(lg.std(axis=-1))) > 0.5, "logits spread")
+    check(len(set(np.argmax(lg, axis=-1).tolist())) > 50, "argmax varies with the position")
+    check(float(np.median(srt[:, -1] - srt[:, -2])) > 0.05, "top-2 gaps are not ties")
+    other = list(PROMPT)
+    other[0] = (other[0] + 1) % 512
+    lo = m.forward(other)
+    rel = np.sqrt(np.mean((lo[-1] - lg[-1]) ** 2)) / np.sqrt(np.mean(lg[-1] ** 2))
+    check(rel > 1e-3, f"token 0 still matters at position 149 (nrms {rel:.2e}): chunked prefill is tested")
+
+
+# ----------------------------------------------------------------------------------------------
+# (vi) compare.py
+
+
+FAKE_TERN = r'''#!/usr/bin/python3
+# Fake "tern generate" for compare.py: greedy from the float64 reference (prompt fed in
+# --prefill-chunk pieces), float32 logits; FAKE_TERN_MODE=chunkbug perturbs runs with chunk < 16.
+import argparse, json, os, sys
+import numpy as np
+sys.path.insert(0, {here!r})
+import qwen35_ref
+ap = argparse.ArgumentParser()
+ap.add_argument("cmd"); ap.add_argument("--model"); ap.add_argument("--prompt-ids")
+ap.add_argument("--max-tokens", type=int); ap.add_argument("--temperature", type=float)
+ap.add_argument("--logits-out"); ap.add_argument("--prefill-chunk", type=int, default=512)
+ap.add_argument("--ignore-eos", action="store_true"); ap.add_argument("--kv-cache-dtype")
+a = ap.parse_args()
+m = qwen35_ref.Model(a.model)
+prompt = [int(t) for t in a.prompt_ids.split(",")]
+st = qwen35_ref.HybridState(m.cfg)
+for s in range(0, len(prompt), a.prefill_chunk):
+    last = m.forward(prompt[s:s + a.prefill_chunk], st)[-1]
+if os.environ.get("FAKE_TERN_MODE") == "chunkbug" and a.prefill_chunk < 16:
+    last = last + 0.01 * np.random.default_rng(0).standard_normal(last.shape)
+ids, rows = [], []
+for _ in range(a.max_tokens):
+    ids.append(int(np.argmax(last))); rows.append(last)
+    last = m.forward([ids[-1]], st, "recurrent")[-1]
+np.save(a.logits_out, np.stack(rows).astype(np.float32))
+print(json.dumps(ids))
+'''
+
+
+def _run_compare(d, mode, extra):
+    fake = os.path.join(tempfile.mkdtemp(dir=_TMP_ROOT.name), "tern")
+    with open(fake, "w") as f:
+        f.write(FAKE_TERN.replace("{here!r}", repr(HERE)))
+    os.chmod(fake, 0o755)
+    proc = subprocess.run([sys.executable, os.path.join(HERE, "compare.py"), "--tern", fake, "--model", d,
+                           "--prompt-ids", ",".join(map(str, PROMPT[:40])), "--steps", "3"] + extra,
+                          capture_output=True, text=True, env=dict(os.environ, FAKE_TERN_MODE=mode), timeout=600)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+@test
+def compare_dispatches_and_checks_prefill_chunks():
+    d = model_dir("next", arch="qwen3_next")
+    chunks = ["--prefill-chunks", "4096,7,16", "--chunk-tern-arg=--kv-cache-dtype=f32"]
+    rc, out = _run_compare(d, "ok", chunks)
+    check(rc == 0 and out.strip().endswith("PASS") and "(qwen3_next)" in out and "vs chunk 4096" in out,
+          f"ok run:\n{out}")
+    rc, out = _run_compare(d, "chunkbug", chunks)
+    check(rc == 1 and "prefill chunk 7:" in out and "FAIL" in out, f"chunk bug not caught:\n{out}")
+
+
+def main():
+    verbose = "-v" in sys.argv
+    only = sys.argv[sys.argv.index("-k") + 1] if "-k" in sys.argv else None
+    passed = failed = 0
+    for fn in TESTS:
+        if only and only not in fn.__name__:
+            continue
+        try:
+            t0 = time.time()
+            fn()
+            passed += 1
+            if verbose:
+                print(f"PASS {fn.__name__} ({time.time() - t0:.1f} s)")
+        except Exception:
+            failed += 1
+            print(f"FAIL {fn.__name__}")
+            traceback.print_exc(file=sys.stdout)
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
