@@ -299,6 +299,34 @@ def wrong_shapes_are_errors():
         raise AssertionError("a GDN shape mismatch loaded")
 
 
+@test
+def quantized_checkpoints_load():
+    """quantize_np.py (ModelOpt layout) on the tiny wrapper: the GDN / attention / expert Linears
+    become NVFP4 or FP8, ModelOpt's default exclusions stay BF16, and the reference reads it."""
+    import quantize_np
+    from safetensors_np import Checkpoint
+    src = model_dir("fused", fused_experts=True)
+    base = logits_of(src, PROMPT[:40])
+    for fmt, dtype in (("nvfp4", "U8"), ("fp8", "F8_E4M3")):
+        out = tempfile.mkdtemp(dir=_TMP_ROOT.name)
+        quantize_np.quantize_dir(src, out, fmt, log=lambda *a: None)
+        ck = Checkpoint(out)
+        p = "model.language_model.layers.0."
+        for name in ("linear_attn.in_proj_qkv", "linear_attn.in_proj_z", "linear_attn.out_proj",
+                     "mlp.experts.3.down_proj", "mlp.shared_expert.up_proj"):
+            check(ck.info(p + name + ".weight")["dtype"] == dtype, f"{fmt}: {name} quantized")
+        for name in ("linear_attn.in_proj_a.weight", "linear_attn.in_proj_b.weight", "linear_attn.conv1d.weight",
+                     "mlp.gate.weight", "mlp.shared_expert_gate.weight"):
+            check(ck.info(p + name)["dtype"] == "BF16", f"{fmt}: {name} left BF16")
+        check(ck.info("mtp.fc.weight")["dtype"] == "BF16" and ck.info("lm_head.weight")["dtype"] == "BF16", "mtp, lm_head")
+        q = logits_of(out, PROMPT[:40])
+        check(np.all(np.isfinite(q)) and 0 < np.abs(q - base).max() and
+              np.sqrt(np.mean((q - base) ** 2)) < np.sqrt(np.mean(base ** 2)), f"{fmt}: logits near BF16")
+        if fmt == "nvfp4":
+            w4a4 = R.Model(out, w4a4=True).forward(PROMPT[:40])
+            check(np.abs(w4a4 - q).max() > 0, "w4a4 numerics differ from w4a16")
+
+
 # ----------------------------------------------------------------------------------------------
 # (v) non-degenerate
 

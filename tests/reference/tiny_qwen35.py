@@ -5,7 +5,7 @@ qwen-models-and-nvfp4.md §1: a VLM wrapper, model_type "qwen3_5_moe", the text 
 "text_config" with model_type "qwen3_5_moe_text", layer_types and full_attention_interval,
 rope_parameters with mrope_section / mrope_interleaved / partial_rotary_factor, a vision_config and
 the vision token ids), scaled down: hidden 64, 4 layers (3 linear_attention + 1 full_attention),
-4 query / 2 KV heads of head_dim 64 (rotary 16), GDN with 2 key heads x 16 and 6 value heads x 12
+4 query / 2 KV heads of head_dim 64 (rotary 16), GDN with 2 key heads x 16 and 6 value heads x 8
 (3 value heads per key head, dk != dv), conv kernel 4, 8 experts top-2 of width 32, a shared
 expert of width 48, vocab 520 (the 512 ids of tern's tiny tokenizer plus 4 vision ids, padded).
 
@@ -55,7 +55,7 @@ def tiny_text_config(arch="qwen3_5_moe", **overrides):
         "head_dim": 64, "hidden_act": "silu", "hidden_size": 64, "initializer_range": 0.02,
         "layer_types": ["linear_attention" if (i + 1) % interval else "full_attention" for i in range(layers)],
         "linear_conv_kernel_dim": 4, "linear_key_head_dim": 16, "linear_num_key_heads": 2,
-        "linear_num_value_heads": 6, "linear_value_head_dim": 12, "mamba_ssm_dtype": "float32",
+        "linear_num_value_heads": 6, "linear_value_head_dim": 8, "mamba_ssm_dtype": "float32",
         "max_position_embeddings": 4096, "model_type": "qwen3_5_moe_text", "moe_intermediate_size": 32,
         "mtp_num_hidden_layers": 1, "mtp_use_dedicated_embeddings": False, "num_attention_heads": 4,
         "num_experts": 8, "num_experts_per_tok": 2, "num_hidden_layers": layers, "num_key_value_heads": 2,
