@@ -185,8 +185,8 @@ def norms_and_partial_rope_by_hand():
             for j in range(rd // 2):
                 ang = pos * theta ** (-2 * j / rd)
                 a, b = xs[t, h, j], xs[t, h, j + rd // 2]
-                close(got[t, h, [j, j + rd // 2]], [a * np.cos(ang) - b * np.sin(ang), b * np.cos(ang) + a * np.sin(ang)],
-                      1e-13, "rotated pair")
+                want = [a * np.cos(ang) - b * np.sin(ang), b * np.cos(ang) + a * np.sin(ang)]
+                close(got[t, h, [j, j + rd // 2]], want, 1e-13, "rotated pair")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -242,7 +242,7 @@ def loop_forward(cfg, w, ids):
                         src = t - (K - 1) + j
                         acc += float(conv_w[ch, 0, j]) * (qkv[src][ch] if src >= 0 else 0.0)
                     c.append(_silu(acc))
-                z, b, aa = _mv(w[a + "in_proj_z.weight"], x), _mv(w[a + "in_proj_b.weight"], x), _mv(w[a + "in_proj_a.weight"], x)
+                z, b, aa = (_mv(w[a + f"in_proj_{n}.weight"], x) for n in "zba")
                 out = []
                 for h in range(hv):
                     kh = h // (hv // hk)
@@ -269,14 +269,15 @@ def loop_forward(cfg, w, ids):
             a = p + "self_attn."
             ks, vs = [], []
             for t, x in enumerate(normed):
-                qg, k, v = _mv(w[a + "q_proj.weight"], x), _mv(w[a + "k_proj.weight"], x), _mv(w[a + "v_proj.weight"], x)
+                qg, k, v = (_mv(w[a + f"{n}_proj.weight"], x) for n in "qkv")
 
                 def rope(vec):
                     out = list(vec)
                     for j in range(rd // 2):
                         ang = t * theta ** (-2.0 * j / rd)
                         x1, x2 = vec[j], vec[j + rd // 2]
-                        out[j], out[j + rd // 2] = x1 * math.cos(ang) - x2 * math.sin(ang), x2 * math.cos(ang) + x1 * math.sin(ang)
+                        c_, s_ = math.cos(ang), math.sin(ang)
+                        out[j], out[j + rd // 2] = x1 * c_ - x2 * s_, x2 * c_ + x1 * s_
                     return out
                 ks.append([rope(_n1p(k[h * hd:(h + 1) * hd], _v(w[a + "k_norm.weight"]), eps)) for h in range(hkv)])
                 vs.append([v[h * hd:(h + 1) * hd] for h in range(hkv)])
@@ -382,8 +383,8 @@ def layer_types_are_honoured():
     close(legacy, base, 0, "legacy layer type names")
     d8 = model_dir("interval", num_hidden_layers=8, layer_types=None)  # derived from the interval
     c = R.Model(d8).cfg
-    check(c.layer_types == ("linear_attention",) * 3 + ("full_attention",) + ("linear_attention",) * 3 + ("full_attention",),
-          f"derived layer_types {c.layer_types}")
+    block = ("linear_attention",) * 3 + ("full_attention",)
+    check(c.layer_types == block * 2, f"derived layer_types {c.layer_types}")
     other = logits_of(model_dir("first-full", layer_types=["full_attention", "linear_attention", "linear_attention",
                                                            "linear_attention"]))
     check(np.abs(other - base).max() > 1e-3, "a different layer pattern changes the logits")
@@ -393,8 +394,8 @@ def layer_types_are_honoured():
 def config_forms_and_errors():
     base = {"model_type": "qwen3_5_moe_text", "num_hidden_layers": 4}
     c = R.parse_config(base)
-    check((c.rope_theta, c.partial_rotary_factor, c.head_dim, c.num_experts, c.vocab_size) == (10000.0, 0.25, 256, 256, 248320),
-          f"qwen3_5_moe_text defaults: {c}")
+    got = (c.rope_theta, c.partial_rotary_factor, c.head_dim, c.num_experts, c.vocab_size)
+    check(got == (10000.0, 0.25, 256, 256, 248320), f"qwen3_5_moe_text defaults: {c}")
     c = R.parse_config({**base, "rope_theta": 5.0, "partial_rotary_factor": 0.5,
                         "rope_parameters": {"rope_type": "default", "rope_theta": 7.0}})
     check((c.rope_theta, c.partial_rotary_factor) == (7.0, 0.5), "rope_parameters wins over flat fields")
@@ -461,7 +462,7 @@ def quantized_checkpoints_load():
         for name in ("linear_attn.in_proj_a.weight", "linear_attn.in_proj_b.weight", "linear_attn.conv1d.weight",
                      "mlp.gate.weight", "mlp.shared_expert_gate.weight"):
             check(ck.info(p + name)["dtype"] == "BF16", f"{fmt}: {name} left BF16")
-        check(ck.info("mtp.fc.weight")["dtype"] == "BF16" and ck.info("lm_head.weight")["dtype"] == "BF16", "mtp, lm_head")
+        check(all(ck.info(n)["dtype"] == "BF16" for n in ("mtp.fc.weight", "lm_head.weight")), "mtp, lm_head")
         q = logits_of(out, PROMPT[:40])
         check(np.all(np.isfinite(q)) and 0 < np.abs(q - base).max() and
               np.sqrt(np.mean((q - base) ** 2)) < np.sqrt(np.mean(base ** 2)), f"{fmt}: logits near BF16")

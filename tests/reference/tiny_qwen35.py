@@ -132,7 +132,8 @@ def _attention(r, cfg, p, w):
 
 
 def _moe(r, cfg, p, w):
-    h, e, f, s = cfg["hidden_size"], cfg["num_experts"], cfg["moe_intermediate_size"], cfg["shared_expert_intermediate_size"]
+    h, e = cfg["hidden_size"], cfg["num_experts"]
+    f, s = cfg["moe_intermediate_size"], cfg["shared_expert_intermediate_size"]
     w[p + "mlp.gate.weight"] = r.mat(e, h, 2.0)
     for x in range(e):
         w[p + f"mlp.experts.{x}.gate_proj.weight"] = r.mat(f, h)
@@ -238,7 +239,7 @@ def fuse_gdn(weights, cfg):
                 ba += [b[g * r:(g + 1) * r], aa[g * r:(g + 1) * r]]
             out[p + "in_proj_qkvz.weight"] = np.concatenate(groups, axis=0)
             out[p + "in_proj_ba.weight"] = np.concatenate(ba, axis=0)
-        elif not any(name.endswith("linear_attn." + s) for s in ("in_proj_z.weight", "in_proj_b.weight", "in_proj_a.weight")):
+        elif not any(name.endswith("linear_attn.in_proj_" + s + ".weight") for s in "zba"):
             out[name] = a
     return out
 
@@ -256,7 +257,8 @@ def fuse_experts(weights):
         layers.setdefault(head, {}).setdefault(int(e), {})[proj] = a
     for head, ex in layers.items():
         ids = sorted(ex)
-        out[head + ".mlp.experts.gate_up_proj"] = np.stack([np.concatenate([ex[e]["gate_proj"], ex[e]["up_proj"]]) for e in ids])
+        out[head + ".mlp.experts.gate_up_proj"] = np.stack(
+            [np.concatenate([ex[e]["gate_proj"], ex[e]["up_proj"]]) for e in ids])
         out[head + ".mlp.experts.down_proj"] = np.stack([ex[e]["down_proj"] for e in ids])
     return out
 
@@ -279,7 +281,8 @@ def write_dir(out_dir, config, weights, dtype="BF16", shards=1, f32_names=("A_lo
         write_safetensors(os.path.join(out_dir, fname), {n: enc[n] for n in part}, {"format": "pt"})
         weight_map.update({n: fname for n in part})
     with open(os.path.join(out_dir, "model.safetensors.index.json"), "w", encoding="utf-8") as f:
-        json.dump({"metadata": {"total_size": sum(len(e[2]) for e in enc.values())}, "weight_map": weight_map}, f, indent=2)
+        total = sum(len(e[2]) for e in enc.values())
+        json.dump({"metadata": {"total_size": total}, "weight_map": weight_map}, f, indent=2)
 
 
 def build(arch="qwen3_5_moe", text_only=False, fused_experts=False, extras=True, seed=0, **overrides):
@@ -297,8 +300,8 @@ def build(arch="qwen3_5_moe", text_only=False, fused_experts=False, extras=True,
         if arch == "qwen3_5_moe":
             cfg = {"architectures": ["Qwen3_5MoeForCausalLM"], **cfg}
         return cfg, w
-    w = {("model.language_model." + n[len("model."):] if n.startswith("model.") and not n.startswith("model.visual.") else n): a
-         for n, a in w.items()}
+    inner = lambda n: n.startswith("model.") and not n.startswith("model.visual.")  # noqa: E731
+    w = {("model.language_model." + n[len("model."):] if inner(n) else n): a for n, a in w.items()}
     return wrapper_config(cfg), w
 
 
@@ -312,7 +315,8 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--shards", type=int, default=1)
     ap.add_argument("--no-extras", action="store_true", help="leave out mtp.* and model.visual.*")
-    ap.add_argument("--tokenizer", help="copy tokenizer.json, tokenizer_config.json (and generation_config.json) from here")
+    ap.add_argument("--tokenizer",
+                    help="copy tokenizer.json, tokenizer_config.json (and generation_config.json) from here")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=JSON", help="override a text-config field")
     a = ap.parse_args()
     overrides = {}
