@@ -10,6 +10,10 @@
 #         fused       VLM wrapper with fused 3-D experts (mlp.experts.gate_up_proj / down_proj)
 #         next        qwen3_next (fused in_proj_qkvz / in_proj_ba, layer_types from full_attention_interval)
 #         next-fused  qwen3_next with fused 3-D experts, 8 layers
+#         nvfp4, fp8  the wrapper (fused BF16 experts) quantized by tests/reference/quantize_np.py in
+#                     ModelOpt's layout (per-expert; in_proj_a/b, conv1d, routers, shared_expert_gate,
+#                     lm_head, mtp.*, model.visual.* left unquantized); default numerics (W4A16 /
+#                     exact weight dequantization on both sides)
 set -euo pipefail
 tern=$1 work=$2/qwen35 case=$3 tol=${4:-1e-3}
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -23,11 +27,17 @@ case "$case" in
   fused)      args=(--fused-experts) ;;
   next)       args=(--arch qwen3_next) ;;
   next-fused) args=(--arch qwen3_next --fused-experts --set num_hidden_layers=8) ;;
+  nvfp4|fp8)  args=(--fused-experts) ;;
   *) echo "unknown case $case" >&2; exit 2 ;;
 esac
 model="$work/$case"
 rm -rf "$model"
 "$py" "$here/reference/tiny_qwen35.py" --out "$model" --seed 5 --tokenizer "$tok" "${args[@]}" >/dev/null
+if [ "$case" = nvfp4 ] || [ "$case" = fp8 ]; then
+  rm -rf "$model-q"
+  "$py" "$here/reference/quantize_np.py" --model "$model" --out "$model-q" --format "$case"
+  model="$model-q"
+fi
 prompt=$(seq 0 149 | awk '{printf "%s%d", (NR > 1 ? "," : ""), ($1 * 37 + 11) % 500}')
 "$py" "$here/reference/compare.py" --tern "$tern" --model "$model" --prompt-ids "$prompt" \
   --steps 32 --tol "$tol" --tern-arg=--ignore-eos \

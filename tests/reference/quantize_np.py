@@ -5,7 +5,8 @@
                  [--calibration-ids 1,2,3] [--block 128,128] [--report]
 
 IN is a BF16/F16/F32 Hugging Face qwen3 / qwen3_moe directory (as `tern synth` or
-tiny_checkpoint.py write it; per-expert or fused 3-D experts). OUT gets model.safetensors,
+tiny_checkpoint.py write it) or qwen3_5_moe / qwen3_next one (tiny_qwen35.py; calibrated on
+qwen35_ref), with per-expert or fused 3-D experts. OUT gets model.safetensors,
 config.json (with quantization_config), hf_quant_config.json (ModelOpt formats) and IN's other
 files (tokenizer, generation_config). Written from ModelOpt's export code and spec §4 (see
 quant_np.py for the sources and the exact float32 arithmetic), never from tern's C++.
@@ -52,6 +53,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import quant_np  # noqa: E402
+import qwen35_ref  # noqa: E402
 import qwen3_ref  # noqa: E402
 from safetensors_np import Checkpoint, load_config  # noqa: E402
 from tiny_checkpoint import encode, write_safetensors  # noqa: E402
@@ -69,6 +71,11 @@ def default_disabled(module):
     """True when a ModelOpt default-disabled pattern matches module's weight quantizer name."""
     return quant_np.module_excluded(module + ".weight_quantizer", DEFAULT_DISABLED)
 PRODUCER = {"name": "modelopt", "version": "tern tests/reference/quantize_np.py"}
+
+
+def reference_module(model_dir):
+    """The reference for model_dir: qwen35_ref for qwen3_5_moe / qwen3_next, else qwen3_ref."""
+    return qwen35_ref if qwen35_ref.is_hybrid_config(load_config(model_dir)[0]) else qwen3_ref
 
 
 def default_calibration(vocab):
@@ -118,7 +125,7 @@ def calibrate(model_dir, ids):
         m = float(np.max(np.abs(x))) if x.size else 0.0
         amax[name] = max(amax.get(name, 0.0), m)
 
-    model = qwen3_ref.Model(model_dir, observer=observe)
+    model = reference_module(model_dir).Model(model_dir, observer=observe)
     if max(ids) >= model.cfg.vocab_size or min(ids) < 0:
         raise SystemExit(f"quantize_np.py: calibration id outside [0, {model.cfg.vocab_size})")
     model.forward(ids)
@@ -196,7 +203,7 @@ def quantize_dir(model_dir, out_dir, fmt, exclude=(), calibration_ids=None, bloc
     text_cfg, full_cfg = load_config(model_dir)
     if full_cfg.get("quantization_config") or os.path.exists(os.path.join(model_dir, "hf_quant_config.json")):
         raise SystemExit(f"quantize_np.py: {model_dir} is already quantized")
-    cfg = qwen3_ref.parse_config(text_cfg)
+    cfg = reference_module(model_dir).parse_config(text_cfg)
     src = read_source(model_dir)
     linears = {n[: -len(".weight")]: v[1] for n, v in src.items() if v[0] == "float"}
     quantized = [m for m in linears if not (default_disabled(m) or quant_np.module_excluded(m, list(exclude)))]
@@ -274,8 +281,8 @@ def quantize_dir(model_dir, out_dir, fmt, exclude=(), calibration_ids=None, bloc
 def quality(bf16_dir, quant_dir, ids, w4a4=False):
     """-> dict: top-1 agreement, mean KL(bf16 || quant) in nats, max normalised RMS error of the
     logits, over one teacher-forced pass of ids (reported, never asserted)."""
-    a = qwen3_ref.forward(bf16_dir, ids)
-    b = qwen3_ref.forward(quant_dir, ids, w4a4=w4a4)
+    a = reference_module(bf16_dir).forward(bf16_dir, ids)
+    b = reference_module(quant_dir).forward(quant_dir, ids, w4a4=w4a4)
     pa, pb = qwen3_ref.softmax(a), qwen3_ref.softmax(b)
     kl = np.sum(pa * (np.log(pa) - np.log(pb)), axis=-1)
     nrms = np.sqrt(np.mean((a - b) ** 2, axis=-1)) / np.sqrt(np.mean(a * a, axis=-1))
@@ -298,7 +305,7 @@ def main(argv=None):
     block = tuple(int(b) for b in args.block.split(","))
     quantize_dir(args.model, args.out, args.format, args.exclude, ids, block)
     if args.report:
-        cfg = qwen3_ref.parse_config(load_config(args.model)[0])
+        cfg = reference_module(args.model).parse_config(load_config(args.model)[0])
         q = quality(args.model, args.out, ids or default_calibration(cfg.vocab_size))
         print(f"quality vs input: top-1 agreement {q['top1']:.3f}, mean KL {q['kl']:.3e} nats, "
               f"max logits nrmse {q['nrmse_max']:.3e}")

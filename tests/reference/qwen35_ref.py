@@ -314,7 +314,8 @@ class Model:
         in_proj_b / in_proj_a [Hv, H]) or fused (Qwen3-Next: in_proj_qkvz, in_proj_ba), chosen by
         the tensor names present. w["project"](x) -> (mixed [T, conv_dim], z [T, Hv, dv], b, a)."""
         c, p = self.cfg, f"layers.{i}.linear_attn."
-        h, hk, hv, dk, dv = c.hidden_size, c.linear_num_key_heads, c.linear_num_value_heads, c.linear_key_head_dim, c.linear_value_head_dim
+        h, hk, hv = c.hidden_size, c.linear_num_key_heads, c.linear_num_value_heads
+        dk, dv = c.linear_key_head_dim, c.linear_value_head_dim
         w = {"conv1d": self.w.get(p + "conv1d.weight", (c.conv_dim, 1, c.linear_conv_kernel_dim))[:, 0, :],
              "dt_bias": self.w.get(p + "dt_bias", (hv,)),
              "A_log": self.w.get(p + "A_log", (hv,)),
@@ -443,7 +444,7 @@ def forward(model_dir, input_ids, w4a4=False):
 if __name__ == "__main__":
     import argparse
 
-    ap = argparse.ArgumentParser(description="Float64 reference logits / greedy ids for a Qwen3.5-MoE or Qwen3-Next dir")
+    ap = argparse.ArgumentParser(description="Float64 reference logits / greedy ids (Qwen3.5-MoE, Qwen3-Next)")
     ap.add_argument("--model", required=True)
     ap.add_argument("--prompt-ids", required=True, help="comma-separated token ids")
     ap.add_argument("--steps", type=int, default=0, help="greedy steps (0: print the argmax per position)")

@@ -9,17 +9,20 @@ Exits non-zero when a test fails; the last line is "N passed, M failed".
         equals the recurrent one to 1e-10, with and without an initial state, and both equal a
         plain per-head loop written from the equations (spec §2.3 step 7);
   (ii)  the causal conv (whole, streamed with its state) equals np.convolve per channel; the
-        norms and the partial RoPE equal hand formulas;
+        norms and the partial RoPE equal hand formulas; a 3-layer model (linear, full, linear;
+        GQA in both mixers) equals a loop-by-loop forward in scalars and math.*;
   (iii) whole prompt (chunked rule) == token by token (recurrent rule, explicit state) == the
         prompt fed in chunks of 5 / 64 / 100, to 1e-10; greedy decode == teacher forcing;
   (iv)  every checkpoint form gives the same logits for the same seed: VLM wrapper, text-only,
         fused experts, qwen3_next's fused in_proj_qkvz / in_proj_ba, without mtp/vision extras,
         sharded; layer_types derived from full_attention_interval; config forms and errors;
   (v)   the tiny model is not degenerate (spread logits, long-range memory across chunks);
-  (vi)  compare.py against a fake tern, with --prefill-chunks.
+  (vi)  quantize_np.py's NVFP4 / FP8 exports of the tiny model load (ModelOpt exclusions kept);
+  (vii) compare.py against a fake tern, with --prefill-chunks.
 """
 
 import json
+import math
 import os
 
 for _v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
@@ -182,8 +185,149 @@ def norms_and_partial_rope_by_hand():
             for j in range(rd // 2):
                 ang = pos * theta ** (-2 * j / rd)
                 a, b = xs[t, h, j], xs[t, h, j + rd // 2]
-                close(got[t, h, [j, j + rd // 2]], [a * np.cos(ang) - b * np.sin(ang), b * np.cos(ang) + a * np.sin(ang)],
-                      1e-13, "rotated pair")
+                want = [a * np.cos(ang) - b * np.sin(ang), b * np.cos(ang) + a * np.sin(ang)]
+                close(got[t, h, [j, j + rd // 2]], want, 1e-13, "rotated pair")
+
+
+# ----------------------------------------------------------------------------------------------
+# hand computation: a loop-by-loop forward (scalars and math.*, weights read by name)
+
+
+def _v(a):
+    return [float(x) for x in np.asarray(a).reshape(-1)]
+
+
+def _mv(w, x):
+    w = np.asarray(w)
+    return [sum(float(w[o, i]) * x[i] for i in range(len(x))) for o in range(w.shape[0])]
+
+
+def _n1p(x, w, eps=1e-6):
+    r = 1.0 / math.sqrt(sum(v * v for v in x) / len(x) + eps)
+    return [x[i] * r * (1.0 + w[i]) for i in range(len(x))]
+
+
+def _sig(v):
+    return 1.0 / (1.0 + math.exp(-v))
+
+
+def _silu(v):
+    return v * _sig(v)
+
+
+def loop_forward(cfg, w, ids):
+    """Per token, per layer, per head, per element; one sequence from position 0. Split GDN
+    projections, per-expert MoE (tiny_qwen35 canonical names, "model." prefix)."""
+    H, eps = cfg["hidden_size"], cfg["rms_norm_eps"]
+    hq, hkv, hd = cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["head_dim"]
+    hk, hv, dk, dv = (cfg["linear_num_key_heads"], cfg["linear_num_value_heads"], cfg["linear_key_head_dim"],
+                      cfg["linear_value_head_dim"])
+    K, rp = cfg["linear_conv_kernel_dim"], cfg["rope_parameters"]
+    rd, theta = int(hd * rp["partial_rotary_factor"]), rp["rope_theta"]
+    xs = [_v(w["model.embed_tokens.weight"][t]) for t in ids]
+    for li, kind in enumerate(cfg["layer_types"]):
+        p = f"model.layers.{li}."
+        normed = [_n1p(x, _v(w[p + "input_layernorm.weight"]), eps) for x in xs]
+        mix = []
+        if kind == "linear_attention":
+            a = p + "linear_attn."
+            qkv = [_mv(w[a + "in_proj_qkv.weight"], x) for x in normed]
+            conv_w = np.asarray(w[a + "conv1d.weight"])
+            S = [[[0.0] * dv for _ in range(dk)] for _ in range(hv)]
+            for t, x in enumerate(normed):
+                c = []
+                for ch in range(len(qkv[0])):
+                    acc = 0.0
+                    for j in range(K):
+                        src = t - (K - 1) + j
+                        acc += float(conv_w[ch, 0, j]) * (qkv[src][ch] if src >= 0 else 0.0)
+                    c.append(_silu(acc))
+                z, b, aa = (_mv(w[a + f"in_proj_{n}.weight"], x) for n in "zba")
+                out = []
+                for h in range(hv):
+                    kh = h // (hv // hk)
+                    q = c[kh * dk:(kh + 1) * dk]
+                    k = c[hk * dk + kh * dk:hk * dk + (kh + 1) * dk]
+                    v = c[2 * hk * dk + h * dv:2 * hk * dk + (h + 1) * dv]
+                    qn = 1.0 / math.sqrt(sum(e * e for e in q) + 1e-6) / math.sqrt(dk)
+                    kn = 1.0 / math.sqrt(sum(e * e for e in k) + 1e-6)
+                    q, k = [e * qn for e in q], [e * kn for e in k]
+                    beta = _sig(b[h])
+                    g = -math.exp(float(w[a + "A_log"][h])) * math.log1p(math.exp(aa[h] + float(w[a + "dt_bias"][h])))
+                    for i in range(dk):
+                        for j in range(dv):
+                            S[h][i][j] *= math.exp(g)
+                    u = [sum(S[h][i][j] * k[i] for i in range(dk)) for j in range(dv)]
+                    for i in range(dk):
+                        for j in range(dv):
+                            S[h][i][j] += k[i] * beta * (v[j] - u[j])
+                    o = [sum(S[h][i][j] * q[i] for i in range(dk)) for j in range(dv)]
+                    r = 1.0 / math.sqrt(sum(e * e for e in o) / dv + eps)
+                    out += [float(w[a + "norm.weight"][j]) * o[j] * r * _silu(z[h * dv + j]) for j in range(dv)]
+                mix.append(_mv(w[a + "out_proj.weight"], out))
+        else:
+            a = p + "self_attn."
+            ks, vs = [], []
+            for t, x in enumerate(normed):
+                qg, k, v = (_mv(w[a + f"{n}_proj.weight"], x) for n in "qkv")
+
+                def rope(vec):
+                    out = list(vec)
+                    for j in range(rd // 2):
+                        ang = t * theta ** (-2.0 * j / rd)
+                        x1, x2 = vec[j], vec[j + rd // 2]
+                        c_, s_ = math.cos(ang), math.sin(ang)
+                        out[j], out[j + rd // 2] = x1 * c_ - x2 * s_, x2 * c_ + x1 * s_
+                    return out
+                ks.append([rope(_n1p(k[h * hd:(h + 1) * hd], _v(w[a + "k_norm.weight"]), eps)) for h in range(hkv)])
+                vs.append([v[h * hd:(h + 1) * hd] for h in range(hkv)])
+                out = []
+                for h in range(hq):
+                    q = rope(_n1p(qg[2 * hd * h:2 * hd * h + hd], _v(w[a + "q_norm.weight"]), eps))
+                    gate = qg[2 * hd * h + hd:2 * hd * (h + 1)]
+                    kvh = h // (hq // hkv)
+                    sc = [sum(q[d] * ks[s][kvh][d] for d in range(hd)) / math.sqrt(hd) for s in range(t + 1)]
+                    m = max(sc)
+                    e = [math.exp(s - m) for s in sc]
+                    out += [sum(e[s] * vs[s][kvh][d] for s in range(t + 1)) / sum(e) * _sig(gate[d]) for d in range(hd)]
+                mix.append(_mv(w[a + "o_proj.weight"], out))
+        xs = [[xs[t][i] + mix[t][i] for i in range(H)] for t in range(len(xs))]
+        new = []
+        for x in xs:
+            m = _n1p(x, _v(w[p + "post_attention_layernorm.weight"]), eps)
+            logits = _mv(w[p + "mlp.gate.weight"], m)
+            mx = max(logits)
+            pr = [math.exp(l - mx) for l in logits]
+            pr = [v / sum(pr) for v in pr]
+            top = sorted(range(len(pr)), key=lambda e: (-pr[e], e))[:cfg["num_experts_per_tok"]]
+            tot = sum(pr[e] for e in top)
+            y = [0.0] * H
+
+            def ffn(pre, m=m):
+                gt, up = _mv(w[pre + "gate_proj.weight"], m), _mv(w[pre + "up_proj.weight"], m)
+                return _mv(w[pre + "down_proj.weight"], [_silu(gt[i]) * up[i] for i in range(len(gt))])
+            for e in top:
+                y = [y[i] + pr[e] / tot * v for i, v in enumerate(ffn(p + f"mlp.experts.{e}."))]
+            sg = _sig(_mv(w[p + "mlp.shared_expert_gate.weight"], m)[0])
+            y = [y[i] + sg * v for i, v in enumerate(ffn(p + "mlp.shared_expert."))]
+            new.append([x[i] + y[i] for i in range(H)])
+        xs = new
+    return [_mv(w["lm_head.weight"], _n1p(x, _v(w["model.norm.weight"]), eps)) for x in xs]
+
+
+@test
+def hand_computed_hybrid_model():
+    over = dict(hidden_size=16, head_dim=8, num_attention_heads=4, num_key_value_heads=2, linear_num_key_heads=2,
+                linear_num_value_heads=4, linear_key_head_dim=4, linear_value_head_dim=3, num_experts=4,
+                moe_intermediate_size=5, shared_expert_intermediate_size=6, vocab_size=20, num_hidden_layers=3,
+                layer_types=["linear_attention", "full_attention", "linear_attention"],
+                rope_parameters={"rope_type": "default", "rope_theta": 100.0, "partial_rotary_factor": 0.5})
+    cfg, w = tiny.build(text_only=True, extras=False, seed=4, **over)
+    d = tempfile.mkdtemp(dir=_TMP_ROOT.name)
+    tiny.write_dir(d, cfg, w, "F32", f32_names=())
+    w64 = {n: np.asarray(a, dtype=np.float64) for n, a in w.items()}
+    ids = [3, 17, 5, 5, 11, 0, 19]
+    close(R.Model(d).forward(ids), loop_forward(cfg, w64, ids), 1e-11, "hand-computed logits")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -239,8 +383,8 @@ def layer_types_are_honoured():
     close(legacy, base, 0, "legacy layer type names")
     d8 = model_dir("interval", num_hidden_layers=8, layer_types=None)  # derived from the interval
     c = R.Model(d8).cfg
-    check(c.layer_types == ("linear_attention",) * 3 + ("full_attention",) + ("linear_attention",) * 3 + ("full_attention",),
-          f"derived layer_types {c.layer_types}")
+    block = ("linear_attention",) * 3 + ("full_attention",)
+    check(c.layer_types == block * 2, f"derived layer_types {c.layer_types}")
     other = logits_of(model_dir("first-full", layer_types=["full_attention", "linear_attention", "linear_attention",
                                                            "linear_attention"]))
     check(np.abs(other - base).max() > 1e-3, "a different layer pattern changes the logits")
@@ -250,8 +394,8 @@ def layer_types_are_honoured():
 def config_forms_and_errors():
     base = {"model_type": "qwen3_5_moe_text", "num_hidden_layers": 4}
     c = R.parse_config(base)
-    check((c.rope_theta, c.partial_rotary_factor, c.head_dim, c.num_experts, c.vocab_size) == (10000.0, 0.25, 256, 256, 248320),
-          f"qwen3_5_moe_text defaults: {c}")
+    got = (c.rope_theta, c.partial_rotary_factor, c.head_dim, c.num_experts, c.vocab_size)
+    check(got == (10000.0, 0.25, 256, 256, 248320), f"qwen3_5_moe_text defaults: {c}")
     c = R.parse_config({**base, "rope_theta": 5.0, "partial_rotary_factor": 0.5,
                         "rope_parameters": {"rope_type": "default", "rope_theta": 7.0}})
     check((c.rope_theta, c.partial_rotary_factor) == (7.0, 0.5), "rope_parameters wins over flat fields")
@@ -297,6 +441,34 @@ def wrong_shapes_are_errors():
         check("shape" in str(e), f"message names the shape: {e}")
     else:
         raise AssertionError("a GDN shape mismatch loaded")
+
+
+@test
+def quantized_checkpoints_load():
+    """quantize_np.py (ModelOpt layout) on the tiny wrapper: the GDN / attention / expert Linears
+    become NVFP4 or FP8, ModelOpt's default exclusions stay BF16, and the reference reads it."""
+    import quantize_np
+    from safetensors_np import Checkpoint
+    src = model_dir("fused", fused_experts=True)
+    base = logits_of(src, PROMPT[:40])
+    for fmt, dtype in (("nvfp4", "U8"), ("fp8", "F8_E4M3")):
+        out = tempfile.mkdtemp(dir=_TMP_ROOT.name)
+        quantize_np.quantize_dir(src, out, fmt, log=lambda *a: None)
+        ck = Checkpoint(out)
+        p = "model.language_model.layers.0."
+        for name in ("linear_attn.in_proj_qkv", "linear_attn.in_proj_z", "linear_attn.out_proj",
+                     "mlp.experts.3.down_proj", "mlp.shared_expert.up_proj"):
+            check(ck.info(p + name + ".weight")["dtype"] == dtype, f"{fmt}: {name} quantized")
+        for name in ("linear_attn.in_proj_a.weight", "linear_attn.in_proj_b.weight", "linear_attn.conv1d.weight",
+                     "mlp.gate.weight", "mlp.shared_expert_gate.weight"):
+            check(ck.info(p + name)["dtype"] == "BF16", f"{fmt}: {name} left BF16")
+        check(all(ck.info(n)["dtype"] == "BF16" for n in ("mtp.fc.weight", "lm_head.weight")), "mtp, lm_head")
+        q = logits_of(out, PROMPT[:40])
+        check(np.all(np.isfinite(q)) and 0 < np.abs(q - base).max() and
+              np.sqrt(np.mean((q - base) ** 2)) < np.sqrt(np.mean(base ** 2)), f"{fmt}: logits near BF16")
+        if fmt == "nvfp4":
+            w4a4 = R.Model(out, w4a4=True).forward(PROMPT[:40])
+            check(np.abs(w4a4 - q).max() > 0, "w4a4 numerics differ from w4a16")
 
 
 # ----------------------------------------------------------------------------------------------

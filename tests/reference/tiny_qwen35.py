@@ -5,7 +5,7 @@ qwen-models-and-nvfp4.md §1: a VLM wrapper, model_type "qwen3_5_moe", the text 
 "text_config" with model_type "qwen3_5_moe_text", layer_types and full_attention_interval,
 rope_parameters with mrope_section / mrope_interleaved / partial_rotary_factor, a vision_config and
 the vision token ids), scaled down: hidden 64, 4 layers (3 linear_attention + 1 full_attention),
-4 query / 2 KV heads of head_dim 64 (rotary 16), GDN with 2 key heads x 16 and 6 value heads x 12
+4 query / 2 KV heads of head_dim 64 (rotary 16), GDN with 2 key heads x 16 and 6 value heads x 8
 (3 value heads per key head, dk != dv), conv kernel 4, 8 experts top-2 of width 32, a shared
 expert of width 48, vocab 520 (the 512 ids of tern's tiny tokenizer plus 4 vision ids, padded).
 
@@ -55,7 +55,7 @@ def tiny_text_config(arch="qwen3_5_moe", **overrides):
         "head_dim": 64, "hidden_act": "silu", "hidden_size": 64, "initializer_range": 0.02,
         "layer_types": ["linear_attention" if (i + 1) % interval else "full_attention" for i in range(layers)],
         "linear_conv_kernel_dim": 4, "linear_key_head_dim": 16, "linear_num_key_heads": 2,
-        "linear_num_value_heads": 6, "linear_value_head_dim": 12, "mamba_ssm_dtype": "float32",
+        "linear_num_value_heads": 6, "linear_value_head_dim": 8, "mamba_ssm_dtype": "float32",
         "max_position_embeddings": 4096, "model_type": "qwen3_5_moe_text", "moe_intermediate_size": 32,
         "mtp_num_hidden_layers": 1, "mtp_use_dedicated_embeddings": False, "num_attention_heads": 4,
         "num_experts": 8, "num_experts_per_tok": 2, "num_hidden_layers": layers, "num_key_value_heads": 2,
@@ -132,7 +132,8 @@ def _attention(r, cfg, p, w):
 
 
 def _moe(r, cfg, p, w):
-    h, e, f, s = cfg["hidden_size"], cfg["num_experts"], cfg["moe_intermediate_size"], cfg["shared_expert_intermediate_size"]
+    h, e = cfg["hidden_size"], cfg["num_experts"]
+    f, s = cfg["moe_intermediate_size"], cfg["shared_expert_intermediate_size"]
     w[p + "mlp.gate.weight"] = r.mat(e, h, 2.0)
     for x in range(e):
         w[p + f"mlp.experts.{x}.gate_proj.weight"] = r.mat(f, h)
@@ -238,7 +239,7 @@ def fuse_gdn(weights, cfg):
                 ba += [b[g * r:(g + 1) * r], aa[g * r:(g + 1) * r]]
             out[p + "in_proj_qkvz.weight"] = np.concatenate(groups, axis=0)
             out[p + "in_proj_ba.weight"] = np.concatenate(ba, axis=0)
-        elif not any(name.endswith("linear_attn." + s) for s in ("in_proj_z.weight", "in_proj_b.weight", "in_proj_a.weight")):
+        elif not any(name.endswith("linear_attn.in_proj_" + s + ".weight") for s in "zba"):
             out[name] = a
     return out
 
@@ -256,7 +257,8 @@ def fuse_experts(weights):
         layers.setdefault(head, {}).setdefault(int(e), {})[proj] = a
     for head, ex in layers.items():
         ids = sorted(ex)
-        out[head + ".mlp.experts.gate_up_proj"] = np.stack([np.concatenate([ex[e]["gate_proj"], ex[e]["up_proj"]]) for e in ids])
+        out[head + ".mlp.experts.gate_up_proj"] = np.stack(
+            [np.concatenate([ex[e]["gate_proj"], ex[e]["up_proj"]]) for e in ids])
         out[head + ".mlp.experts.down_proj"] = np.stack([ex[e]["down_proj"] for e in ids])
     return out
 
@@ -279,7 +281,8 @@ def write_dir(out_dir, config, weights, dtype="BF16", shards=1, f32_names=("A_lo
         write_safetensors(os.path.join(out_dir, fname), {n: enc[n] for n in part}, {"format": "pt"})
         weight_map.update({n: fname for n in part})
     with open(os.path.join(out_dir, "model.safetensors.index.json"), "w", encoding="utf-8") as f:
-        json.dump({"metadata": {"total_size": sum(len(e[2]) for e in enc.values())}, "weight_map": weight_map}, f, indent=2)
+        total = sum(len(e[2]) for e in enc.values())
+        json.dump({"metadata": {"total_size": total}, "weight_map": weight_map}, f, indent=2)
 
 
 def build(arch="qwen3_5_moe", text_only=False, fused_experts=False, extras=True, seed=0, **overrides):
@@ -297,8 +300,8 @@ def build(arch="qwen3_5_moe", text_only=False, fused_experts=False, extras=True,
         if arch == "qwen3_5_moe":
             cfg = {"architectures": ["Qwen3_5MoeForCausalLM"], **cfg}
         return cfg, w
-    w = {("model.language_model." + n[len("model."):] if n.startswith("model.") and not n.startswith("model.visual.") else n): a
-         for n, a in w.items()}
+    inner = lambda n: n.startswith("model.") and not n.startswith("model.visual.")  # noqa: E731
+    w = {("model.language_model." + n[len("model."):] if inner(n) else n): a for n, a in w.items()}
     return wrapper_config(cfg), w
 
 
@@ -312,7 +315,8 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--shards", type=int, default=1)
     ap.add_argument("--no-extras", action="store_true", help="leave out mtp.* and model.visual.*")
-    ap.add_argument("--tokenizer", help="copy tokenizer.json, tokenizer_config.json (and generation_config.json) from here")
+    ap.add_argument("--tokenizer",
+                    help="copy tokenizer.json, tokenizer_config.json (and generation_config.json) from here")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=JSON", help="override a text-config field")
     a = ap.parse_args()
     overrides = {}
