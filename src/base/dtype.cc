@@ -1,5 +1,6 @@
 #include "base/dtype.h"
 
+#include <algorithm>
 #include <array>
 #include <limits>
 #include <utility>
@@ -77,24 +78,33 @@ float E4M3ToF32(uint8_t v) {
   return neg ? -r : r;
 }
 
+namespace {
+// The 127 non-negative finite E4M3 values, ascending with the code.
+struct E4M3Magnitudes {
+  float v[127];
+  E4M3Magnitudes() {
+    for (int i = 0; i < 127; ++i) v[i] = E4M3ToF32(uint8_t(i));
+  }
+};
+const E4M3Magnitudes& Magnitudes() {
+  static const E4M3Magnitudes m;
+  return m;
+}
+}  // namespace
+
 uint8_t F32ToE4M3(float f) {
   if (std::isnan(f)) return 0x7f;
   const uint8_t sign = std::signbit(f) ? 0x80 : 0;
-  float a = std::fabs(f);
+  const float a = std::fabs(f);
   if (a >= 448.0f) return sign | 0x7e;
-  // Find the nearest representable value by scanning the 127 non-negative codes,
-  // ties to the even code (codes are monotonic in value). Exact and simple; this is
-  // only used when writing scales, never in a hot loop.
-  uint8_t best = 0;
-  float best_err = a;
-  for (uint8_t c = 1; c <= 0x7e; ++c) {
-    const float err = std::fabs(E4M3ToF32(c) - a);
-    if (err < best_err || (err == best_err && (c & 1) == 0)) {
-      best = c;
-      best_err = err;
-    }
-  }
-  return sign | best;
+  // The two codes around a (codes are monotonic in value), then the nearer,
+  // ties to the even code.
+  const float* v = Magnitudes().v;
+  const int lo = int(std::upper_bound(v, v + 127, a) - v) - 1;  // v[lo] <= a < v[lo + 1]
+  const float err_lo = std::fabs(v[lo] - a), err_hi = std::fabs(v[lo + 1] - a);
+  int best = lo;
+  if (err_hi < err_lo || (err_hi == err_lo && ((lo + 1) & 1) == 0)) best = lo + 1;
+  return uint8_t(sign | best);
 }
 
 uint8_t F32ToE2M1(float f) {

@@ -1,6 +1,7 @@
 #include "base/dtype.h"
 
 #include <cmath>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -65,6 +66,51 @@ TEST(DType, E2M1RoundingBoundaries) {
                  {1.75f, 2.0f}, {2.5f, 2.0f}, {2.6f, 3.0f}, {3.5f, 4.0f}, {5.0f, 4.0f}, {5.01f, 6.0f},
                  {100.0f, 6.0f}, {-3.5f, -4.0f}}) {
     EXPECT_EQ(E2M1ToF32(F32ToE2M1(c.in)), c.out) << c.in;
+  }
+}
+
+}  // namespace
+}  // namespace tern
+
+namespace tern {
+namespace {
+
+// F32ToE4M3 against a brute-force scan of every code (nearest, ties to the
+// even code), on every midpoint between neighbouring codes, the codes
+// themselves, their neighbours in f32, and random values across the range.
+TEST(DType, E4M3RoundingMatchesExhaustiveScan) {
+  const auto scan = [](float f) -> uint8_t {
+    const uint8_t sign = std::signbit(f) ? 0x80 : 0;
+    const float a = std::fabs(f);
+    if (a >= 448.0f) return sign | 0x7e;
+    uint8_t best = 0;
+    float best_err = a;
+    for (int c = 1; c <= 0x7e; ++c) {
+      const float err = std::fabs(E4M3ToF32(uint8_t(c)) - a);
+      if (err < best_err || (err == best_err && (c & 1) == 0)) {
+        best = uint8_t(c);
+        best_err = err;
+      }
+    }
+    return sign | best;
+  };
+  std::vector<float> xs;
+  for (int c = 0; c < 0x7e; ++c) {
+    const float lo = E4M3ToF32(uint8_t(c)), hi = E4M3ToF32(uint8_t(c + 1));
+    for (float x : {lo, hi, (lo + hi) / 2, std::nextafter((lo + hi) / 2, 0.0f), std::nextafter((lo + hi) / 2, 1e9f),
+                    std::nextafter(lo, 1e9f)})
+      xs.push_back(x);
+  }
+  uint32_t s = 12345;
+  for (int i = 0; i < 20000; ++i) {
+    s = s * 1664525u + 1013904223u;
+    xs.push_back(std::ldexp(float(s >> 8) / float(1 << 24), int(s % 24) - 14));
+  }
+  xs.push_back(500.0f);
+  xs.push_back(1e-12f);
+  for (float x : xs) {
+    ASSERT_EQ(F32ToE4M3(x), scan(x)) << x;
+    ASSERT_EQ(F32ToE4M3(-x), scan(-x)) << -x;
   }
 }
 
