@@ -20,6 +20,7 @@ Command RegisterGenerate(CLI::App& app) {
     std::string model, prompt, prompt_ids, logits_out, kv_dtype = "auto";
     std::vector<std::string> stop;
     bool chat = false, ignore_eos = false;
+    std::string chat_kwargs;
     int64_t max_tokens = 64, prefill_chunk = 512;
     size_t threads = 0;
     std::optional<double> temperature, top_p, min_p, repetition_penalty;
@@ -32,6 +33,8 @@ Command RegisterGenerate(CLI::App& app) {
   auto* ids = app.add_option("--prompt-ids", o->prompt_ids, "prompt token ids, comma-separated (prints generated ids)");
   prompt->excludes(ids);
   app.add_flag("--chat", o->chat, "wrap the prompt as one user message with the model's chat template");
+  app.add_option("--chat-template-kwargs", o->chat_kwargs,
+                 "with --chat: template variables as a JSON object, e.g. '{\"enable_thinking\": false}'");
   app.add_option("--max-tokens", o->max_tokens, "tokens to generate")->default_val(64);
   app.add_option("--temperature", o->temperature, "sampling temperature (0: greedy); default from generation_config.json");
   app.add_option("--top-p", o->top_p, "nucleus sampling mass");
@@ -62,7 +65,7 @@ Command RegisterGenerate(CLI::App& app) {
       if (!parsed.ok()) return Fail(parsed.status().message());
       req.prompt = std::move(*parsed);
     } else {
-      auto text = o->chat ? s.RenderChatPrompt(o->prompt) : Result<std::string>(o->prompt);
+      auto text = o->chat ? s.RenderChatPrompt(o->prompt, o->chat_kwargs) : Result<std::string>(o->prompt);
       if (!text.ok()) return Fail(text.status().message());
       auto enc = s.tokenizer->Encode(*text, /*add_special_tokens=*/!o->chat);
       if (!enc.ok()) return Fail(enc.status().message());

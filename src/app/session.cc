@@ -51,10 +51,15 @@ Result<std::unique_ptr<KvCache>> Session::MakeCache(int64_t tokens, const std::s
   return KvCache::Create(model->cache_spec(), o);
 }
 
-Result<std::string> Session::RenderChatPrompt(const std::string& user_message) const {
+Result<std::string> Session::RenderChatPrompt(const std::string& user_message, const std::string& kwargs_json) const {
   TERN_ASSIGN_OR_RETURN(ChatPrompt chat, ChatPrompt::Load(dir));
   ChatPrompt::Input in;
   in.messages = nlohmann::ordered_json::array({{{"role", "user"}, {"content", user_message}}});
+  if (!kwargs_json.empty()) {
+    in.kwargs = nlohmann::ordered_json::parse(kwargs_json, nullptr, /*allow_exceptions=*/false);
+    if (!in.kwargs.is_object())
+      return Status::Errorf("--chat-template-kwargs must be a JSON object, got: {}", kwargs_json);
+  }
   return chat.Render(in);
 }
 

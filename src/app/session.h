@@ -32,7 +32,8 @@ struct Session {
   // F32 weights, else F16, as llama.cpp), "f32", "f16" or "bf16".
   Result<std::unique_ptr<KvCache>> MakeCache(int64_t tokens, const std::string& kv_dtype = "auto") const;
   // The prompt text for one user message under the model's chat template.
-  Result<std::string> RenderChatPrompt(const std::string& user_message) const;
+  // kwargs_json: chat_template_kwargs as a JSON object (e.g. {"enable_thinking": false}), or empty.
+  Result<std::string> RenderChatPrompt(const std::string& user_message, const std::string& kwargs_json = "") const;
 };
 
 }  // namespace tern::app
