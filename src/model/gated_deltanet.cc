@@ -11,6 +11,22 @@ float Silu(float x) { return x / (1.0f + std::exp(-x)); }
 float Softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }
 float Sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 
+// Prompt chunks of at least this many tokens use the chunked form.
+constexpr int64_t kChunkedMinTokens = 16;
+
+}  // namespace
+
+void DeltaRuleChunked(float* S, int64_t dk, int64_t dv, int64_t n, const float* q, const float* k,
+                      int64_t qk_stride, const float* v, int64_t v_stride, const float* g, const float* beta,
+                      int64_t gb_stride, float* o, int64_t o_stride, int64_t chunk);
+
+namespace {
+void ChunkedRule(float* S, int64_t dk, int64_t dv, int64_t n, const float* q, const float* k, int64_t qk_stride,
+                 const float* v, int64_t v_stride, const float* g, const float* beta, int64_t gb_stride, float* o,
+                 int64_t o_stride) {
+  DeltaRuleChunked(S, dk, dv, n, q, k, qk_stride, v, v_stride, g, beta, gb_stride, o, o_stride, 64);
+}
+
 }  // namespace
 
 Result<GatedDeltaNet> GatedDeltaNet::Load(const WeightLoader& w, const std::string& p, const ModelConfig& cfg) {
@@ -80,6 +96,105 @@ void DeltaRuleRecurrent(float* S, int64_t dk, int64_t dv, int64_t n, const float
       for (int64_t j = 0; j < dv; ++j) {
         row[j] += ki * u[size_t(j)];
         ot[j] += row[j] * qi;
+      }
+    }
+  }
+}
+
+void DeltaRuleChunked(float* S, int64_t dk, int64_t dv, int64_t n, const float* q, const float* k,
+                      int64_t qk_stride, const float* v, int64_t v_stride, const float* g, const float* beta,
+                      int64_t gb_stride, float* o, int64_t o_stride, int64_t chunk) {
+  const int64_t C = chunk;
+  // Per chunk (c rows, the last one possibly short; padding rows would add nothing):
+  //   G[i]     = cumulative log-decay within the chunk, D[i][j] = exp(G[i] - G[j]) (j <= i)
+  //   A        = -(beta_i k_i . k_j) D[i][j] for j < i, solved in place into (I - A')^-1 form
+  //   U        = A (beta v)            [c, dv]  (values corrected within the chunk)
+  //   W        = A (beta k exp(G))     [c, dk]  (how the carried state enters each row)
+  //   Vn       = U - W S               [c, dv]
+  //   o_i      = exp(G[i]) q_i S + sum_{j<=i} (q_i . k_j) D[i][j] Vn_j
+  //   S        = exp(G[c-1]) S + sum_j exp(G[c-1] - G[j]) k_j (x) Vn_j
+  std::vector<float> G(static_cast<size_t>(C)), A(static_cast<size_t>(C * C)), U(static_cast<size_t>(C * dv)),
+      W(static_cast<size_t>(C * dk)), Sq(static_cast<size_t>(dv));
+  for (int64_t c0 = 0; c0 < n; c0 += C) {
+    const int64_t c = std::min(C, n - c0);
+    const auto qr = [&](int64_t i) { return q + (c0 + i) * qk_stride; };
+    const auto kr = [&](int64_t i) { return k + (c0 + i) * qk_stride; };
+    const auto vr = [&](int64_t i) { return v + (c0 + i) * v_stride; };
+    const auto bt = [&](int64_t i) { return beta[(c0 + i) * gb_stride]; };
+    float acc = 0.0f;
+    for (int64_t i = 0; i < c; ++i) G[size_t(i)] = acc += g[(c0 + i) * gb_stride];
+    // A: strictly lower part, then the forward substitution of transformers'
+    // loop (row i += row i . A[:i, :i]), then + I.
+    std::fill(A.begin(), A.end(), 0.0f);
+    for (int64_t i = 0; i < c; ++i)
+      for (int64_t j = 0; j < i; ++j) {
+        float dot = 0.0f;
+        for (int64_t d = 0; d < dk; ++d) dot += kr(i)[d] * kr(j)[d];
+        A[size_t(i * C + j)] = -bt(i) * dot * std::exp(G[size_t(i)] - G[size_t(j)]);
+      }
+    for (int64_t i = 1; i < c; ++i)
+      for (int64_t j = 0; j < i; ++j) {
+        float s = 0.0f;
+        for (int64_t m = j + 1; m < i; ++m) s += A[size_t(i * C + m)] * A[size_t(m * C + j)];
+        A[size_t(i * C + j)] += s;
+      }
+    for (int64_t i = 0; i < c; ++i) A[size_t(i * C + i)] = 1.0f;
+    // U = A (beta v), W = A (beta k exp(G)).
+    for (int64_t i = 0; i < c; ++i) {
+      float* u = U.data() + i * dv;
+      float* w = W.data() + i * dk;
+      std::fill(u, u + dv, 0.0f);
+      std::fill(w, w + dk, 0.0f);
+      for (int64_t j = 0; j <= i; ++j) {
+        const float a = A[size_t(i * C + j)];
+        if (a == 0.0f) continue;
+        const float av = a * bt(j), ak = av * std::exp(G[size_t(j)]);
+        for (int64_t d = 0; d < dv; ++d) u[d] += av * vr(j)[d];
+        for (int64_t d = 0; d < dk; ++d) w[d] += ak * kr(j)[d];
+      }
+    }
+    // Vn = U - W S (in U).
+    for (int64_t i = 0; i < c; ++i) {
+      float* u = U.data() + i * dv;
+      const float* w = W.data() + i * dk;
+      for (int64_t d = 0; d < dk; ++d) {
+        const float wd = w[d];
+        const float* srow = S + d * dv;
+        for (int64_t e = 0; e < dv; ++e) u[e] -= wd * srow[e];
+      }
+    }
+    // Outputs.
+    for (int64_t i = 0; i < c; ++i) {
+      float* out = o + (c0 + i) * o_stride;
+      std::fill(Sq.begin(), Sq.end(), 0.0f);
+      for (int64_t d = 0; d < dk; ++d) {
+        const float qd = qr(i)[d];
+        const float* srow = S + d * dv;
+        for (int64_t e = 0; e < dv; ++e) Sq[size_t(e)] += qd * srow[e];
+      }
+      const float gi = std::exp(G[size_t(i)]);
+      for (int64_t e = 0; e < dv; ++e) out[e] = gi * Sq[size_t(e)];
+      for (int64_t j = 0; j <= i; ++j) {
+        float dot = 0.0f;
+        for (int64_t d = 0; d < dk; ++d) dot += qr(i)[d] * kr(j)[d];
+        const float w = dot * std::exp(G[size_t(i)] - G[size_t(j)]);
+        const float* u = U.data() + j * dv;
+        for (int64_t e = 0; e < dv; ++e) out[e] += w * u[e];
+      }
+    }
+    // Carry the state past the chunk.
+    const float glast = G[size_t(c - 1)], decay = std::exp(glast);
+    for (int64_t d = 0; d < dk; ++d) {
+      float* srow = S + d * dv;
+      for (int64_t e = 0; e < dv; ++e) srow[e] *= decay;
+    }
+    for (int64_t j = 0; j < c; ++j) {
+      const float f = std::exp(glast - G[size_t(j)]);
+      const float* u = U.data() + j * dv;
+      for (int64_t d = 0; d < dk; ++d) {
+        const float kd = f * kr(j)[d];
+        float* srow = S + d * dv;
+        for (int64_t e = 0; e < dv; ++e) srow[e] += kd * u[e];
       }
     }
   }
@@ -166,10 +281,12 @@ void GatedDeltaNet::Forward(const BatchLayout& batch, const float* x, float* out
         aa = neg_exp_a[size_t(h)] * Softplus(aa + dt_bias[size_t(h)]);  // g, the log-decay
       }
     }
-    // The recurrence, one value head per task (value head h reads key head h / group).
+    // The delta rule, one value head per task (value head h reads key head h /
+    // group): the chunked form for prompt chunks, the recurrent step for decode.
+    const auto rule = n >= kChunkedMinTokens ? &ChunkedRule : &DeltaRuleRecurrent;
     pool.Run(size_t(Hv), [&](size_t h, size_t) {
       const int64_t kh = int64_t(h) / group;
-      DeltaRuleRecurrent(rec + int64_t(h) * dk * dv, dk, dv, n, qkv + r0 * C + kh * dk,
+      rule(rec + int64_t(h) * dk * dv, dk, dv, n, qkv + r0 * C + kh * dk,
                          qkv + r0 * C + Hk * dk + kh * dk, C, qkv + r0 * C + 2 * Hk * dk + int64_t(h) * dv, C,
                          a + r0 * Hv + int64_t(h), b + r0 * Hv + int64_t(h), Hv, o + r0 * V + int64_t(h) * dv, V);
     });

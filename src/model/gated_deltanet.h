@@ -64,4 +64,13 @@ void DeltaRuleRecurrent(float* S, int64_t dk, int64_t dv, int64_t n, const float
                         int64_t qk_stride, const float* v, int64_t v_stride, const float* g, const float* beta,
                         int64_t gb_stride, float* o, int64_t o_stride);
 
+// The same n steps in the chunked (WY / UT-transform) form transformers uses for
+// prompts (torch_chunk_gated_delta_rule, chunks of `chunk` tokens): within a
+// chunk the corrections are solved as one unit lower-triangular system and
+// applied with matrix products; between chunks the state is carried exactly.
+// Mathematically equal to DeltaRuleRecurrent (checked by model_test).
+void DeltaRuleChunked(float* S, int64_t dk, int64_t dv, int64_t n, const float* q, const float* k,
+                      int64_t qk_stride, const float* v, int64_t v_stride, const float* g, const float* beta,
+                      int64_t gb_stride, float* o, int64_t o_stride, int64_t chunk = 64);
+
 }  // namespace tern
