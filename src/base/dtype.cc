@@ -78,33 +78,21 @@ float E4M3ToF32(uint8_t v) {
   return neg ? -r : r;
 }
 
-namespace {
-// The 127 non-negative finite E4M3 values, ascending with the code.
-struct E4M3Magnitudes {
-  float v[127];
-  E4M3Magnitudes() {
-    for (int i = 0; i < 127; ++i) v[i] = E4M3ToF32(uint8_t(i));
-  }
-};
-const E4M3Magnitudes& Magnitudes() {
-  static const E4M3Magnitudes m;
-  return m;
-}
-}  // namespace
-
 uint8_t F32ToE4M3(float f) {
   if (std::isnan(f)) return 0x7f;
   const uint8_t sign = std::signbit(f) ? 0x80 : 0;
   const float a = std::fabs(f);
   if (a >= 448.0f) return sign | 0x7e;
-  // The two codes around a (codes are monotonic in value), then the nearer,
-  // ties to the even code.
-  const float* v = Magnitudes().v;
-  const int lo = int(std::upper_bound(v, v + 127, a) - v) - 1;  // v[lo] <= a < v[lo + 1]
-  const float err_lo = std::fabs(v[lo] - a), err_hi = std::fabs(v[lo + 1] - a);
-  int best = lo;
-  if (err_hi < err_lo || (err_hi == err_lo && ((lo + 1) & 1) == 0)) best = lo + 1;
-  return uint8_t(sign | best);
+  if (a < 0x1p-6f) {
+    // Subnormals (and zero): m * 2^-9, m = a * 2^9 rounded to nearest even
+    // (exact scaling; m == 8 is the smallest normal, code 0x08, as it should be).
+    return uint8_t(sign | uint8_t(std::nearbyint(a * 512.0f)));
+  }
+  // Normals: round the f32 mantissa to 3 bits, ties to even (a carry moves
+  // into the exponent), then rebias the exponent from 127 to 7.
+  uint32_t u = F32ToBits(a);
+  u += 0x7ffffu + ((u >> 20) & 1u);
+  return uint8_t(sign | uint8_t((u >> 20) - ((127u - 7u) << 3)));
 }
 
 uint8_t F32ToE2M1(float f) {
