@@ -112,13 +112,14 @@ float AbsMax(const float* x, int64_t n) {
   return m;
 }
 
-Nvfp4Weights QuantizeNvfp4(const float* w, int64_t N, int64_t K, float amax) {
+Nvfp4Weights QuantizeNvfp4(const float* w, int64_t N, int64_t K, float amax, ThreadPool* pool) {
   Nvfp4Weights q;
   q.weight_scale_2 = amax > 0.0f ? amax / (kE2M1Max * kE4M3Max) : 1.0f;
   const int64_t blocks = K / kernels::kNvfp4Block;
   q.codes.assign(size_t(N * K / 2), 0);
   q.scales.assign(size_t(N * blocks), 0);
-  for (int64_t n = 0; n < N; ++n)
+  const auto rows = [&](size_t n0, size_t n1) {
+  for (int64_t n = int64_t(n0); n < int64_t(n1); ++n)
     for (int64_t b = 0; b < blocks; ++b) {
       const float* x = w + n * K + b * kernels::kNvfp4Block;
       const float block_amax = AbsMax(x, kernels::kNvfp4Block);
@@ -132,6 +133,12 @@ Nvfp4Weights QuantizeNvfp4(const float* w, int64_t N, int64_t K, float amax) {
         q.codes[size_t((n * K + b * kernels::kNvfp4Block + i) / 2)] = uint8_t(lo | (hi << 4));
       }
     }
+  };
+  if (pool != nullptr) {
+    pool->ParallelFor(size_t(N), 16, [&](size_t n0, size_t n1, size_t) { rows(n0, n1); });
+  } else {
+    rows(0, size_t(N));
+  }
   return q;
 }
 
@@ -348,6 +355,7 @@ Result<std::string> QuantizeCheckpoint(const std::string& in_dir, const std::str
     }
 
   // 3. Write: quantized Linears, then every other tensor as stored.
+  ThreadPool pool(0);
   Writer out(out_dir, opts.max_shard_bytes);
   for (const auto& m : quantized) {
     const Candidate& c = *by_module[m];
@@ -360,7 +368,7 @@ Result<std::string> QuantizeCheckpoint(const std::string& in_dir, const std::str
       input_scale = it->second / (nvfp4 ? kE2M1Max * kE4M3Max : kE4M3Max);
     }
     if (nvfp4) {
-      Nvfp4Weights q = QuantizeNvfp4(w.data(), c.N, c.K, w_amax[m]);
+      Nvfp4Weights q = QuantizeNvfp4(w.data(), c.N, c.K, w_amax[m], &pool);
       TERN_RETURN_IF_ERROR(out.Add({m + ".weight", DType::kU8, {c.N, c.K / 2}, Bytes(q.codes)}));
       TERN_RETURN_IF_ERROR(
           out.Add({m + ".weight_scale", DType::kF8E4M3, {c.N, c.K / kernels::kNvfp4Block}, Bytes(q.scales)}));

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "base/thread_pool.h"
 
 namespace tern {
 
@@ -23,7 +24,8 @@ struct Nvfp4Weights {
   std::vector<uint8_t> codes, scales;
   float weight_scale_2 = 0.0f;
 };
-Nvfp4Weights QuantizeNvfp4(const float* w, int64_t N, int64_t K, float amax);
+// Rows are quantized in parallel on `pool` when given (the result is the same).
+Nvfp4Weights QuantizeNvfp4(const float* w, int64_t N, int64_t K, float amax, ThreadPool* pool = nullptr);
 
 // FP8 E4M3 of W [N, K]. Per tensor (ModelOpt): scale = amax / 448, code =
 // e4m3(W / scale). In 128x128 blocks (Qwen/DeepSeek `weight_scale_inv`):
