@@ -32,10 +32,8 @@ Result<Calibration> Calibrate(Session& s, const std::vector<int32_t>& ids) {
     if (layer.linear_attn) continue;  // (no KV cache)
     AttentionBlock& a = layer.attention;
     const std::string attn = a.q_proj.name.substr(0, a.q_proj.name.rfind('.'));  // "...self_attn"
-    (kv[attn + "|k"] = std::make_unique<ActivationObserver>());
-    (kv[attn + "|v"] = std::make_unique<ActivationObserver>());
-    a.k_observer = kv[attn + "|k"].get();
-    a.v_observer = kv[attn + "|v"].get();
+    a.k_observer = (kv[attn + "|k"] = std::make_unique<ActivationObserver>()).get();
+    a.v_observer = (kv[attn + "|v"] = std::make_unique<ActivationObserver>()).get();
   }
   TERN_ASSIGN_OR_RETURN(std::unique_ptr<KvCache> cache, s.MakeCache(int64_t(ids.size()) + 1, "f32"));
   BlockAllocator blocks(cache->num_blocks());

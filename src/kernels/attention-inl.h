@@ -19,6 +19,7 @@
 #include "hwy/cache_control.h"
 #include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
+#include "kernels/wload-inl.h"
 #include "kernels/gemm_tile-inl.h"
 #include "kernels/ops.h"
 
@@ -53,12 +54,9 @@ HWY_INLINE VF LoadRow(const uint8_t* row, size_t d) {
 #if HWY_TARGET == HWY_SCALAR
     return hn::Set(df, E4M3ToF32(row[d]));
 #else
-    // Exponent and mantissa moved into an f32 and scaled by 2^(127-7)
-    // (subnormals included), then the sign (the KV scale is applied by the caller).
-    const DU du;
-    const auto b = hn::PromoteTo(du, hn::LoadU(hn::Rebind<uint8_t, DF>(), row + d));
-    const VF mag = hn::Mul(hn::BitCast(df, hn::ShiftLeft<20>(hn::And(b, hn::Set(du, 0x7fu)))), hn::Set(df, 0x1p120f));
-    return hn::Or(mag, hn::BitCast(df, hn::ShiftLeft<24>(hn::And(b, hn::Set(du, 0x80u)))));
+    // Unscaled: the KV scales are applied by the caller.
+    const auto b = hn::PromoteTo(DU(), hn::LoadU(hn::Rebind<uint8_t, DF>(), row + d));
+    return wload::E4M3Lanes(b, hn::Set(df, wload::kE4M3Unit));
 #endif
   } else if constexpr (kDT == DType::kF16) {
 #if HWY_TARGET == HWY_SCALAR  // (Highway 1.0.3's scalar f16 conversion mishandles NaN)

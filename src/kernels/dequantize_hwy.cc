@@ -14,24 +14,9 @@ namespace HWY_NAMESPACE {
 
 void DequantizeRowsImpl(const MatrixView& w, int64_t n0, int64_t rows, int64_t k0, int64_t k1, float* out,
                         int64_t ldo) {
-  using wload::Fmt;
-  const auto run = [&]<Fmt F>() {
-    wload::DequantRows<F>(w, size_t(n0), size_t(rows), size_t(k0), size_t(k1), out, size_t(ldo));
-  };
-  switch (wload::FmtOf(w)) {
-    case Fmt::kF32:
-      return run.template operator()<Fmt::kF32>();
-    case Fmt::kBF16:
-      return run.template operator()<Fmt::kBF16>();
-    case Fmt::kF16:
-      return run.template operator()<Fmt::kF16>();
-    case Fmt::kNvfp4:
-      return run.template operator()<Fmt::kNvfp4>();
-    case Fmt::kFp8:
-      return run.template operator()<Fmt::kFp8>();
-    case Fmt::kFp8Block:
-      return run.template operator()<Fmt::kFp8Block>();
-  }
+  wload::VisitFmt(wload::FmtOf(w), [&](auto f) {
+    wload::DequantRows<decltype(f)::value>(w, size_t(n0), size_t(rows), size_t(k0), size_t(k1), out, size_t(ldo));
+  });
 }
 
 }  // namespace HWY_NAMESPACE

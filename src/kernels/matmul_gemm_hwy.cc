@@ -143,20 +143,9 @@ void GemmImpl(const float* x, int64_t M, int64_t ldx, const MatrixView& w, float
     for (int64_t m = 0; m < M; ++m) std::fill(y + m * ldy, y + m * ldy + w.rows, 0.0f);
     return;
   }
-  switch (wload::FmtOf(w)) {
-    case Fmt::kBF16:
-      return GemmTyped<Fmt::kBF16>(x, size_t(M), size_t(ldx), w, y, size_t(ldy), pool);
-    case Fmt::kF16:
-      return GemmTyped<Fmt::kF16>(x, size_t(M), size_t(ldx), w, y, size_t(ldy), pool);
-    case Fmt::kF32:
-      return GemmTyped<Fmt::kF32>(x, size_t(M), size_t(ldx), w, y, size_t(ldy), pool);
-    case Fmt::kNvfp4:
-      return GemmTyped<Fmt::kNvfp4>(x, size_t(M), size_t(ldx), w, y, size_t(ldy), pool);
-    case Fmt::kFp8:
-      return GemmTyped<Fmt::kFp8>(x, size_t(M), size_t(ldx), w, y, size_t(ldy), pool);
-    case Fmt::kFp8Block:
-      return GemmTyped<Fmt::kFp8Block>(x, size_t(M), size_t(ldx), w, y, size_t(ldy), pool);
-  }
+  wload::VisitFmt(wload::FmtOf(w), [&](auto f) {
+    GemmTyped<decltype(f)::value>(x, size_t(M), size_t(ldx), w, y, size_t(ldy), pool);
+  });
 }
 
 }  // namespace HWY_NAMESPACE

@@ -299,20 +299,7 @@ void MatMulImpl(const float* x, int64_t M, int64_t ldx, const MatrixView& w, flo
   } else {
     PrepareRows(x, size_t(ldx), 0, size_t(M), K, kp, interleave, xs);
   }
-  switch (fmt) {
-    case Fmt::kBF16:
-      return MatMulTyped<Fmt::kBF16>(xs, kp, size_t(M), w, y, size_t(ldy), pool);
-    case Fmt::kF16:
-      return MatMulTyped<Fmt::kF16>(xs, kp, size_t(M), w, y, size_t(ldy), pool);
-    case Fmt::kF32:
-      return MatMulTyped<Fmt::kF32>(xs, kp, size_t(M), w, y, size_t(ldy), pool);
-    case Fmt::kNvfp4:
-      return MatMulTyped<Fmt::kNvfp4>(xs, kp, size_t(M), w, y, size_t(ldy), pool);
-    case Fmt::kFp8:
-      return MatMulTyped<Fmt::kFp8>(xs, kp, size_t(M), w, y, size_t(ldy), pool);
-    case Fmt::kFp8Block:
-      return MatMulTyped<Fmt::kFp8Block>(xs, kp, size_t(M), w, y, size_t(ldy), pool);
-  }
+  wload::VisitFmt(fmt, [&](auto f) { MatMulTyped<decltype(f)::value>(xs, kp, size_t(M), w, y, size_t(ldy), pool); });
 }
 
 }  // namespace HWY_NAMESPACE

@@ -38,30 +38,24 @@ struct Impl {
 // MatMul itself and both implementations it chooses between, each on every shape.
 constexpr Impl kImpls[] = {{"MatMul", MatMul}, {"MatMulGemv", MatMulGemv}, {"MatMulGemm", MatMulGemm}};
 
-// Runs every implementation on one case and compares with ref::MatMul.
-void CheckCase(const Case& c, DType dtype, ThreadPool& pool, uint32_t seed) {
-  SCOPED_TRACE(::testing::Message() << "M=" << c.M << " N=" << c.N << " K=" << c.K << " dtype=" << DTypeName(dtype)
-                                    << " threads=" << pool.size());
-  std::mt19937 rng(seed);
+// Runs every implementation on x [M, K] times w and compares with ref::MatMul.
+void CheckAgainstReference(const Case& c, const MatrixView& w, const std::vector<float>& xbuf, ThreadPool& pool) {
   const int64_t ldx = c.K + c.ldx_pad, ldy = c.N + c.ldy_pad;
-  std::vector<float> xbuf = RandomFloats(rng, size_t(c.M * ldx) + c.x_offset);
   const float* x = xbuf.data() + c.x_offset;
-  TestMatrix w(rng, dtype, c.N, c.K, c.K + c.stride_pad, c.w_byte_offset);
-
   const float kSentinel = -12345.0f;
   std::vector<float> want(size_t(c.M * ldy), kSentinel), tol(size_t(c.M * ldy));
-  ref::MatMul(x, c.M, ldx, w.view, want.data(), ldy);
+  ref::MatMul(x, c.M, ldx, w, want.data(), ldy);
   for (int64_t m = 0; m < c.M; ++m)
     for (int64_t n = 0; n < c.N; ++n) {
       double mag = 0;
-      for (int64_t k = 0; k < c.K; ++k) mag += std::fabs(double(x[m * ldx + k]) * ref::MatrixAt(w.view, n, k));
+      for (int64_t k = 0; k < c.K; ++k) mag += std::fabs(double(x[m * ldx + k]) * ref::MatrixAt(w, n, k));
       tol[size_t(m * ldy + n)] = float(double(c.K + 64) * std::ldexp(1.0, -24) * mag + 1e-30);
     }
 
   for (const Impl& impl : kImpls) {
     SCOPED_TRACE(impl.name);
     std::vector<float> y(size_t(c.M * ldy), kSentinel);
-    impl.fn(x, c.M, ldx, w.view, y.data(), ldy, pool);
+    impl.fn(x, c.M, ldx, w, y.data(), ldy, pool);
     int failures = 0;
     for (int64_t m = 0; m < c.M && failures < 5; ++m) {
       for (int64_t n = 0; n < c.N && failures < 5; ++n) {
@@ -74,6 +68,15 @@ void CheckCase(const Case& c, DType dtype, ThreadPool& pool, uint32_t seed) {
       for (int64_t n = c.N; n < ldy; ++n) ASSERT_EQ(y[size_t(m * ldy + n)], kSentinel) << "wrote past N";
     }
   }
+}
+
+void CheckCase(const Case& c, DType dtype, ThreadPool& pool, uint32_t seed) {
+  SCOPED_TRACE(::testing::Message() << "M=" << c.M << " N=" << c.N << " K=" << c.K << " dtype=" << DTypeName(dtype)
+                                    << " threads=" << pool.size());
+  std::mt19937 rng(seed);
+  std::vector<float> xbuf = RandomFloats(rng, size_t(c.M * (c.K + c.ldx_pad)) + c.x_offset);
+  TestMatrix w(rng, dtype, c.N, c.K, c.K + c.stride_pad, c.w_byte_offset);
+  CheckAgainstReference(c, w.view, xbuf, pool);
 }
 
 TEST(MatMulTest, MatchesReferenceOnOddShapes) {
@@ -153,33 +156,9 @@ void CheckQuantCase(const QuantCase& q, ThreadPool& pool, uint32_t seed) {
                                     << (q.format == WeightFormat::kNvfp4 ? "nvfp4" : "fp8")
                                     << (q.block_scales ? " (block scales)" : "") << " threads=" << pool.size());
   std::mt19937 rng(seed);
-  const int64_t ldx = c.K + c.ldx_pad, ldy = c.N + c.ldy_pad;
-  std::vector<float> xbuf = RandomFloats(rng, size_t(c.M * ldx) + c.x_offset);
-  const float* x = xbuf.data() + c.x_offset;
+  std::vector<float> xbuf = RandomFloats(rng, size_t(c.M * (c.K + c.ldx_pad)) + c.x_offset);
   testing::QuantTestMatrix w(rng, q.format, q.block_scales, c.N, c.K, c.stride_pad, c.w_byte_offset);
-
-  std::vector<float> want(size_t(c.M * ldy)), tol(size_t(c.M * ldy));
-  ref::MatMul(x, c.M, ldx, w.view, want.data(), ldy);
-  for (int64_t m = 0; m < c.M; ++m)
-    for (int64_t n = 0; n < c.N; ++n) {
-      double mag = 0;
-      for (int64_t k = 0; k < c.K; ++k) mag += std::fabs(double(x[m * ldx + k]) * ref::MatrixAt(w.view, n, k));
-      tol[size_t(m * ldy + n)] = float(double(c.K + 64) * std::ldexp(1.0, -24) * mag + 1e-30);
-    }
-  for (const Impl& impl : kImpls) {
-    SCOPED_TRACE(impl.name);
-    std::vector<float> y(size_t(c.M * ldy), -12345.0f);
-    impl.fn(x, c.M, ldx, w.view, y.data(), ldy, pool);
-    int failures = 0;
-    for (int64_t m = 0; m < c.M && failures < 5; ++m)
-      for (int64_t n = 0; n < c.N && failures < 5; ++n) {
-        const size_t i = size_t(m * ldy + n);
-        if (!(std::fabs(double(y[i]) - want[i]) <= tol[i])) {
-          ADD_FAILURE() << "y[" << m << "," << n << "] = " << y[i] << ", want " << want[i] << " (tol " << tol[i] << ")";
-          ++failures;
-        }
-      }
-  }
+  CheckAgainstReference(c, w.view, xbuf, pool);
 }
 
 TEST(MatMulTest, QuantizedWeightsMatchReference) {

@@ -23,6 +23,7 @@
 #endif
 
 #include <cstring>
+#include <type_traits>
 
 #include "base/dtype.h"
 #include "hwy/highway.h"
@@ -53,6 +54,20 @@ inline Fmt FmtOf(const MatrixView& w) {
       break;
   }
   return w.dtype == DType::kBF16 ? Fmt::kBF16 : w.dtype == DType::kF16 ? Fmt::kF16 : Fmt::kF32;
+}
+
+// Calls fn(std::integral_constant<Fmt, F>()) for w's format F: the one place
+// that turns the run-time format into a template argument.
+template <class Fn>
+HWY_INLINE void VisitFmt(Fmt f, Fn&& fn) {
+  switch (f) {
+    case Fmt::kF32: return fn(std::integral_constant<Fmt, Fmt::kF32>());
+    case Fmt::kBF16: return fn(std::integral_constant<Fmt, Fmt::kBF16>());
+    case Fmt::kF16: return fn(std::integral_constant<Fmt, Fmt::kF16>());
+    case Fmt::kNvfp4: return fn(std::integral_constant<Fmt, Fmt::kNvfp4>());
+    case Fmt::kFp8: return fn(std::integral_constant<Fmt, Fmt::kFp8>());
+    case Fmt::kFp8Block: return fn(std::integral_constant<Fmt, Fmt::kFp8Block>());
+  }
 }
 
 // E4M3 value of every byte, for scalar scale lookups.
@@ -203,6 +218,7 @@ struct WLoad<Fmt::kNvfp4> {
 // exponent and mantissa bits placed in an f32 (<< 20) and multiplied by
 // 2^(127 - 7) give the value, subnormals included; the sign bit is copied.
 // (The NaN codes 0x7f/0xff decode as +-480: checkpoints do not hold them.)
+inline constexpr float kE4M3Unit = 0x1p120f;  // the `scale` that gives plain E4M3 values
 #if HWY_TARGET != HWY_SCALAR
 HWY_INLINE VF E4M3Lanes(hn::Vec<DU> v, VF scale) {
   const DF df;
@@ -224,7 +240,7 @@ HWY_INLINE void LoadFp8(const uint8_t* row, const uint8_t* srow, size_t k, VF& l
 #else
   const DU du;
   const hn::Rebind<uint8_t, DF> d8;
-  const VF scale = hn::Set(df, 0x1p120f * s);
+  const VF scale = hn::Set(df, kE4M3Unit * s);
   lo = E4M3Lanes(hn::PromoteTo(du, hn::LoadU(d8, row + k)), scale);
   hi = E4M3Lanes(hn::PromoteTo(du, hn::LoadU(d8, row + k + hn::Lanes(df))), scale);
 #endif

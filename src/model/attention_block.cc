@@ -16,7 +16,7 @@ Result<AttentionBlock> AttentionBlock::Load(const WeightLoader& w, const std::st
   a.q_heads = cfg.num_attention_heads;
   a.kv_heads = cfg.num_key_value_heads;
   a.head_dim = cfg.head_dim;
-  a.rotary_dim = int64_t(std::llround(double(cfg.head_dim) * cfg.partial_rotary_factor));
+  a.rotary_dim = cfg.RotaryDim();
   a.norm_eps = float(cfg.rms_norm_eps);
   a.cache_layer = cache_layer;
   const int64_t H = cfg.hidden_size, D = cfg.head_dim;

@@ -70,6 +70,8 @@ Result<json> ParseObject(const std::string& text, const std::string& source) {
 
 }  // namespace
 
+int64_t ModelConfig::RotaryDim() const { return int64_t(std::llround(double(head_dim) * partial_rotary_factor)); }
+
 bool ModelConfig::IsLinearAttentionLayer(int64_t layer) const {
   if (!layer_types.empty()) return layer_types[size_t(layer)] == "linear_attention";
   if (full_attention_interval > 0) return (layer + 1) % full_attention_interval != 0;

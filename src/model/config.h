@@ -53,6 +53,8 @@ struct ModelConfig {
 
   // Whether layer i uses the sparse MoE block (HF Qwen3-MoE rule).
   bool IsMoeLayer(int64_t layer) const;
+  // RoPE dims per attention head: head_dim * partial_rotary_factor.
+  int64_t RotaryDim() const;
   // Whether layer i is a linear-attention (Gated DeltaNet) layer.
   bool IsLinearAttentionLayer(int64_t layer) const;
 };

@@ -8,9 +8,7 @@
 namespace tern {
 
 DecoderModel::DecoderModel(ModelConfig cfg, TensorStore store, const LoadOptions& opts)
-    : cfg_(std::move(cfg)), store_(std::move(store)), numerics_(opts.numerics), pool_(opts.threads) {
-  rotary_dim = int64_t(std::llround(double(cfg_.head_dim) * cfg_.partial_rotary_factor));
-}
+    : cfg_(std::move(cfg)), store_(std::move(store)), numerics_(opts.numerics), pool_(opts.threads) {}
 
 CacheSpec DecoderModel::cache_spec() const {
   int64_t attention = 0, state = 0;
@@ -59,7 +57,7 @@ Status DecoderModel::Validate(std::span<const SequenceChunk> batch, const KvCach
 Status DecoderModel::Forward(std::span<const SequenceChunk> batch, KvCache& cache, std::vector<float>& logits) {
   TERN_RETURN_IF_ERROR(Validate(batch, cache));
   const int64_t H = cfg_.hidden_size, V = cfg_.vocab_size;
-  layout_.Build(batch, rotary_dim > 0 ? rotary_dim : cfg_.head_dim, cfg_.rope_theta);
+  layout_.Build(batch, cfg_.RotaryDim(), cfg_.rope_theta);
   const int64_t T = layout_.rows;
   const float eps = float(cfg_.rms_norm_eps);
 

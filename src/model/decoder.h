@@ -36,7 +36,6 @@ class DecoderModel final : public Model {
   const TensorView* embed_tokens = nullptr;  // [vocab, hidden]
   std::vector<DecoderLayer> layers;
   std::vector<float> final_norm;  // [hidden]
-  int64_t rotary_dim = 0;         // RoPE dims per head (all attention layers alike); 0: head_dim
   Linear lm_head;                 // [vocab, hidden]; may view embed_tokens when tied
 
   // Calls fn on every Linear layer (attention, MLP, experts, routers, lm_head).

@@ -113,10 +113,10 @@ void MoeFfn::Forward(const float* x, int64_t rows, float* out, Scratch& s, Threa
   const int64_t H = router.in();
   float* y = Scratch::Get(s.shared, rows * H);
   shared_expert->Forward(x, rows, y, s, pool);
-  std::vector<float> g(static_cast<size_t>(rows));
-  shared_expert_gate.Forward(x, rows, g.data(), pool);
+  float* g = Scratch::Get(s.router, rows);  // (the routing logits are no longer needed)
+  shared_expert_gate.Forward(x, rows, g, pool);
   for (int64_t r = 0; r < rows; ++r) {
-    const float w = 1.0f / (1.0f + std::exp(-g[size_t(r)]));
+    const float w = 1.0f / (1.0f + std::exp(-g[r]));
     for (int64_t j = 0; j < H; ++j) out[r * H + j] += w * y[r * H + j];
   }
 }

@@ -14,17 +14,13 @@ float Sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 // Prompt chunks of at least this many tokens use the chunked form.
 constexpr int64_t kChunkedMinTokens = 16;
 
-}  // namespace
-
-void DeltaRuleChunked(float* S, int64_t dk, int64_t dv, int64_t n, const float* q, const float* k,
-                      int64_t qk_stride, const float* v, int64_t v_stride, const float* g, const float* beta,
-                      int64_t gb_stride, float* o, int64_t o_stride, int64_t chunk);
-
-namespace {
-void ChunkedRule(float* S, int64_t dk, int64_t dv, int64_t n, const float* q, const float* k, int64_t qk_stride,
-                 const float* v, int64_t v_stride, const float* g, const float* beta, int64_t gb_stride, float* o,
-                 int64_t o_stride) {
-  DeltaRuleChunked(S, dk, dv, n, q, k, qk_stride, v, v_stride, g, beta, gb_stride, o, o_stride, 64);
+// A per-thread buffer of at least n floats (the delta rule runs per head on
+// the pool's threads, every layer of every step).
+float* ThreadBuffer(int slot, int64_t n) {
+  thread_local std::vector<float> bufs[6];
+  std::vector<float>& b = bufs[slot];
+  if (int64_t(b.size()) < n) b.resize(size_t(n));
+  return b.data();
 }
 
 }  // namespace
@@ -70,31 +66,31 @@ Result<GatedDeltaNet> GatedDeltaNet::Load(const WeightLoader& w, const std::stri
 void DeltaRuleRecurrent(float* S, int64_t dk, int64_t dv, int64_t n, const float* q, const float* k,
                         int64_t qk_stride, const float* v, int64_t v_stride, const float* g, const float* beta,
                         int64_t gb_stride, float* o, int64_t o_stride) {
-  std::vector<float> u(static_cast<size_t>(dv));
+  float* u = ThreadBuffer(0, dv);
   for (int64_t t = 0; t < n; ++t) {
     const float* qt = q + t * qk_stride;
     const float* kt = k + t * qk_stride;
     const float* vt = v + t * v_stride;
     const float decay = std::exp(g[t * gb_stride]), b = beta[t * gb_stride];
     // S = decay * S; u = S^T k.
-    std::fill(u.begin(), u.end(), 0.0f);
+    std::fill(u, u + dv, 0.0f);
     for (int64_t i = 0; i < dk; ++i) {
       float* row = S + i * dv;
       const float ki = kt[i];
       for (int64_t j = 0; j < dv; ++j) {
         row[j] *= decay;
-        u[size_t(j)] += row[j] * ki;
+        u[j] += row[j] * ki;
       }
     }
     // S += k (beta (v - u)); o = S^T q.
-    for (int64_t j = 0; j < dv; ++j) u[size_t(j)] = b * (vt[j] - u[size_t(j)]);
+    for (int64_t j = 0; j < dv; ++j) u[j] = b * (vt[j] - u[j]);
     float* ot = o + t * o_stride;
     std::fill(ot, ot + dv, 0.0f);
     for (int64_t i = 0; i < dk; ++i) {
       float* row = S + i * dv;
       const float ki = kt[i], qi = qt[i];
       for (int64_t j = 0; j < dv; ++j) {
-        row[j] += ki * u[size_t(j)];
+        row[j] += ki * u[j];
         ot[j] += row[j] * qi;
       }
     }
@@ -113,8 +109,11 @@ void DeltaRuleChunked(float* S, int64_t dk, int64_t dv, int64_t n, const float* 
   //   Vn       = U - W S               [c, dv]
   //   o_i      = exp(G[i]) q_i S + sum_{j<=i} (q_i . k_j) D[i][j] Vn_j
   //   S        = exp(G[c-1]) S + sum_j exp(G[c-1] - G[j]) k_j (x) Vn_j
-  std::vector<float> G(static_cast<size_t>(C)), A(static_cast<size_t>(C * C)), U(static_cast<size_t>(C * dv)),
-      W(static_cast<size_t>(C * dk)), Sq(static_cast<size_t>(dv));
+  float* G = ThreadBuffer(0, C);
+  float* A = ThreadBuffer(1, C * C);
+  float* U = ThreadBuffer(2, C * dv);
+  float* W = ThreadBuffer(3, C * dk);
+  float* Sq = ThreadBuffer(4, dv);
   for (int64_t c0 = 0; c0 < n; c0 += C) {
     const int64_t c = std::min(C, n - c0);
     const auto qr = [&](int64_t i) { return q + (c0 + i) * qk_stride; };
@@ -122,41 +121,41 @@ void DeltaRuleChunked(float* S, int64_t dk, int64_t dv, int64_t n, const float* 
     const auto vr = [&](int64_t i) { return v + (c0 + i) * v_stride; };
     const auto bt = [&](int64_t i) { return beta[(c0 + i) * gb_stride]; };
     float acc = 0.0f;
-    for (int64_t i = 0; i < c; ++i) G[size_t(i)] = acc += g[(c0 + i) * gb_stride];
+    for (int64_t i = 0; i < c; ++i) G[i] = acc += g[(c0 + i) * gb_stride];
     // A: strictly lower part, then the forward substitution of transformers'
     // loop (row i += row i . A[:i, :i]), then + I.
-    std::fill(A.begin(), A.end(), 0.0f);
+    std::fill(A, A + C * C, 0.0f);
     for (int64_t i = 0; i < c; ++i)
       for (int64_t j = 0; j < i; ++j) {
         float dot = 0.0f;
         for (int64_t d = 0; d < dk; ++d) dot += kr(i)[d] * kr(j)[d];
-        A[size_t(i * C + j)] = -bt(i) * dot * std::exp(G[size_t(i)] - G[size_t(j)]);
+        A[i * C + j] = -bt(i) * dot * std::exp(G[i] - G[j]);
       }
     for (int64_t i = 1; i < c; ++i)
       for (int64_t j = 0; j < i; ++j) {
         float s = 0.0f;
-        for (int64_t m = j + 1; m < i; ++m) s += A[size_t(i * C + m)] * A[size_t(m * C + j)];
-        A[size_t(i * C + j)] += s;
+        for (int64_t m = j + 1; m < i; ++m) s += A[i * C + m] * A[m * C + j];
+        A[i * C + j] += s;
       }
-    for (int64_t i = 0; i < c; ++i) A[size_t(i * C + i)] = 1.0f;
+    for (int64_t i = 0; i < c; ++i) A[i * C + i] = 1.0f;
     // U = A (beta v), W = A (beta k exp(G)).
     for (int64_t i = 0; i < c; ++i) {
-      float* u = U.data() + i * dv;
-      float* w = W.data() + i * dk;
+      float* u = U + i * dv;
+      float* w = W + i * dk;
       std::fill(u, u + dv, 0.0f);
       std::fill(w, w + dk, 0.0f);
       for (int64_t j = 0; j <= i; ++j) {
-        const float a = A[size_t(i * C + j)];
+        const float a = A[i * C + j];
         if (a == 0.0f) continue;
-        const float av = a * bt(j), ak = av * std::exp(G[size_t(j)]);
+        const float av = a * bt(j), ak = av * std::exp(G[j]);
         for (int64_t d = 0; d < dv; ++d) u[d] += av * vr(j)[d];
         for (int64_t d = 0; d < dk; ++d) w[d] += ak * kr(j)[d];
       }
     }
     // Vn = U - W S (in U).
     for (int64_t i = 0; i < c; ++i) {
-      float* u = U.data() + i * dv;
-      const float* w = W.data() + i * dk;
+      float* u = U + i * dv;
+      const float* w = W + i * dk;
       for (int64_t d = 0; d < dk; ++d) {
         const float wd = w[d];
         const float* srow = S + d * dv;
@@ -166,31 +165,31 @@ void DeltaRuleChunked(float* S, int64_t dk, int64_t dv, int64_t n, const float* 
     // Outputs.
     for (int64_t i = 0; i < c; ++i) {
       float* out = o + (c0 + i) * o_stride;
-      std::fill(Sq.begin(), Sq.end(), 0.0f);
+      std::fill(Sq, Sq + dv, 0.0f);
       for (int64_t d = 0; d < dk; ++d) {
         const float qd = qr(i)[d];
         const float* srow = S + d * dv;
-        for (int64_t e = 0; e < dv; ++e) Sq[size_t(e)] += qd * srow[e];
+        for (int64_t e = 0; e < dv; ++e) Sq[e] += qd * srow[e];
       }
-      const float gi = std::exp(G[size_t(i)]);
-      for (int64_t e = 0; e < dv; ++e) out[e] = gi * Sq[size_t(e)];
+      const float gi = std::exp(G[i]);
+      for (int64_t e = 0; e < dv; ++e) out[e] = gi * Sq[e];
       for (int64_t j = 0; j <= i; ++j) {
         float dot = 0.0f;
         for (int64_t d = 0; d < dk; ++d) dot += qr(i)[d] * kr(j)[d];
-        const float w = dot * std::exp(G[size_t(i)] - G[size_t(j)]);
-        const float* u = U.data() + j * dv;
+        const float w = dot * std::exp(G[i] - G[j]);
+        const float* u = U + j * dv;
         for (int64_t e = 0; e < dv; ++e) out[e] += w * u[e];
       }
     }
     // Carry the state past the chunk.
-    const float glast = G[size_t(c - 1)], decay = std::exp(glast);
+    const float glast = G[c - 1], decay = std::exp(glast);
     for (int64_t d = 0; d < dk; ++d) {
       float* srow = S + d * dv;
       for (int64_t e = 0; e < dv; ++e) srow[e] *= decay;
     }
     for (int64_t j = 0; j < c; ++j) {
-      const float f = std::exp(glast - G[size_t(j)]);
-      const float* u = U.data() + j * dv;
+      const float f = std::exp(glast - G[j]);
+      const float* u = U + j * dv;
       for (int64_t d = 0; d < dk; ++d) {
         const float kd = f * kr(j)[d];
         float* srow = S + d * dv;
@@ -249,18 +248,18 @@ void GatedDeltaNet::Forward(const BatchLayout& batch, const float* x, float* out
     // Causal depthwise conv + SiLU per channel, over [state | chunk], in place
     // (each channel's window is saved before its outputs overwrite it).
     pool.ParallelFor(size_t(C), 64, [&](size_t c0, size_t c1, size_t) {
-      std::vector<float> window(size_t(K - 1 + n));
+      float* window = ThreadBuffer(5, K - 1 + n);
       for (size_t ch = c0; ch < c1; ++ch) {
         float* st = conv_state + ch * size_t(K - 1);
-        for (int64_t j = 0; j < K - 1; ++j) window[size_t(j)] = st[j];
-        for (int64_t t = 0; t < n; ++t) window[size_t(K - 1 + t)] = qkv[(r0 + t) * C + int64_t(ch)];
+        for (int64_t j = 0; j < K - 1; ++j) window[j] = st[j];
+        for (int64_t t = 0; t < n; ++t) window[K - 1 + t] = qkv[(r0 + t) * C + int64_t(ch)];
         const float* wch = conv_weight.data() + ch * size_t(K);
         for (int64_t t = 0; t < n; ++t) {
           float acc = 0.0f;
-          for (int64_t j = 0; j < K; ++j) acc += wch[j] * window[size_t(t + j)];
+          for (int64_t j = 0; j < K; ++j) acc += wch[j] * window[t + j];
           qkv[(r0 + t) * C + int64_t(ch)] = Silu(acc);
         }
-        for (int64_t j = 0; j < K - 1; ++j) st[j] = window[size_t(n + j)];
+        for (int64_t j = 0; j < K - 1; ++j) st[j] = window[n + j];
       }
     });
     // q, k: L2-normalised per head (q also scaled by dk^-1/2); beta, g.
@@ -283,12 +282,20 @@ void GatedDeltaNet::Forward(const BatchLayout& batch, const float* x, float* out
     }
     // The delta rule, one value head per task (value head h reads key head h /
     // group): the chunked form for prompt chunks, the recurrent step for decode.
-    const auto rule = n >= kChunkedMinTokens ? &ChunkedRule : &DeltaRuleRecurrent;
     pool.Run(size_t(Hv), [&](size_t h, size_t) {
       const int64_t kh = int64_t(h) / group;
-      rule(rec + int64_t(h) * dk * dv, dk, dv, n, qkv + r0 * C + kh * dk,
-                         qkv + r0 * C + Hk * dk + kh * dk, C, qkv + r0 * C + 2 * Hk * dk + int64_t(h) * dv, C,
-                         a + r0 * Hv + int64_t(h), b + r0 * Hv + int64_t(h), Hv, o + r0 * V + int64_t(h) * dv, V);
+      float* S = rec + int64_t(h) * dk * dv;
+      const float* q = qkv + r0 * C + kh * dk;
+      const float* k = qkv + r0 * C + Hk * dk + kh * dk;
+      const float* v = qkv + r0 * C + 2 * Hk * dk + int64_t(h) * dv;
+      const float* g = a + r0 * Hv + int64_t(h);
+      const float* beta = b + r0 * Hv + int64_t(h);
+      float* out = o + r0 * V + int64_t(h) * dv;
+      if (n >= kChunkedMinTokens) {
+        DeltaRuleChunked(S, dk, dv, n, q, k, C, v, C, g, beta, Hv, out, V);
+      } else {
+        DeltaRuleRecurrent(S, dk, dv, n, q, k, C, v, C, g, beta, Hv, out, V);
+      }
     });
   }
   // Gated RMSNorm per head: w * o / rms(o) * silu(z).

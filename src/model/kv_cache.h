@@ -51,7 +51,8 @@ class KvCache {
   // The pages of attention layer `layer` (0-based among attention layers) for a sequence.
   kernels::KvPages Pages(int64_t layer, std::span<const int32_t> block_table) const;
 
-  // The recurrent state of slot `slot` (CacheSpec::recurrent_state_bytes bytes, 64-byte aligned).
+  // The recurrent state of slot `slot` (CacheSpec::recurrent_state_bytes bytes; slots start
+  // 64 bytes apart, so float access is aligned).
   uint8_t* State(int32_t slot) { return state_.data() + size_t(slot) * size_t(state_stride_); }
   int64_t num_state_slots() const { return opts_.num_state_slots; }
 
@@ -66,7 +67,7 @@ class KvCache {
   KvCacheOptions opts_;
   int64_t layer_elems_ = 0;  // elements of one layer's K (or V) pool
   std::vector<uint8_t> storage_;
-  std::vector<uint8_t, std::allocator<uint8_t>> state_;
+  std::vector<uint8_t> state_;
   int64_t state_stride_ = 0;
 };
 
