@@ -5,38 +5,39 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/bench_peak.h"
+
 namespace tern::app {
 
 BandwidthResult MeasureReadBandwidth(ThreadPool& pool, int64_t bytes, int reps) {
-  const size_t n = size_t(bytes) / sizeof(uint64_t);
-  std::vector<uint64_t> buf(n);
+  const size_t n = size_t(bytes) / sizeof(float);
+  std::vector<float> buf(n);
+  // Slices of 4 MiB, taken dynamically: each thread streams long contiguous
+  // runs (as the GEMV does with its W chunks), and a thread the OS does not
+  // schedule in time leaves its slices to the others.
+  constexpr size_t kSlice = (size_t(4) << 20) / sizeof(float);
+  const size_t slices = (n + kSlice - 1) / kSlice;
   // Touch every page (first-touch by the threads that will read it).
-  pool.ParallelFor(n, 4096, [&](size_t b, size_t e, size_t) {
-    for (size_t i = b; i < e; ++i) buf[i] = i;
+  pool.Run(slices, [&](size_t s, size_t) {
+    std::fill(buf.data() + s * kSlice, buf.data() + std::min(n, (s + 1) * kSlice), 1.0f);
   });
-  std::vector<uint64_t> sums(pool.size() * 8, 0);  // one cache line per thread
+  std::vector<float> sums(pool.size() * 16, 0.0f);  // one cache line per thread
   std::vector<double> gbps;
   for (int r = 0; r < reps; ++r) {
     const auto t0 = std::chrono::steady_clock::now();
-    pool.ParallelFor(n, 4096, [&](size_t b, size_t e, size_t thread) {
-      // Four independent accumulators so the adds vectorize and do not chain.
-      uint64_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
-      size_t i = b;
-      for (; i + 4 <= e; i += 4) {
-        a0 += buf[i];
-        a1 += buf[i + 1];
-        a2 += buf[i + 2];
-        a3 += buf[i + 3];
-      }
-      for (; i < e; ++i) a0 += buf[i];
-      sums[thread * 8] += a0 + a1 + a2 + a3;
+    // Vector loads with several accumulators and prefetch (kernels'
+    // SumFloatsForBenchmark): a scalar loop is compute-bound on one core and
+    // under-reports the bandwidth by about a fifth.
+    pool.Run(slices, [&](size_t s, size_t thread) {
+      const size_t b = s * kSlice, e = std::min(n, b + kSlice);
+      sums[thread * 16] += kernels::SumFloatsForBenchmark(buf.data() + b, e - b);
     });
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    gbps.push_back(double(n * sizeof(uint64_t)) / s / 1e9);
+    const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    gbps.push_back(double(n * sizeof(float)) / sec / 1e9);
   }
   // Keep the sums observable so the reads are not optimised away.
-  volatile uint64_t sink = 0;
-  for (uint64_t s : sums) sink = sink + s;
+  volatile float sink = 0;
+  for (float v : sums) sink = sink + v;
   std::sort(gbps.begin(), gbps.end());
   return {gbps[gbps.size() / 2], gbps.back()};
 }

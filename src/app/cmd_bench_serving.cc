@@ -23,7 +23,7 @@ namespace {
 
 struct RequestStats {
   bool ok = false;
-  double ttft = 0, e2e = 0;
+  double ttft = -1, e2e = 0;  // ttft < 0: no chunk was timed
   std::vector<double> itl;  // gaps between content events after the first
   int64_t output_tokens = 0;
   std::string error;
@@ -140,7 +140,7 @@ Command RegisterBenchServing(CLI::App& app) {
       }
       ++ok;
       out_tokens += s.output_tokens;
-      ttft.push_back(s.ttft);
+      if (s.ttft >= 0) ttft.push_back(s.ttft);
       e2e.push_back(s.e2e);
       itl.insert(itl.end(), s.itl.begin(), s.itl.end());
     }
@@ -150,16 +150,28 @@ Command RegisterBenchServing(CLI::App& app) {
     fmt::print("duration         {:.2f} s\n", wall);
     fmt::print("request rate     {:.3f} req/s\n", double(ok) / wall);
     fmt::print("output rate      {:.2f} tokens/s\n", double(out_tokens) / wall);
-    fmt::print("TTFT             median {:.1f} ms   p99 {:.1f} ms\n", 1e3 * Percentile(ttft, 0.5), 1e3 * Percentile(ttft, 0.99));
-    fmt::print("ITL              median {:.1f} ms   p99 {:.1f} ms\n", 1e3 * Percentile(itl, 0.5), 1e3 * Percentile(itl, 0.99));
+    if (ttft.empty()) {
+      // Nothing to time: no chunk carried text (a tokenizer that cannot spell
+      // the generated ids decodes them to ""). Say so rather than print zeros.
+      fmt::print("TTFT, ITL        n/a: no streamed chunk carried text (--token-timing times every token)\n");
+    } else {
+      fmt::print("TTFT             median {:.1f} ms   p99 {:.1f} ms\n", 1e3 * Percentile(ttft, 0.5),
+                 1e3 * Percentile(ttft, 0.99));
+      fmt::print("ITL              median {:.1f} ms   p99 {:.1f} ms\n", 1e3 * Percentile(itl, 0.5),
+                 1e3 * Percentile(itl, 0.99));
+    }
     fmt::print("E2E latency      median {:.2f} s   p99 {:.2f} s\n", Percentile(e2e, 0.5), Percentile(e2e, 0.99));
     if (!o->json_out.empty()) {
+      // Percentiles in ms, null when nothing was timed.
+      const auto ms = [](const std::vector<double>& v, double p) {
+        return v.empty() ? nlohmann::json(nullptr) : nlohmann::json(1e3 * Percentile(v, p));
+      };
       nlohmann::json j = {{"url", o->url}, {"concurrency", o->concurrency}, {"requests", o->requests},
                           {"input_len", o->input_len}, {"output_len", o->output_len}, {"ok", ok},
                           {"duration_s", wall}, {"request_rate", double(ok) / wall},
                           {"output_tokens_per_s", double(out_tokens) / wall},
-                          {"ttft_ms_p50", 1e3 * Percentile(ttft, 0.5)}, {"ttft_ms_p99", 1e3 * Percentile(ttft, 0.99)},
-                          {"itl_ms_p50", 1e3 * Percentile(itl, 0.5)}, {"itl_ms_p99", 1e3 * Percentile(itl, 0.99)}};
+                          {"ttft_ms_p50", ms(ttft, 0.5)}, {"ttft_ms_p99", ms(ttft, 0.99)},
+                          {"itl_ms_p50", ms(itl, 0.5)}, {"itl_ms_p99", ms(itl, 0.99)}};
       if (Status s = WriteStringToFile(o->json_out, j.dump(2) + "\n"); !s.ok()) return Fail(s.message());
     }
     return ok == int64_t(stats.size()) ? 0 : 1;

@@ -1,5 +1,6 @@
-// Ceilings for the kernel benchmarks (bench_peak_hwy.cc): FMA peak and memory
-// read bandwidth, measured with the same SIMD target the kernels use.
+// Machine ceilings for the benchmarks (bench_peak_hwy.cc): FMA peak and memory
+// read bandwidth, measured with the same SIMD target the kernels use. `tern
+// bench` measures the bandwidth with SumFloatsForBenchmark too.
 #pragma once
 
 #include <cstddef>

@@ -113,6 +113,45 @@ BENCHMARK(BM_MatMul<DType::kBF16>)->Apply(PrefillShapes);
 // The two implementations MatMul chooses between, around the crossover.
 BENCHMARK(BM_MatMul<DType::kBF16, MatMulGemv>)->Apply(BatchShapes)->Name("BM_Gemv<BF16>");
 BENCHMARK(BM_MatMul<DType::kBF16, MatMulGemm>)->Apply(BatchShapes)->Name("BM_Gemm<BF16>");
+// NVFP4 weights (random codes and E4M3 block scales), cycled through copies
+// like BM_MatMul so they come from memory. GB/s counts codes and scales.
+template <MatMulFn kFn = MatMul>
+void BM_Nvfp4(benchmark::State& state) {
+  const int64_t M = state.range(0), N = state.range(1), K = state.range(2);
+  const size_t code_bytes = size_t(N * K / 2), scale_bytes = size_t(N * K / kNvfp4Block);
+  const size_t bytes = code_bytes + scale_bytes;
+  const size_t copies = std::max<size_t>(1, ((size_t(256) << 20) + bytes - 1) / bytes);
+  std::vector<uint8_t> codes(code_bytes * copies), scales(scale_bytes * copies);
+  uint32_t lcg = 12345;
+  for (uint8_t& b : codes) b = uint8_t((lcg = lcg * 1664525u + 1013904223u) >> 24);
+  for (size_t i = 0; i < scales.size(); ++i) scales[i] = uint8_t(0x30 + i % 16);  // E4M3 0.5 .. 1.0
+  std::vector<float> x(size_t(M * K)), y(size_t(M * N));
+  FillRandom(DType::kF32, x.data(), x.size());
+  ThreadPool& pool = BenchPool();
+  size_t c = 0;
+  for (auto _ : state) {
+    const MatrixView w{.dtype = DType::kU8, .data = codes.data() + c * code_bytes, .rows = N, .cols = K,
+                       .row_stride = K, .format = WeightFormat::kNvfp4, .scales = scales.data() + c * scale_bytes,
+                       .scale_stride = K / kNvfp4Block, .global_scale = 0.01f};
+    kFn(x.data(), M, K, w, y.data(), N, pool);
+    benchmark::ClobberMemory();
+    c = (c + 1) % copies;
+  }
+  const double iters = double(state.iterations());
+  state.counters["GB/s"] = benchmark::Counter(double(bytes) * iters * 1e-9, benchmark::Counter::kIsRate);
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(2.0 * double(M * N) * double(K) * iters * 1e-9, benchmark::Counter::kIsRate);
+  state.SetLabel(SimdTargetName());
+}
+void Nvfp4BatchShapes(benchmark::internal::Benchmark* b) {
+  for (int64_t m : {1, 2, 3, 4, 8, 16, 32, 64}) b->Args({m, 2048, 2048});
+  BenchTiming(b);
+  b->Unit(benchmark::kMicrosecond);
+}
+BENCHMARK(BM_Nvfp4<MatMulGemv>)->Apply(Nvfp4BatchShapes)->Name("BM_Gemv<NVFP4>");
+BENCHMARK(BM_Nvfp4<MatMulGemm>)->Apply(Nvfp4BatchShapes)->Name("BM_Gemm<NVFP4>");
+BENCHMARK(BM_Nvfp4<MatMul>)->Args({512, 2048, 2048})->Apply(BenchTiming)->Unit(benchmark::kMillisecond);
+
 BENCHMARK(BM_MatMul<DType::kF16>)->Args({1, 3072, 1024})->Args({512, 3072, 1024})->Apply(BenchTiming);
 BENCHMARK(BM_MatMul<DType::kF32>)->Args({1, 3072, 1024})->Args({512, 3072, 1024})->Apply(BenchTiming);
 

@@ -12,7 +12,15 @@ namespace tern::kernels {
 
 // Slots let one thread hold several live buffers at once (e.g. a kernel's
 // prepared input and a nested helper's temporary).
-enum class ScratchSlot { kMatMulX = 0, kGemmPanels, kGemmDequant, kAttention, kAttentionPartials, kCount };
+enum class ScratchSlot {
+  kMatMulX = 0,
+  kGemmPanels,
+  kGemmDequant,
+  kGemvDequant,
+  kAttention,
+  kAttentionPartials,
+  kCount
+};
 
 // Returns at least `floats` floats of 64-byte-aligned memory owned by the
 // calling thread. Contents are unspecified. The pointer stays valid until the
