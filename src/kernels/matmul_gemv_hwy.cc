@@ -38,6 +38,7 @@
 // The includes below are re-read once per target by foreach_target.h.
 #include <algorithm>
 #include <cstring>
+#include <span>
 
 #include "hwy/cache_control.h"
 #include "hwy/highway.h"
@@ -259,9 +260,19 @@ void PrepareRows(const float* x, size_t ldx, size_t m0, size_t m1, size_t K, siz
   }
 }
 
+// Chunking of one W for MatMulTyped: chunks of nc rows, the first of them
+// numbered `first` among all matrices' chunks.
+struct ChunkPlan {
+  size_t nc = 0, chunks = 0, first = 0;
+};
+
+// y_i = x · W_i^T for every target (all in format kF, all with K columns),
+// in one parallel region: threads claim chunks of rows across all matrices,
+// so q/k/v (or gate/up) share one barrier and one tail instead of three.
+// Each y element is computed exactly as a single MatMul computes it.
 template <Fmt kF>
-void MatMulTyped(const float* xs, size_t kp, size_t M, const MatrixView& w, float* y, size_t ldy, ThreadPool& pool) {
-  const size_t N = size_t(w.rows), K = size_t(w.cols);
+void MatMulTyped(const float* xs, size_t kp, size_t M, std::span<const MatMulTarget> targets, ThreadPool& pool) {
+  const size_t K = size_t(targets[0].w.cols);
   const size_t S = 2 * hn::Lanes(DF());
   // Quantized W through a dequantized f32 chunk: size the chunks for f32.
   const bool dequant = kQuantFmt<kF> && M > kQuantDirectRows;
@@ -273,19 +284,31 @@ void MatMulTyped(const float* xs, size_t kp, size_t M, const MatrixView& w, floa
   const size_t kc = streaming ? K : std::min(K, kKcElements / S * S);
   // NC: a chunk of W (NC * KC elements) fills about a quarter of L2 ...
   constexpr size_t kChunkBytes = 256 * 1024, kRowQuantum = 24;  // 24: a multiple of every NR
-  size_t nc = std::max(kRowQuantum, kChunkBytes / (kc * kBytes) / kRowQuantum * kRowQuantum);
+  const size_t nc_max = std::max(kRowQuantum, kChunkBytes / (kc * kBytes) / kRowQuantum * kRowQuantum);
   static_assert(kKcElements % kFp8Block == 0, "K blocks must hold whole scale blocks");
   // ... but there are at least ~4 chunks per thread for balance (~8 when
   // streaming: the last chunk is read by one thread alone, at less than the
-  // machine's bandwidth).
+  // machine's bandwidth), counted over all the matrices.
+  size_t total_rows = 0;
+  for (const MatMulTarget& t : targets) total_rows += size_t(t.w.rows);
   const size_t chunks_per_thread = streaming ? 8 : 4;
-  const size_t per_thread = (N + chunks_per_thread * pool.size() - 1) / (chunks_per_thread * pool.size());
-  nc = std::min(nc, std::max(kRowQuantum, (per_thread + kRowQuantum - 1) / kRowQuantum * kRowQuantum));
-  const size_t num_chunks = (N + nc - 1) / nc;
+  const size_t per_thread = (total_rows + chunks_per_thread * pool.size() - 1) / (chunks_per_thread * pool.size());
+  const size_t nc = std::min(nc_max, std::max(kRowQuantum, (per_thread + kRowQuantum - 1) / kRowQuantum * kRowQuantum));
+  ChunkPlan plans[kMaxGemvTargets];
+  size_t num_chunks = 0;
+  for (size_t i = 0; i < targets.size(); ++i) {
+    plans[i] = {.nc = nc, .chunks = (size_t(targets[i].w.rows) + nc - 1) / nc, .first = num_chunks};
+    num_chunks += plans[i].chunks;
+  }
   const size_t num_blocks = (M + kMaxMR - 1) / kMaxMR;  // row blocks of balanced size <= kMaxMR
 
   pool.Run(num_chunks, [&](size_t chunk, size_t) {
-    const size_t n0 = chunk * nc, n1 = std::min(N, n0 + nc);
+    size_t i = 0;
+    while (chunk >= plans[i].first + plans[i].chunks) ++i;
+    const MatrixView& w = targets[i].w;
+    float* y = targets[i].y;
+    const size_t ldy = size_t(targets[i].ldy), N = size_t(w.rows);
+    const size_t n0 = (chunk - plans[i].first) * nc, n1 = std::min(N, n0 + nc);
     if constexpr (kQuantFmt<kF>) {
       if (dequant) {
         // buf[r * ldb + k]: rows n0.. of W over one K block, as f32 (the
@@ -318,14 +341,18 @@ void MatMulTyped(const float* xs, size_t kp, size_t M, const MatrixView& w, floa
 
 }  // namespace
 
-void MatMulImpl(const float* x, int64_t M, int64_t ldx, const MatrixView& w, float* y, int64_t ldy, ThreadPool& pool) {
-  if (M <= 0 || w.rows <= 0) return;
-  const size_t K = size_t(w.cols);
+// targets: 1 to kMaxGemvTargets matrices, all with the same format and K.
+void MatMulManyImpl(const float* x, int64_t M, int64_t ldx, const MatMulTarget* targets, size_t count,
+                    ThreadPool& pool) {
+  std::span<const MatMulTarget> all(targets, count);
+  const size_t K = size_t(all[0].w.cols);
+  if (M <= 0) return;
   if (K == 0) {
-    for (int64_t m = 0; m < M; ++m) std::fill(y + m * ldy, y + m * ldy + w.rows, 0.0f);
+    for (const MatMulTarget& t : all)
+      for (int64_t m = 0; m < M; ++m) std::fill(t.y + m * t.ldy, t.y + m * t.ldy + t.w.rows, 0.0f);
     return;
   }
-  const Fmt fmt = wload::FmtOf(w);
+  const Fmt fmt = wload::FmtOf(all[0].w);
   const size_t S = 2 * hn::Lanes(DF());
   const size_t kp = (K + S - 1) / S * S;
   float* xs = ThreadScratch(ScratchSlot::kMatMulX, size_t(M) * kp);
@@ -338,7 +365,7 @@ void MatMulImpl(const float* x, int64_t M, int64_t ldx, const MatrixView& w, flo
   } else {
     PrepareRows(x, size_t(ldx), 0, size_t(M), K, kp, interleave, xs);
   }
-  wload::VisitFmt(fmt, [&](auto f) { MatMulTyped<decltype(f)::value>(xs, kp, size_t(M), w, y, size_t(ldy), pool); });
+  wload::VisitFmt(fmt, [&](auto f) { MatMulTyped<decltype(f)::value>(xs, kp, size_t(M), all, pool); });
 }
 
 }  // namespace HWY_NAMESPACE
@@ -348,10 +375,27 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace tern::kernels {
 
-HWY_EXPORT(MatMulImpl);
+HWY_EXPORT(MatMulManyImpl);
 
 void MatMulGemv(const float* x, int64_t M, int64_t ldx, const MatrixView& w, float* y, int64_t ldy, ThreadPool& pool) {
-  HWY_DYNAMIC_DISPATCH(MatMulImpl)(x, M, ldx, w, y, ldy, pool);
+  if (w.rows <= 0) return;
+  const MatMulTarget t{.w = w, .y = y, .ldy = ldy};
+  HWY_DYNAMIC_DISPATCH(MatMulManyImpl)(x, M, ldx, &t, 1, pool);
+}
+
+void MatMulGemvMany(const float* x, int64_t M, int64_t ldx, std::span<const MatMulTarget> targets, ThreadPool& pool) {
+  // Empty matrices take no part; the rest go in groups of kMaxGemvTargets.
+  MatMulTarget group[kMaxGemvTargets];
+  size_t n = 0;
+  for (const MatMulTarget& t : targets) {
+    if (t.w.rows <= 0) continue;
+    group[n++] = t;
+    if (n == kMaxGemvTargets) {
+      HWY_DYNAMIC_DISPATCH(MatMulManyImpl)(x, M, ldx, group, n, pool);
+      n = 0;
+    }
+  }
+  if (n > 0) HWY_DYNAMIC_DISPATCH(MatMulManyImpl)(x, M, ldx, group, n, pool);
 }
 
 }  // namespace tern::kernels

@@ -13,6 +13,10 @@ namespace tern::kernels {
 // load and several rows of x per W load (matmul_gemv_hwy.cc). Bandwidth-bound
 // decode and small batches.
 void MatMulGemv(const float* x, int64_t M, int64_t ldx, const MatrixView& w, float* y, int64_t ldy, ThreadPool& pool);
+// MatMulGemv for several matrices sharing x (same format and K): one
+// parallel region per kMaxGemvTargets of them.
+inline constexpr size_t kMaxGemvTargets = 8;
+void MatMulGemvMany(const float* x, int64_t M, int64_t ldx, std::span<const MatMulTarget> targets, ThreadPool& pool);
 
 // Packed, register-blocked GEMM (matmul_gemm_hwy.cc). Compute-bound prefill.
 void MatMulGemm(const float* x, int64_t M, int64_t ldx, const MatrixView& w, float* y, int64_t ldy, ThreadPool& pool);

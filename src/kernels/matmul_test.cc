@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <vector>
@@ -167,6 +168,8 @@ TEST(MatMulTest, QuantizedWeightsMatchReference) {
       {.M = 5, .N = 31, .K = 272}, {.M = 6, .N = 10, .K = 64},     {.M = 7, .N = 29, .K = 1056},
       {.M = 17, .N = 51, .K = 144, .ldx_pad = 3, .stride_pad = 1, .ldy_pad = 2, .x_offset = 1, .w_byte_offset = 3},
       {.M = 3, .N = 300, .K = 400},
+      // More rows than the GEMV decodes in registers, several K blocks.
+      {.M = 12, .N = 70, .K = 1104, .ldy_pad = 3},
   };
   uint32_t seed = 400;
   ForEachSimdTarget([&] {
@@ -180,6 +183,53 @@ TEST(MatMulTest, QuantizedWeightsMatchReference) {
       // FP8 with K not a multiple of 16 (no block constraint there).
       CheckQuantCase({WeightFormat::kFp8, true, {.M = 3, .N = 130, .K = 131}}, pool, seed++);
       CheckQuantCase({WeightFormat::kFp8, false, {.M = 9, .N = 5, .K = 37}}, pool, seed++);
+    }
+  });
+}
+
+// MatMulMany: each target bit for bit what MatMul computes for it alone, for
+// q/k/v-like groups (different N, same K) in every format, with MatMul's
+// contract checked against the reference by the tests above.
+TEST(MatMulTest, ManyEqualsOneByOne) {
+  uint32_t seed = 900;
+  ForEachSimdTarget([&] {
+    for (size_t threads : {1, 2}) {
+      ThreadPool pool(threads);
+      for (int64_t M : {1, 2, 5, 9, 17}) {
+        const int64_t K = 272;
+        std::mt19937 rng(seed++);
+        std::vector<float> x = RandomFloats(rng, size_t(M * (K + 3)));
+        std::vector<TestMatrix> dense;
+        std::vector<testing::QuantTestMatrix> quant;
+        std::vector<std::vector<MatrixView>> groups(4);
+        for (int64_t N : {200, 24, 24, 0, 7}) {
+          dense.emplace_back(rng, DType::kBF16, N, K, K + 1, 2);
+          quant.emplace_back(rng, WeightFormat::kNvfp4, false, N, K, 1, 1);
+          quant.emplace_back(rng, WeightFormat::kFp8, false, N, K);
+          quant.emplace_back(rng, WeightFormat::kFp8, true, N, K);
+        }
+        for (size_t i = 0; i < dense.size(); ++i) {
+          groups[0].push_back(dense[i].view);
+          for (size_t f = 0; f < 3; ++f) groups[f + 1].push_back(quant[3 * i + f].view);
+        }
+        groups.push_back({dense[0].view, quant[0].view, dense[1].view});  // mixed formats: grouped by format
+        for (const auto& views : groups) {
+          std::vector<std::vector<float>> got, want;
+          std::vector<MatMulTarget> targets;
+          for (const MatrixView& w : views) {
+            const int64_t ldy = w.rows + 2;
+            got.emplace_back(size_t(M * ldy), -7.0f);
+            want.emplace_back(size_t(M * ldy), -7.0f);
+            MatMul(x.data(), M, K + 3, w, want.back().data(), ldy, pool);
+            targets.push_back({.w = w, .y = got.back().data(), .ldy = ldy});
+          }
+          MatMulMany(x.data(), M, K + 3, targets, pool);
+          for (size_t i = 0; i < views.size(); ++i) {
+            SCOPED_TRACE(::testing::Message() << "M=" << M << " target " << i << " N=" << views[i].rows);
+            ASSERT_EQ(0, std::memcmp(got[i].data(), want[i].data(), got[i].size() * sizeof(float)));
+          }
+        }
+      }
     }
   });
 }

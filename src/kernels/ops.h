@@ -54,6 +54,20 @@ struct MatrixView {
 void MatMul(const float* x, int64_t M, int64_t ldx, const MatrixView& w, float* y, int64_t ldy,
             ThreadPool& pool);
 
+// One product of MatMulMany: y[M, w.rows] (row m at y + m * ldy) = x · W^T.
+struct MatMulTarget {
+  MatrixView w;
+  float* y = nullptr;
+  int64_t ldy = 0;
+};
+
+// MatMul of one x by several matrices with the same K (q/k/v, gate/up), with
+// the same results as one MatMul per target. At decode sizes, the matrices of
+// each format run as one parallel region (one barrier, one tail, balanced
+// across the matrices); larger M is one MatMul per target. No y may alias x
+// or another y.
+void MatMulMany(const float* x, int64_t M, int64_t ldx, std::span<const MatMulTarget> targets, ThreadPool& pool);
+
 // out[r, :] = x[r, :] / sqrt(mean(x[r, :]^2) + eps) * weight   for r in [0, rows).
 // x and out: [rows, dim] contiguous (out may equal x); weight: [dim] f32.
 void RmsNorm(const float* x, const float* weight, int64_t rows, int64_t dim, float eps, float* out);

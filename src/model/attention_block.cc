@@ -58,7 +58,7 @@ void AttentionBlock::Forward(const BatchLayout& batch, const float* x, float* ou
     // q_proj rows per head: [q_h | gate_h]; split into q and gate.
     float* qg = Scratch::Get(s.tmp2, T * 2 * q_heads * D);
     gate = Scratch::Get(s.up, T * q_heads * D);
-    q_proj.Forward(x, T, qg, pool);
+    ForwardLinears(std::array{&q_proj, &k_proj, &v_proj}, x, T, std::array{qg, k, v}, pool);
     for (int64_t t = 0; t < T; ++t)
       for (int64_t h = 0; h < q_heads; ++h) {
         const float* src = qg + (t * q_heads + h) * 2 * D;
@@ -66,10 +66,8 @@ void AttentionBlock::Forward(const BatchLayout& batch, const float* x, float* ou
         std::memcpy(gate + (t * q_heads + h) * D, src + D, size_t(D) * sizeof(float));
       }
   } else {
-    q_proj.Forward(x, T, q, pool);
+    ForwardLinears(std::array{&q_proj, &k_proj, &v_proj}, x, T, std::array{q, k, v}, pool);
   }
-  k_proj.Forward(x, T, k, pool);
-  v_proj.Forward(x, T, v, pool);
   if (!q_norm.empty()) {
     kernels::RmsNorm(q, q_norm.data(), T * q_heads, D, norm_eps, q);
     kernels::RmsNorm(k, k_norm.data(), T * kv_heads, D, norm_eps, k);

@@ -1,6 +1,7 @@
 #include "model/ffn_block.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <numeric>
@@ -56,8 +57,7 @@ void DenseFfn::Forward(const float* x, int64_t rows, float* out, Scratch& s, Thr
   const int64_t F = gate_proj.out();
   float* g = Scratch::Get(s.gate, rows * F);
   float* u = Scratch::Get(s.up, rows * F);
-  gate_proj.Forward(x, rows, g, pool);
-  up_proj.Forward(x, rows, u, pool);
+  ForwardLinears(std::array{&gate_proj, &up_proj}, x, rows, std::array{g, u}, pool);
   kernels::SiluMul(g, u, rows * F, g);
   down_proj.Forward(g, rows, out, pool);
 }

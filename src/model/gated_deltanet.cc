@@ -1,6 +1,7 @@
 #include "model/gated_deltanet.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 
@@ -231,10 +232,7 @@ void GatedDeltaNet::Forward(const BatchLayout& batch, const float* x, float* out
           a[t * Hv + h * group + j] = fused[t * 2 * Hv + h * 2 * group + group + j];
         }
   } else {
-    in_proj_qkv.Forward(x, T, qkv, pool);
-    in_proj_z.Forward(x, T, z, pool);
-    in_proj_b.Forward(x, T, b, pool);
-    in_proj_a.Forward(x, T, a, pool);
+    ForwardLinears(std::array{&in_proj_qkv, &in_proj_z, &in_proj_b, &in_proj_a}, x, T, std::array{qkv, z, b, a}, pool);
   }
 
   const int64_t conv_state_floats = C * (K - 1);

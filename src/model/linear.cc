@@ -55,6 +55,20 @@ void Linear::Forward(const float* x, int64_t M, float* y, ThreadPool& pool) cons
     for (int64_t m = 0; m < M; ++m) kernels::AddInPlace(y + m * w.rows, bias.data(), w.rows);
 }
 
+void ForwardLinears(std::span<const Linear* const> layers, const float* x, int64_t M, std::span<float* const> ys,
+                    ThreadPool& pool) {
+  std::vector<kernels::MatMulTarget> plain;
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const Linear& l = *layers[i];
+    if (l.bias.empty() && l.observer == nullptr && !l.quantize_input) {
+      plain.push_back({.w = l.w, .y = ys[i], .ldy = l.w.rows});
+    } else {
+      l.Forward(x, M, ys[i], pool);
+    }
+  }
+  kernels::MatMulMany(x, M, layers.empty() ? 0 : layers[0]->in(), plain, pool);
+}
+
 void FakeQuantizeNvfp4Activations(float* x, int64_t M, int64_t K, float input_scale) {
   const float gs = 1.0f / input_scale;  // "input_global_scale_inv"
   for (int64_t m = 0; m < M; ++m)

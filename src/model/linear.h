@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,13 @@ struct Linear {
   // x: [M, in] contiguous; y: [M, out] contiguous.
   void Forward(const float* x, int64_t M, float* y, ThreadPool& pool) const;
 };
+
+// y_i = Linear_i(x) for layers that share their input (q/k/v, gate/up):
+// exactly what each Forward computes, with plain layers (no bias, observer
+// or input quantization) run together by kernels::MatMulMany. x: [M, in];
+// ys[i]: [M, layers[i]->out()] contiguous.
+void ForwardLinears(std::span<const Linear* const> layers, const float* x, int64_t M, std::span<float* const> ys,
+                    ThreadPool& pool);
 
 // Reads Linear layers and vectors from a checkpoint, checking each Linear's
 // stored format against the checkpoint's declared quantization.
