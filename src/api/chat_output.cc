@@ -24,28 +24,28 @@ ChatParseConfig MakeChatParseConfig(const ChatRequest& req, const ServerParsers&
   return c;
 }
 
-std::string ForcedToolCallPrefix(const ChatRequest& req, const ServerParsers& server,
-                                 std::string_view rendered_prompt) {
+ForcedToolCall ForceToolCall(const ChatRequest& req, const ServerParsers& server, std::string_view rendered_prompt) {
   const bool required = req.tool_choice.mode == ToolChoiceMode::kRequired;
   const bool named = req.tool_choice.mode == ToolChoiceMode::kFunction;
-  if (!server.tool_call || req.tools.empty() || req.input_ids || !(required || named)) return "";
-  std::string prefix = PromptOpensReasoning(rendered_prompt) ? "\n</think>\n\n" : "";
+  if (!server.tool_call || req.tools.empty() || req.input_ids || !(required || named)) return {};
+  ForcedToolCall f;
+  if (PromptOpensReasoning(rendered_prompt)) f.prompt_suffix = "\n</think>\n\n";
   switch (*server.tool_call) {
     case ToolParserKind::kQwen25:
     case ToolParserKind::kHermes:
       // The name as json.dumps writes it inside the quotes (it is the tool's own name, checked at parsing).
-      prefix += "<tool_call>\n{\"name\": \"";
+      f.reply_prefix = "<tool_call>\n{\"name\": \"";
       if (named) {
         const std::string quoted = Json(req.tool_choice.function_name).dump();
-        prefix += quoted.substr(1, quoted.size() - 2) + "\", \"arguments\": ";
+        f.reply_prefix += quoted.substr(1, quoted.size() - 2) + "\", \"arguments\": ";
       }
       break;
     case ToolParserKind::kQwen3Coder:
-      prefix += "<tool_call>\n<function=";
-      if (named) prefix += req.tool_choice.function_name + ">\n";
+      f.reply_prefix = "<tool_call>\n<function=";
+      if (named) f.reply_prefix += req.tool_choice.function_name + ">\n";
       break;
   }
-  return prefix;
+  return f;
 }
 
 ChatOutputParser::ChatOutputParser(const ChatParseConfig& config, ToolCallIdGenerator ids)
@@ -86,6 +86,22 @@ ChatDelta ChatOutputParser::Finish() {
     for (auto& c : t.calls) out.tool_calls.push_back(std::move(c));
   }
   return out;
+}
+
+ReasoningTokenCounter::ReasoningTokenCounter(const ChatParseConfig& config, std::string_view reply_prefix) {
+  if (!config.reasoning) return;
+  ReasoningConfig r = *config.reasoning;
+  r.stream_reasoning = true;
+  r.force_nonempty_content = false;
+  parser_.emplace(r);
+  parser_->Push(reply_prefix);
+}
+
+void ReasoningTokenCounter::Add(std::string_view token_text) {
+  if (!parser_) return;
+  const bool before = parser_->in_reasoning();
+  parser_->Push(token_text);
+  if (before || parser_->in_reasoning()) ++count_;
 }
 
 std::string EncodeChatDelta(ChatStreamEncoder& enc, int index, const ChatDelta& d, const Usage* usage) {

@@ -52,19 +52,27 @@ ChatParseConfig MakeChatParseConfig(const ChatRequest& request, const ServerPars
 // tool_choice "required" or a named function without a grammar engine: the
 // text appended to the rendered prompt so the assistant's output starts
 // inside a call of the active tool-call parser's format, as SGLang's
-// structural tag for that parser would force it:
-//   qwen25/hermes, named f:  <tool_call>\n{"name": "f", "arguments": 
-//   qwen25/hermes, required: <tool_call>\n{"name": "
-//   qwen3_coder, named f:    <tool_call>\n<function=f>\n
-//   qwen3_coder, required:   <tool_call>\n<function=
-// When the prompt leaves the model inside reasoning (it ends with "<think>"),
-// the block is closed first ("\n</think>\n\n"), as the templates render
-// thinking turned off. The caller appends the result to the prompt and
-// pushes it through the ChatOutputParser before the generated text, so the
-// reply carries the whole call. "" when nothing is forced: tool_choice
+// structural tag for that parser would force it. Two parts:
+//   prompt_suffix: when the prompt leaves the model inside reasoning (it ends
+//     with "<think>", Qwen3.5 / Qwen3-Thinking), "\n</think>\n\n" closes the
+//     block as the templates render thinking turned off, so the model skips
+//     thinking. It belongs to the prompt: the reply has no reasoning.
+//   reply_prefix: the start of the call, which is also the start of the reply:
+//     qwen25/hermes, named f:  <tool_call>\n{"name": "f", "arguments": 
+//     qwen25/hermes, required: <tool_call>\n{"name": "
+//     qwen3_coder, named f:    <tool_call>\n<function=f>\n
+//     qwen3_coder, required:   <tool_call>\n<function=
+// The caller generates from rendered + prompt_suffix + reply_prefix, derives
+// the parse config from rendered + prompt_suffix, and pushes reply_prefix
+// through the ChatOutputParser before the generated text, so the reply
+// carries the whole call. Both empty when nothing is forced: tool_choice
 // "auto" or "none", no tools, no --tool-call-parser, or input_ids given.
-std::string ForcedToolCallPrefix(const ChatRequest& request, const ServerParsers& server,
-                                 std::string_view rendered_prompt);
+struct ForcedToolCall {
+  std::string prompt_suffix;
+  std::string reply_prefix;
+};
+ForcedToolCall ForceToolCall(const ChatRequest& request, const ServerParsers& server,
+                             std::string_view rendered_prompt);
 
 struct ChatDelta {
   std::string reasoning;
@@ -81,9 +89,7 @@ class ChatOutputParser {
   ChatDelta Finish();
   // True once a tool call was emitted.
   bool has_tool_calls() const { return tools_ && tools_->has_calls(); }
-  // True while the output is inside reasoning. For usage.reasoning_tokens,
-  // count the generated tokens whose text was pushed while this was true
-  // (SGLang counts the tokens of the thinking block).
+  // True while the output is inside reasoning.
   bool in_reasoning() const { return reasoning_ && reasoning_->in_reasoning(); }
 
  private:
@@ -92,6 +98,27 @@ class ChatOutputParser {
   std::optional<ReasoningParser> reasoning_;
   std::unique_ptr<ToolCallParser> tools_;
   bool include_reasoning_;
+};
+
+// usage.reasoning_tokens of one choice, counted over the generated tokens as
+// SGLang's scheduler counts them (Req.update_reasoning_tokens): each token up
+// to and including the one that ends reasoning. "In reasoning" is decided by
+// the reply's own reasoning parser fed one token's text at a time, so a token
+// counts when any of its text lies inside the block (an unforced reply counts
+// from its <think>; Qwen3's <tool_call> exit ends the count as it ends the
+// reasoning). 0 without reasoning parsing. Stream and non-stream replies count
+// alike, whatever the reasoning text re-encodes to.
+class ReasoningTokenCounter {
+ public:
+  // reply_prefix: the start of the reply that was not generated
+  // (ForcedToolCall::reply_prefix); it is parsed but not counted.
+  ReasoningTokenCounter(const ChatParseConfig& config, std::string_view reply_prefix);
+  void Add(std::string_view token_text);
+  int64_t count() const { return count_; }
+
+ private:
+  std::optional<ReasoningParser> parser_;
+  int64_t count_ = 0;
 };
 
 // The SSE chunks for one delta: reasoning, then content, then one chunk per

@@ -185,6 +185,7 @@ ApiResult<ChatRequest> ParseChatRequest(const Json& body, const ServerLimits& li
   if (auto v = r.Bool("include_reasoning")) req.include_reasoning = *v;
   if (auto v = r.Bool("continue_final_message")) req.continue_final_message = *v;
   if (r.Has("input_ids")) req.input_ids = internal::ReadTokenIds(r, "input_ids");
+  if (auto v = r.Bool("return_prompt_token_ids")) req.return_prompt_token_ids = *v;
   req.rid = internal::ReadRid(r);
   req.user = r.String("user");
   internal::ValidateResponseFormat(r);
@@ -200,6 +201,11 @@ ApiResult<ChatRequest> ParseChatRequest(const Json& body, const ServerLimits& li
   if (req.top_logprobs < 0) return ApiError::BadRequest("`top_logprobs` must be a positive value.");
   if (unsupported) return *unsupported;
   if (auto e = internal::CheckUnsupportedConstraints(body)) return *e;
+  // SGLang's _convert_to_internal_request, after the serving-layer checks.
+  if (req.stream && req.return_prompt_token_ids)
+    return ApiError::BadRequest(
+        "return_prompt_token_ids is not supported with streaming. Please set stream=false when using "
+        "return_prompt_token_ids=true.");
   return req;
 }
 

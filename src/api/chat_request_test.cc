@@ -293,6 +293,18 @@ TEST(ChatRequest, StreamOptionsAndFlags) {
   EXPECT_EQ(r->sampling.logit_bias[0].first, "100");
   EXPECT_EQ(*r->input_ids, (std::vector<int32_t>{1, 2, 3}));
   EXPECT_TRUE(r->continue_final_message);
+  EXPECT_FALSE(r->return_prompt_token_ids);
+}
+
+// SGLang's return_prompt_token_ids: non-stream only.
+TEST(ChatRequest, ReturnPromptTokenIds) {
+  const auto r = Chat(Body(R"("return_prompt_token_ids": true)"));
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_TRUE(r->return_prompt_token_ids);
+  ExpectBadRequest(Body(R"("return_prompt_token_ids": true, "stream": true)"),
+                   "return_prompt_token_ids is not supported with streaming. Please set stream=false when using "
+                   "return_prompt_token_ids=true.");
+  EXPECT_TRUE(Chat(Body(R"("return_prompt_token_ids": false, "stream": true)")).ok());
 }
 
 TEST(ChatRequest, UnsupportedConstraints) {

@@ -46,6 +46,7 @@ Json ChatCompletionJson(const ResponseMeta& meta, const std::vector<ChatChoice>&
     choice["logprobs"] = c.logprobs ? ChatLogprobsJson(*c.logprobs) : Json(nullptr);
     choice["finish_reason"] = tool_stop ? std::string_view("tool_calls") : FinishReasonType(c.finish);
     choice["matched_stop"] = tool_stop ? Json(nullptr) : MatchedStop(c.finish);
+    if (c.prompt_token_ids) choice["prompt_token_ids"] = *c.prompt_token_ids;
     out_choices.push_back(std::move(choice));
   }
   Json j = Json::object();

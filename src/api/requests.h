@@ -117,6 +117,8 @@ struct ChatRequest {
   bool include_reasoning = true;  // vLLM: false drops reasoning from replies
   bool continue_final_message = false;
   std::optional<std::vector<int32_t>> input_ids;  // bypasses the template
+  // SGLang: each choice carries the prompt's token ids (non-stream only).
+  bool return_prompt_token_ids = false;
   std::optional<std::string> rid;
   std::optional<std::string> user;
 };

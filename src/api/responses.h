@@ -125,6 +125,7 @@ struct ChatChoice {
   std::vector<ToolCall> tool_calls;
   FinishReason finish;
   std::optional<std::vector<TokenLogprob>> logprobs;
+  std::optional<std::vector<int32_t>> prompt_token_ids;  // return_prompt_token_ids
 };
 Json ChatCompletionJson(const ResponseMeta& meta, const std::vector<ChatChoice>& choices,
                         const Usage& usage);

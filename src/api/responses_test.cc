@@ -71,6 +71,11 @@ TEST(Responses, ChatCompletion) {
   EXPECT_EQ(ToJsonText(choice["logprobs"]),
             R"({"content":[{"token":"Hi","bytes":[72,105],"logprob":-0.25,"top_logprobs":[)"
             R"({"token":"Hi","bytes":[72,105],"logprob":-0.25},{"token":"Hello","bytes":[72,101,108,108,111],"logprob":-1.5}]}]})");
+  EXPECT_FALSE(choice.contains("prompt_token_ids"));
+
+  // return_prompt_token_ids: after matched_stop, only when asked (SGLang's serializer).
+  l.prompt_token_ids = std::vector<int32_t>{151644, 872};
+  EXPECT_EQ(ToJsonText(ChatCompletionJson(Meta(), {l}, Usage{})["choices"][0]["prompt_token_ids"]), "[151644,872]");
 }
 
 TEST(Responses, ChatStreamChunks) {
@@ -170,7 +175,7 @@ TEST(Responses, ChatParseConfigFromRequest) {
 
 // tool_choice required / named: the forced start of a call, and the parsed
 // reply when that start is pushed before a generated continuation.
-TEST(Responses, ForcedToolCallPrefix) {
+TEST(Responses, ForceToolCall) {
   const std::string tools = R"("tools": [{"type": "function", "function": {"name": "get_weather",
       "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}},
       {"type": "function", "function": {"name": "get_time"}}])";
@@ -179,55 +184,98 @@ TEST(Responses, ForcedToolCallPrefix) {
     EXPECT_TRUE(r.ok());
     return *r;
   };
+  auto forced = [](const ChatRequest& r, const ServerParsers& p, std::string_view prompt) {
+    const ForcedToolCall f = ForceToolCall(r, p, prompt);
+    return f.prompt_suffix + "|" + f.reply_prefix;
+  };
   const ServerParsers hermes{std::nullopt, ToolParserKind::kHermes};
   const ServerParsers coder{ReasoningParserKind::kQwen3, ToolParserKind::kQwen3Coder};
   const std::string plain = "<|im_start|>assistant\n", thinking = "<|im_start|>assistant\n<think>\n";
   const ChatRequest named = chat(R"(, "tool_choice": {"type": "function", "function": {"name": "get_weather"}})");
   const ChatRequest required = chat(R"(, "tool_choice": "required")");
-  EXPECT_EQ(ForcedToolCallPrefix(named, hermes, plain), "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": ");
-  EXPECT_EQ(ForcedToolCallPrefix(required, hermes, plain), "<tool_call>\n{\"name\": \"");
-  EXPECT_EQ(ForcedToolCallPrefix(named, coder, plain), "<tool_call>\n<function=get_weather>\n");
-  EXPECT_EQ(ForcedToolCallPrefix(required, coder, thinking), "\n</think>\n\n<tool_call>\n<function=");
+  EXPECT_EQ(forced(named, hermes, plain), "|<tool_call>\n{\"name\": \"get_weather\", \"arguments\": ");
+  EXPECT_EQ(forced(required, hermes, plain), "|<tool_call>\n{\"name\": \"");
+  EXPECT_EQ(forced(named, coder, plain), "|<tool_call>\n<function=get_weather>\n");
+  // Inside <think> (Qwen3.5): the block is closed in the prompt, as with thinking off.
+  EXPECT_EQ(forced(required, coder, thinking), "\n</think>\n\n|<tool_call>\n<function=");
+  EXPECT_EQ(forced(named, coder, thinking), "\n</think>\n\n|<tool_call>\n<function=get_weather>\n");
   // Nothing forced for auto/none, without a parser, or with input_ids.
-  EXPECT_EQ(ForcedToolCallPrefix(chat(""), hermes, plain), "");
-  EXPECT_EQ(ForcedToolCallPrefix(chat(R"(, "tool_choice": "none")"), hermes, plain), "");
-  EXPECT_EQ(ForcedToolCallPrefix(named, ServerParsers{}, plain), "");
-  EXPECT_EQ(ForcedToolCallPrefix(chat(R"(, "tool_choice": "required", "input_ids": [1, 2])"), hermes, plain), "");
+  EXPECT_EQ(forced(chat(""), hermes, plain), "|");
+  EXPECT_EQ(forced(chat(R"(, "tool_choice": "none")"), coder, thinking), "|");
+  EXPECT_EQ(forced(named, ServerParsers{}, plain), "|");
+  EXPECT_EQ(forced(chat(R"(, "tool_choice": "required", "input_ids": [1, 2])"), hermes, plain), "|");
 
   // The reply of a forced named call: the prefix plus what the model wrote after it.
   int m = 0;
   auto ids = [&m] { return "call_" + std::to_string(m++); };
+  const ForcedToolCall named_hermes = ForceToolCall(named, hermes, plain);
   ChatChoice c = ParseChatOutput(MakeChatParseConfig(named, hermes, plain),
-                                 ForcedToolCallPrefix(named, hermes, plain) + "{\"city\": \"Oslo\"}}\n</tool_call>",
+                                 named_hermes.reply_prefix + "{\"city\": \"Oslo\"}}\n</tool_call>",
                                  FinishReason::StopToken(151645), ids);
   ASSERT_EQ(c.tool_calls.size(), 1u);
   EXPECT_EQ(c.tool_calls[0].name, "get_weather");
   EXPECT_EQ(c.tool_calls[0].arguments, R"({"city": "Oslo"})");
   EXPECT_EQ(c.content, "");
-  // Qwen3-Coder with the prompt inside <think>: the forced close leaves no reasoning behind.
-  const std::string coder_prefix = ForcedToolCallPrefix(required, coder, thinking);
-  c = ParseChatOutput(MakeChatParseConfig(required, coder, thinking),
-                      coder_prefix + "get_time>\n</function>\n</tool_call>", FinishReason::StopToken(151645), ids);
+  // Qwen3-Coder with the prompt inside <think>: the parse config follows the
+  // prompt with the block closed, so the reply has no reasoning at all.
+  const ForcedToolCall coder_required = ForceToolCall(required, coder, thinking);
+  const ChatParseConfig coder_cfg = MakeChatParseConfig(required, coder, thinking + coder_required.prompt_suffix);
+  ASSERT_TRUE(coder_cfg.reasoning);
+  EXPECT_FALSE(coder_cfg.reasoning->force_reasoning);
+  c = ParseChatOutput(coder_cfg, coder_required.reply_prefix + "get_time>\n</function>\n</tool_call>",
+                      FinishReason::StopToken(151645), ids);
   ASSERT_EQ(c.tool_calls.size(), 1u);
   EXPECT_EQ(c.tool_calls[0].name, "get_time");
   EXPECT_EQ(c.tool_calls[0].arguments, "{}");
-  EXPECT_EQ(c.reasoning.find_first_not_of(" \n"), std::string::npos) << c.reasoning;
+  EXPECT_EQ(c.reasoning, "");
   EXPECT_EQ(c.content, "");
   // Streaming: the prefix pushed first, then the generated pieces, gives the same call.
   ChatOutputParser stream(MakeChatParseConfig(named, hermes, plain), ids);
   ToolCallAccumulator acc;
-  const std::string named_prefix = ForcedToolCallPrefix(named, hermes, plain);
-  for (std::string_view piece : {std::string_view(named_prefix),
+  for (std::string_view piece : {std::string_view(named_hermes.reply_prefix),
                                  std::string_view("{\"ci"), std::string_view("ty\": \"Os"),
                                  std::string_view("lo\"}}\n</tool"), std::string_view("_call>")}) {
     ChatDelta d = stream.Push(piece);
     EXPECT_EQ(d.content, "");
+    EXPECT_EQ(d.reasoning, "");
     acc.Add({"", d.tool_calls});
   }
   acc.Add({"", stream.Finish().tool_calls});
   ASSERT_EQ(acc.result().calls.size(), 1u);
   EXPECT_EQ(acc.result().calls[0].name, "get_weather");
   EXPECT_EQ(acc.result().calls[0].arguments, R"({"city": "Oslo"})");
+}
+
+// usage.reasoning_tokens: the generated tokens up to and including the one
+// that ends reasoning (SGLang's count), whatever the reasoning text re-encodes to.
+TEST(Responses, ReasoningTokenCounter) {
+  auto req = ParseChatRequest(Json::parse(R"({"messages": [{"role": "user", "content": "x"}]})"));
+  ASSERT_TRUE(req.ok());
+  const ServerParsers qwen3{ReasoningParserKind::kQwen3, std::nullopt};
+  auto count = [&](const ChatParseConfig& cfg, std::vector<std::string> tokens, std::string prefix = "") {
+    ReasoningTokenCounter counter(cfg, prefix);
+    for (const auto& t : tokens) counter.Add(t);
+    return counter.count();
+  };
+  const ChatParseConfig forced = MakeChatParseConfig(*req, qwen3, "<|im_start|>assistant\n<think>\n");
+  const ChatParseConfig open = MakeChatParseConfig(*req, qwen3, "<|im_start|>assistant\n");
+  const ChatParseConfig off = MakeChatParseConfig(*req, qwen3, "<|im_start|>assistant\n<think>\n\n</think>\n\n");
+  // Forced (Qwen3.5): all of it while </think> never comes, even bytes that
+  // decode to replacement characters.
+  EXPECT_EQ(count(forced, {"Hmm", "\xef\xbf\xbd", " so"}), 3);
+  EXPECT_EQ(count(forced, {"Hmm", ".", "</think>", "\n\n", "Hi", "<|im_end|>"}), 3);
+  // The tag split over tokens: the token that completes it is the last one.
+  EXPECT_EQ(count(forced, {"ok", "</", "think", ">", "Hi"}), 4);
+  // Qwen3.5 calling a tool without closing the block: reasoning ends at <tool_call>.
+  EXPECT_EQ(count(forced, {"call", "<tool_call>", "\n<function=f>"}), 2);
+  // Not forced: counted from the model's own <think>; none when it does not think.
+  EXPECT_EQ(count(open, {"<think>", "\n", "a", "</think>", "\n\n", "b"}), 4);
+  EXPECT_EQ(count(open, {"Hello", " there"}), 0);
+  EXPECT_EQ(count(off, {"Hello", " there"}), 0);
+  // A forced tool call that closed the block in the prompt: no reasoning.
+  EXPECT_EQ(count(off, {"get_time", ">\n"}, "<tool_call>\n<function="), 0);
+  // No reasoning parsing (no --reasoning-parser, or separate_reasoning false): 0.
+  EXPECT_EQ(count(MakeChatParseConfig(*req, ServerParsers{}, "<think>\n"), {"a", "</think>"}), 0);
 }
 
 TEST(Responses, Completion) {

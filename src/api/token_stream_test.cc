@@ -74,7 +74,11 @@ ChatParseConfig Config(std::optional<ReasoningParserKind> reasoning, bool force,
                                       "unit": {"type": "string"}, "days": {"type": "integer"}}})"),
              tool("get_time", R"({"type": "object", "properties": {"timezone": {"type": "string"}}})"),
              tool("write_file", R"({"type": "object", "properties": {"path": {"type": "string"},
-                                     "content": {"type": "string"}, "overwrite": {"type": "boolean"}}})")};
+                                     "content": {"type": "string"}, "overwrite": {"type": "boolean"}}})"),
+             tool("book_trip", R"({"type": "object", "properties": {"city": {"type": "string"},
+                                    "nights": {"type": "integer"}, "budget": {"type": "number"},
+                                    "refundable": {"type": "boolean"}, "extras": {"type": "array"},
+                                    "traveler": {"type": "object"}, "note": {"type": "string"}}})")};
   return c;
 }
 
@@ -170,6 +174,28 @@ TEST(TokenStream, Qwen35ToolCallWithoutClosingThink) {
         "Europe/Berlin\n</parameter>\n</function>\n</tool_call>",
         {"Let me just call the tool.\n", "", {{"get_time", R"({"timezone": "Europe/Berlin"})"}}},
         {kToolCall, kToolCallEnd});
+}
+
+// Qwen3.5 after thinking: every schema type converted (integer, number,
+// boolean, array and object via JSON, strings kept raw even when they look
+// like numbers), two calls in a row.
+TEST(TokenStream, Qwen35SchemaTypedParametersAfterThinking) {
+  Check(Config(ReasoningParserKind::kQwen3, true, ToolParserKind::kQwen3Coder),
+        "Book it, then check the time.\n</think>\n\n"
+        "<tool_call>\n<function=book_trip>\n<parameter=city>\nSão Paulo\n</parameter>\n"
+        "<parameter=nights>\n3\n</parameter>\n<parameter=budget>\n1250.50\n</parameter>\n"
+        "<parameter=refundable>\nfalse\n</parameter>\n"
+        "<parameter=extras>\n[\"breakfast\", \"late checkout\"]\n</parameter>\n"
+        "<parameter=traveler>\n{\"name\": \"Ana\", \"age\": 34, \"vip\": true}\n</parameter>\n"
+        "<parameter=note>\n007\n</parameter>\n</function>\n</tool_call>\n"
+        "<tool_call>\n<function=get_weather>\n<parameter=location>\nSão Paulo\n</parameter>\n"
+        "<parameter=days>\n-2\n</parameter>\n</function>\n</tool_call>",
+        {"Book it, then check the time.\n", "\n\n\n",
+         {{"book_trip", R"({"city": "São Paulo", "nights": 3, "budget": 1250.5, "refundable": false, )"
+                        R"("extras": ["breakfast", "late checkout"], "traveler": {"name": "Ana", "age": 34, "vip": true}, )"
+                        R"("note": "007"})"},
+          {"get_weather", R"({"location": "São Paulo", "days": -2})"}}},
+        {kThinkEnd, kToolCall, kToolCallEnd});
 }
 
 TEST(TokenStream, Qwen3CoderWritesCode) {

@@ -65,7 +65,10 @@ Status SynthesizeUnquantized(const SynthOptions& o) {
     TERN_ASSIGN_OR_RETURN(tok_cfg, ReadFileToString((fs::path(o.tokenizer_dir) / "tokenizer_config.json").string()));
   } else {
     tok_json = MakeSyntheticTokenizerJson(preset->vocab > 0 ? 2048 : 512);
-    tok_cfg = SyntheticTokenizerConfigJson();
+    // Each family's own template: Qwen3.5 checkpoints ship theirs (thinking
+    // opened by the generation prompt, Qwen3-Coder XML tool calls).
+    tok_cfg = SyntheticTokenizerConfigJson(preset->arch == "qwen3_5_moe" ? SyntheticChatTemplate::kQwen35
+                                                                          : SyntheticChatTemplate::kQwen3);
   }
   TERN_ASSIGN_OR_RETURN(Tokenizer tok, Tokenizer::FromJson(tok_json));
   int64_t vocab = preset->vocab;

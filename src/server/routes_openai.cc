@@ -43,12 +43,15 @@ api::GenerationDefaults ModelDefaults(const ServerContext& ctx) {
   return d;
 }
 
+// One token's text on its own (special tokens kept), for per-token bookkeeping.
+std::string TokenText(const ServerContext& ctx, int32_t id) {
+  auto t = ctx.tokenizer->Decode(std::span<const int32_t>(&id, 1), false);
+  return t.ok() ? *t : std::string();
+}
+
 std::vector<api::TokenLogprob> ToLogprobs(const ServerContext& ctx, const std::vector<TokenOutput>& toks) {
   std::vector<api::TokenLogprob> out;
-  auto text = [&](int32_t id) {
-    auto t = ctx.tokenizer->Decode(std::span<const int32_t>(&id, 1), false);
-    return t.ok() ? *t : std::string();
-  };
+  auto text = [&](int32_t id) { return TokenText(ctx, id); };
   for (const auto& t : toks) {
     api::TokenLogprob l{.id = t.id, .token = text(t.id), .logprob = t.logprob, .top = {}};
     for (const auto& [id, lp] : t.top) l.top.push_back({.id = id, .token = text(id), .logprob = lp});
@@ -86,7 +89,8 @@ void HandleChat(ServerContext& ctx, const httplib::Request& http_req, httplib::R
   // Prompt tokens: the client's input_ids, or the rendered chat template (plus
   // the forced start of a tool call for tool_choice required / named).
   std::vector<int32_t> prompt;
-  std::string rendered, forced;
+  std::string rendered;
+  api::ForcedToolCall forced;
   if (req.input_ids) {
     prompt = *req.input_ids;
   } else {
@@ -96,8 +100,9 @@ void HandleChat(ServerContext& ctx, const httplib::Request& http_req, httplib::R
                                   .add_generation_prompt = !in.assistant_prefix.has_value(), .kwargs = in.kwargs});
     if (!text.ok()) return ReplyApiError(res, api::ApiError::BadRequest(text.status().message()));
     rendered = *text + in.assistant_prefix.value_or("");
-    forced = api::ForcedToolCallPrefix(req, parsers, rendered);
-    auto ids = ctx.tokenizer->Encode(rendered + forced, /*add_special_tokens=*/false);
+    forced = api::ForceToolCall(req, parsers, rendered);
+    rendered += forced.prompt_suffix;
+    auto ids = ctx.tokenizer->Encode(rendered + forced.reply_prefix, /*add_special_tokens=*/false);
     if (!ids.ok()) return ReplyApiError(res, api::ApiError::BadRequest(ids.status().message()));
     prompt = std::move(*ids);
   }
@@ -121,12 +126,12 @@ void HandleChat(ServerContext& ctx, const httplib::Request& http_req, httplib::R
     for (auto& run : runs) {
       GenerationRun::Step all = run->RunToEnd();
       if (auto e = ChoiceError(all)) return ReplyApiError(res, *e);
-      api::ChatChoice choice = api::ParseChatOutput(pcfg, forced + all.text, all.finish);
+      api::ChatChoice choice = api::ParseChatOutput(pcfg, forced.reply_prefix + all.text, all.finish);
       if (req.logprobs) choice.logprobs = ToLogprobs(ctx, all.tokens);
-      if (!choice.reasoning.empty()) {
-        auto r = ctx.tokenizer->Encode(choice.reasoning, false);
-        reasoning_tokens += r.ok() ? int64_t(r->size()) : 0;
-      }
+      if (req.return_prompt_token_ids) choice.prompt_token_ids = prompt;
+      api::ReasoningTokenCounter counter(pcfg, forced.reply_prefix);
+      for (const auto& t : all.tokens) counter.Add(TokenText(ctx, t.id));
+      reasoning_tokens += counter.count();
       choices.push_back(std::move(choice));
     }
     api::Usage usage = SumUsage(ctx, runs);
@@ -141,11 +146,13 @@ void HandleChat(ServerContext& ctx, const httplib::Request& http_req, httplib::R
     explicit State(const api::ResponseMeta& meta) : enc(meta) {}
     api::ChatStreamEncoder enc;
     std::vector<api::ChatOutputParser> parsers;
-    std::vector<int64_t> reasoning_tokens;
+    std::vector<api::ReasoningTokenCounter> reasoning_tokens;
   };
   auto st = std::make_shared<State>(meta);
-  for (size_t i = 0; i < runs.size(); ++i) st->parsers.emplace_back(pcfg);
-  st->reasoning_tokens.assign(runs.size(), 0);
+  for (size_t i = 0; i < runs.size(); ++i) {
+    st->parsers.emplace_back(pcfg);
+    st->reasoning_tokens.emplace_back(pcfg, forced.reply_prefix);
+  }
   const bool include_usage = req.include_usage, continuous = req.continuous_usage_stats, logprobs = req.logprobs;
   ServerContext* c = &ctx;
   StreamRuns(
@@ -153,10 +160,11 @@ void HandleChat(ServerContext& ctx, const httplib::Request& http_req, httplib::R
       [st, runs, continuous, logprobs, c](int i, const GenerationRun::Step& step, httplib::DataSink& sink) {
         std::string out;
         api::ChatOutputParser& parser = st->parsers[size_t(i)];
-        if (parser.in_reasoning()) st->reasoning_tokens[size_t(i)] += int64_t(step.tokens.size());
+        api::ReasoningTokenCounter& counter = st->reasoning_tokens[size_t(i)];
+        for (const auto& t : step.tokens) counter.Add(TokenText(*c, t.id));
         const GenerationRun& run = *runs[size_t(i)];
         api::Usage usage{.prompt_tokens = run.prompt_tokens(), .completion_tokens = run.completion_tokens(),
-                         .reasoning_tokens = st->reasoning_tokens[size_t(i)]};
+                         .reasoning_tokens = counter.count()};
         api::ChatDelta d = parser.Push(step.text);
         if (step.finished) {
           api::ChatDelta tail = parser.Finish();
@@ -179,19 +187,19 @@ void HandleChat(ServerContext& ctx, const httplib::Request& http_req, httplib::R
         }
         if (!out.empty()) sink.write(out.data(), out.size());
       },
-      [st, forced](httplib::DataSink& sink) {
+      [st, reply_prefix = forced.reply_prefix](httplib::DataSink& sink) {
         std::string out;
         for (size_t i = 0; i < st->parsers.size(); ++i) out += st->enc.Role(int(i));
         // The forced start of a tool call is part of every choice's reply.
-        if (!forced.empty())
+        if (!reply_prefix.empty())
           for (size_t i = 0; i < st->parsers.size(); ++i)
-            out += api::EncodeChatDelta(st->enc, int(i), st->parsers[i].Push(forced));
+            out += api::EncodeChatDelta(st->enc, int(i), st->parsers[i].Push(reply_prefix));
         sink.write(out.data(), out.size());
       },
       [st, runs, include_usage, c](httplib::DataSink& sink) {
         if (!include_usage) return;
         api::Usage usage = SumUsage(*c, runs);
-        for (int64_t r : st->reasoning_tokens) usage.reasoning_tokens += r;
+        for (const auto& r : st->reasoning_tokens) usage.reasoning_tokens += r.count();
         const std::string out = st->enc.UsageChunk(usage);
         sink.write(out.data(), out.size());
       });

@@ -210,13 +210,14 @@ std::string MakeSyntheticTokenizerJson(int32_t vocab_size_hint) {
   return root.dump(2) + "\n";
 }
 
-std::string SyntheticTokenizerConfigJson() {
+std::string SyntheticTokenizerConfigJson(SyntheticChatTemplate chat_template) {
   using ojson = nlohmann::ordered_json;
   ojson c = ojson::object();
   c["add_bos_token"] = false;
   c["add_prefix_space"] = false;
   c["bos_token"] = nullptr;
-  c["chat_template"] = tok::kQwen3ChatTemplate;
+  c["chat_template"] =
+      chat_template == SyntheticChatTemplate::kQwen35 ? tok::kQwen35ChatTemplate : tok::kQwen3ChatTemplate;
   c["clean_up_tokenization_spaces"] = false;
   c["eos_token"] = "<|im_end|>";
   c["errors"] = "replace";

@@ -22,8 +22,13 @@ namespace tern {
 // Deterministic: the same hint always gives the same bytes.
 std::string MakeSyntheticTokenizerJson(int32_t vocab_size_hint);
 
+// The official chat templates a synthetic checkpoint can carry: Qwen3's
+// (Qwen3, Qwen3-MoE) or Qwen3.5's (its generation prompt opens <think>, tool
+// calls are Qwen3-Coder XML), as the real checkpoints of each family ship.
+enum class SyntheticChatTemplate { kQwen3, kQwen35 };
+
 // A tokenizer_config.json for it: eos <|im_end|>, pad <|endoftext|>, no bos,
-// model_max_length 32768 and Qwen3's official chat template.
-std::string SyntheticTokenizerConfigJson();
+// model_max_length 32768 and the given official chat template.
+std::string SyntheticTokenizerConfigJson(SyntheticChatTemplate chat_template = SyntheticChatTemplate::kQwen3);
 
 }  // namespace tern

@@ -7,5 +7,7 @@ namespace tern::tok {
 extern const char* const kSyntheticCorpus;
 // Qwen3's chat template, verbatim.
 extern const char* const kQwen3ChatTemplate;
+// Qwen3.5's chat template, verbatim.
+extern const char* const kQwen35ChatTemplate;
 
 }  // namespace tern::tok

@@ -91,5 +91,16 @@ TEST(SyntheticTokenizer, ConfigHasQwen3TemplateAndTokens) {
   EXPECT_EQ(c->chat_template, real->chat_template);
 }
 
+// Qwen3.5 checkpoints (tern synth --arch qwen3_5_moe) carry Qwen3.5's template,
+// byte for byte the golden copy of the real one.
+TEST(SyntheticTokenizer, ConfigWithQwen35Template) {
+  auto c = ParseTokenizerConfig(SyntheticTokenizerConfigJson(SyntheticChatTemplate::kQwen35));
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->eos_token, "<|im_end|>");
+  auto real = ReadFileToString(tok::testing::SourceDir() + "/tests/golden/template/templates/qwen3_5.jinja");
+  ASSERT_TRUE(real.ok()) << real.status().message();
+  EXPECT_EQ(c->chat_template, *real);
+}
+
 }  // namespace
 }  // namespace tern
