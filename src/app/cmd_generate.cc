@@ -7,6 +7,7 @@
 
 #include "app/commands.h"
 #include "app/model_files.h"
+#include "app/mtp_tap.h"
 #include "app/session.h"
 #include "base/npy.h"
 #include "engine/generate.h"
@@ -17,7 +18,7 @@ namespace tern::app {
 
 Command RegisterGenerate(CLI::App& app) {
   struct Opts {
-    std::string model, prompt, prompt_ids, logits_out, kv_dtype = "auto";
+    std::string model, prompt, prompt_ids, logits_out, mtp_logits_out, kv_dtype = "auto";
     std::vector<std::string> stop;
     bool chat = false, ignore_eos = false;
     std::string chat_kwargs;
@@ -45,6 +46,10 @@ Command RegisterGenerate(CLI::App& app) {
   app.add_option("--stop", o->stop, "stop string (repeatable)");
   app.add_flag("--ignore-eos", o->ignore_eos, "keep generating past end-of-sequence tokens");
   app.add_option("--logits-out", o->logits_out, "write float32 logits [steps, vocab] to this .npy file");
+  app.add_option("--mtp-logits-out", o->mtp_logits_out,
+                 "also run the model's MTP head (Qwen3.5 / Qwen3-Next mtp.*) on every position and write float32 "
+                 "logits [steps, vocab] to this .npy file: row i from the hidden state that chose generated token "
+                 "i and that token, predicting token i + 1");
   app.add_option("--prefill-chunk", o->prefill_chunk, "prompt tokens per forward pass")->default_val(512);
   app.add_option("--threads", o->threads, "worker threads (0: all cores)")->default_val(0);
   auto numerics = AddQuantNumericsOption(app);
@@ -106,8 +111,23 @@ Command RegisterGenerate(CLI::App& app) {
       }
       return !stopped;
     };
-    auto result = Generate(*s.model, **cache, blocks, req, on_token);
+    std::optional<MtpTap> tap;
+    Status tap_status;
+    Model* model = s.model.get();
+    if (!o->mtp_logits_out.empty()) {
+      if (s.model->mtp_num_layers() == 0)
+        return Fail(fmt::format("generate: --mtp-logits-out: {} has no MTP head", o->model));
+      model = &tap.emplace(*s.model, int64_t(req.prompt.size()) - 1);
+    }
+    auto result = Generate(*model, **cache, blocks, req, [&](int32_t tok, std::span<const float> logits) {
+      if (tap) {
+        tap_status = tap->OnToken(tok);
+        if (!tap_status.ok()) return false;
+      }
+      return on_token(tok, logits);
+    });
     if (!result.ok()) return Fail(result.status().message());
+    if (!tap_status.ok()) return Fail("generate: MTP head: " + tap_status.message());
     if (print_text) {
       if (!stops.stopped()) stops.Append(stream->Flush());
       fmt::print("{}\n", stops.TakeRest());
@@ -117,6 +137,11 @@ Command RegisterGenerate(CLI::App& app) {
     if (!o->logits_out.empty()) {
       const int64_t rows = int64_t(logits_rows.size()) / V;
       Status st = WriteNpyF32(o->logits_out, logits_rows, {rows, V});
+      if (!st.ok()) return Fail(st.message());
+    }
+    if (tap) {
+      const int64_t rows = int64_t(tap->logits().size()) / V;
+      Status st = WriteNpyF32(o->mtp_logits_out, tap->logits(), {rows, V});
       if (!st.ok()) return Fail(st.message());
     }
     fmt::print(stderr, "tern: {} prompt tokens, {} generated ({}), prefill {:.1f} tok/s, decode {:.1f} tok/s\n",

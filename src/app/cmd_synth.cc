@@ -9,8 +9,8 @@ namespace tern::app {
 Command RegisterSynth(CLI::App& app) {
   auto o = std::make_shared<SynthOptions>();
   auto dtype = std::make_shared<std::string>("bf16");
-  app.add_option("--arch", o->arch, "architecture: qwen3, qwen3_moe or qwen3_5_moe")->required();
-  app.add_option("--preset", o->preset, "size preset: tiny, tiny-tied (qwen3), qwen3-0.6b, moe-small, qwen3.5-tiny, qwen3.5-layer")->required();
+  app.add_option("--arch", o->arch, "architecture: qwen3, qwen3_moe, qwen3_5_moe or qwen3_next")->required();
+  app.add_option("--preset", o->preset, "size preset: tiny, tiny-tied (qwen3), qwen3-0.6b, moe-small, qwen3.5-tiny, qwen3.5-layer (qwen3_5_moe), qwen3-next-tiny")->required();
   app.add_option("--seed", o->seed, "random seed")->default_val(0);
   app.add_option("--out", o->out_dir, "output directory")->required();
   app.add_option("--tokenizer", o->tokenizer_dir, "copy tokenizer.json and tokenizer_config.json from this directory");

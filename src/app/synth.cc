@@ -49,7 +49,7 @@ Status SynthesizeUnquantized(const SynthOptions& o) {
     names += (names.empty() ? "" : ", ") + p.name;
     if (p.name == o.preset) preset = &p;
   }
-  if (names.empty()) return Status::Errorf("synth: unknown architecture \"{}\" (qwen3, qwen3_moe, qwen3_5_moe)", o.arch);
+  if (names.empty()) return Status::Errorf("synth: unknown architecture \"{}\" (qwen3, qwen3_moe, qwen3_5_moe, qwen3_next)", o.arch);
   if (!preset) return Status::Errorf("synth: no preset \"{}\" for {} (known: {})", o.preset, o.arch, names);
   if (o.dtype != DType::kF32 && o.dtype != DType::kBF16 && o.dtype != DType::kF16)
     return Status::Error("synth: --dtype must be f32, bf16 or f16");

@@ -25,7 +25,7 @@ struct BatchLayout {
 
 // Reusable activation buffers (grown, never shrunk, so steady-state decoding allocates nothing).
 struct Scratch {
-  std::vector<float> h, q, k, v, attn, tmp, tmp2, gate, up, act, router, moe_in, moe_out, shared;
+  std::vector<float> h, q, k, v, attn, tmp, tmp2, gate, up, act, router, moe_in, moe_out, shared, mtp_in;
   // MoE experts running one per thread: each thread's buffers and its inline
   // pool of one (so the expert's matmuls stay on that thread).
   std::vector<Scratch> per_thread;

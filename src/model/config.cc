@@ -146,6 +146,14 @@ Result<ModelConfig> ParseModelConfig(const std::string& json_text, const std::st
   r.Get("linear_conv_kernel_dim", c.linear_conv_kernel_dim);
   r.Get("shared_expert_intermediate_size", c.shared_expert_intermediate_size);
   r.Get("attn_output_gate", c.attn_output_gate);
+  for (const char* key : {"num_nextn_predict_layers", "mtp_num_hidden_layers"}) {  // the second wins
+    if (!text->contains(key) || (*text)[key].is_null()) continue;
+    int64_t n = 0;
+    r.Get(key, n);
+    if (n < 0) return Status::Errorf("{}: \"{}\" must not be negative, got {}", source, key, n);
+    c.mtp_num_hidden_layers = n;
+  }
+  r.Get("mtp_use_dedicated_embeddings", c.mtp_use_dedicated_embeddings);
   top_reader.GetIds("eos_token_id", c.eos_token_ids);
   r.GetIds("eos_token_id", c.eos_token_ids);
   std::vector<int32_t> bos;

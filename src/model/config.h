@@ -45,6 +45,11 @@ struct ModelConfig {
   int64_t linear_conv_kernel_dim = 0;
   int64_t shared_expert_intermediate_size = 0;
   bool attn_output_gate = false;
+  // Multi-token prediction head (`mtp.*`, spec §2.7): mtp_num_hidden_layers
+  // (Qwen3.5; vLLM's Qwen3-Next reads num_nextn_predict_layers), unset when the
+  // config has neither; mtp_use_dedicated_embeddings (unsupported when true).
+  std::optional<int64_t> mtp_num_hidden_layers;
+  bool mtp_use_dedicated_embeddings = false;
   // Token ids from config.json (may be overridden by generation_config.json).
   std::vector<int32_t> eos_token_ids;
   std::optional<int32_t> bos_token_id;

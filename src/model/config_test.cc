@@ -29,6 +29,27 @@ TEST(ModelConfig, ParsesQwen3MoeAndVlmWrapper) {
   EXPECT_EQ(q3->head_dim, 128);  // transformers' Qwen3Config default
 }
 
+TEST(ModelConfig, MtpFields) {
+  const std::string base = R"("hidden_size":64,"num_hidden_layers":1,"num_attention_heads":4,"vocab_size":10)";
+  auto none = ParseModelConfig("{" + base + "}", "c.json");
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->mtp_num_hidden_layers.has_value());  // unset: the loader looks for mtp.fc.weight
+  auto q35 = ParseModelConfig(R"({"model_type":"qwen3_5_moe","text_config":{)" + base +
+                                  R"(,"mtp_num_hidden_layers":1,"mtp_use_dedicated_embeddings":false}})", "c.json");
+  ASSERT_TRUE(q35.ok()) << q35.status().message();
+  EXPECT_EQ(q35->mtp_num_hidden_layers, 1);
+  EXPECT_FALSE(q35->mtp_use_dedicated_embeddings);
+  auto next = ParseModelConfig("{" + base + R"(,"num_nextn_predict_layers":2})", "c.json");
+  ASSERT_TRUE(next.ok());
+  EXPECT_EQ(next->mtp_num_hidden_layers, 2);
+  auto both = ParseModelConfig("{" + base + R"(,"num_nextn_predict_layers":2,"mtp_num_hidden_layers":0})", "c.json");
+  ASSERT_TRUE(both.ok());
+  EXPECT_EQ(both->mtp_num_hidden_layers, 0);
+  auto neg = ParseModelConfig("{" + base + R"(,"mtp_num_hidden_layers":-1})", "c.json");
+  ASSERT_FALSE(neg.ok());
+  EXPECT_NE(neg.status().message().find("mtp_num_hidden_layers"), std::string::npos) << neg.status().message();
+}
+
 TEST(ModelConfig, ClearErrors) {
   auto expect = [](const std::string& json, const std::string& fragment) {
     auto c = ParseModelConfig(json, "cfg.json");

@@ -6,24 +6,13 @@
 #include <functional>
 #include <memory>
 #include <string>
-#include <variant>
 #include <vector>
 
-#include "model/attention_block.h"
-#include "model/ffn_block.h"
-#include "model/gated_deltanet.h"
+#include "model/decoder_layer.h"
 #include "model/model.h"
+#include "model/mtp.h"
 
 namespace tern {
-
-struct DecoderLayer {
-  std::vector<float> input_norm;      // [hidden]
-  std::vector<float> post_attn_norm;  // [hidden]
-  // The token mixer: linear attention when set, else `attention`.
-  std::unique_ptr<GatedDeltaNet> linear_attn;
-  AttentionBlock attention;
-  std::variant<DenseFfn, MoeFfn> ffn;
-};
 
 class DecoderModel final : public Model {
  public:
@@ -37,8 +26,12 @@ class DecoderModel final : public Model {
   std::vector<DecoderLayer> layers;
   std::vector<float> final_norm;  // [hidden]
   Linear lm_head;                 // [vocab, hidden]; may view embed_tokens when tied
+  // The multi-token-prediction head (Qwen3.5 / Qwen3-Next), when the checkpoint
+  // has one; its layers cache after the main attention layers.
+  std::unique_ptr<MtpHead> mtp;
 
-  // Calls fn on every Linear layer (attention, MLP, experts, routers, lm_head).
+  // Calls fn on every Linear layer of the main model (attention, MLP, experts,
+  // routers, lm_head; not the MTP head's: mtp->ForEachLinear).
   void ForEachLinear(const std::function<void(Linear&)>& fn);
 
   // Checks that every tensor in the files was used by the architecture.
@@ -49,6 +42,11 @@ class DecoderModel final : public Model {
   ModelConfig& mutable_config() { return cfg_; }
   CacheSpec cache_spec() const override;
   Status Forward(std::span<const SequenceChunk> batch, KvCache& cache, std::vector<float>& logits) override;
+  Status ForwardWithHidden(std::span<const SequenceChunk> batch, KvCache& cache, std::vector<float>& logits,
+                           std::vector<float>& hidden) override;
+  int64_t mtp_num_layers() const override { return mtp ? int64_t(mtp->layers.size()) : 0; }
+  Status MtpForward(std::span<const SequenceChunk> batch, std::span<const float> hidden, KvCache& cache,
+                    std::vector<float>& logits, int64_t step) override;
   int64_t WeightBytesPerToken() const override;
   int64_t WeightBytes() const override;
   DType weight_dtype() const override { return embed_tokens->dtype; }
@@ -56,7 +54,15 @@ class DecoderModel final : public Model {
   bool HasKvCacheScales() const override;
 
  private:
-  Status Validate(std::span<const SequenceChunk> batch, const KvCache& cache) const;
+  // uses_state: the chunks' recurrent-state slots are read (not by the MTP head).
+  Status Validate(std::span<const SequenceChunk> batch, const KvCache& cache, bool uses_state) const;
+  Status ForwardImpl(std::span<const SequenceChunk> batch, KvCache& cache, std::vector<float>& logits,
+                     std::vector<float>* hidden);
+  // x: [layout_.rows, hidden] <- the embedding rows of the batch's tokens.
+  void Embed(std::span<const SequenceChunk> batch, float* x) const;
+  // The rows of x [layout_.rows, hidden] that need logits, normed with `norm`
+  // unless already normed (norm == nullptr), through lm_head into logits.
+  void Logits(std::span<const SequenceChunk> batch, const float* x, const float* norm, std::vector<float>& logits);
 
   ModelConfig cfg_;
   TensorStore store_;
@@ -65,6 +71,7 @@ class DecoderModel final : public Model {
   BatchLayout layout_;
   Scratch scratch_;
   std::vector<float> x_;  // residual stream [rows, hidden]
+  std::vector<float> embedded_;  // MtpForward: embedding rows [rows, hidden]
 };
 
 }  // namespace tern

@@ -1,5 +1,7 @@
 #include <functional>
 #include <map>
+#include <string>
+#include <vector>
 
 #include "model/architectures.h"
 
@@ -25,9 +27,13 @@ Result<std::unique_ptr<Model>> LoadModel(const std::string& dir, const LoadOptio
   auto m = std::make_unique<DecoderModel>(std::move(cfg), std::move(store), opts);
   Status s = arch->second(*m);
   if (!s.ok()) return s.WithContext(fmt::format("loading {}", dir));
-  // Buffers HF keeps in some checkpoints, and the vision tower and MTP head of
-  // wrapped checkpoints, which text generation does not use.
-  TERN_RETURN_IF_ERROR(m->CheckAllTensorsUsed({"model.rotary_emb.", "rotary_emb.", "model.visual.", "mtp."}));
+  // Buffers HF keeps in some checkpoints, the vision tower of wrapped
+  // checkpoints, which text generation does not use, and mtp.* when the config
+  // gives the MTP head no layers (as transformers ignores it). A loaded head
+  // must use every mtp.* tensor.
+  std::vector<std::string> ignored = {"model.rotary_emb.", "rotary_emb.", "model.visual."};
+  if (!m->mtp) ignored.push_back("mtp.");
+  TERN_RETURN_IF_ERROR(m->CheckAllTensorsUsed(ignored));
   return std::unique_ptr<Model>(std::move(m));
 }
 

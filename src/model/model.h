@@ -52,6 +52,30 @@ class Model {
   virtual DType weight_dtype() const = 0;
 
   virtual ThreadPool& pool() = 0;
+
+  // Multi-token prediction (the `mtp.*` head of Qwen3.5 / Qwen3-Next; see mtp.h).
+  // Its layers' KV-cache slots are part of cache_spec(). 0 when the model has no head.
+  virtual int64_t mtp_num_layers() const { return 0; }
+  // Forward, and hidden: resized to [T, hidden_size] f32, T = every new token of
+  // the batch in batch order (whatever all_logits / skip_logits say), each row the
+  // final-normed hidden state that lm_head reads -- the MTP head's h_main.
+  virtual Status ForwardWithHidden(std::span<const SequenceChunk> batch, KvCache& cache, std::vector<float>& logits,
+                                   std::vector<float>& hidden) {
+    (void)batch, (void)cache, (void)logits, (void)hidden;
+    return Status::Error("this model does not expose its hidden states");
+  }
+  // The MTP head over rows of main-model hidden states. For chunk i, row t is
+  // position p = start_pos + t: tokens[t] is t_{p+1}, the token after position p,
+  // and hidden row (row_begin + t) is h_p from ForwardWithHidden. Writes the MTP
+  // layer's keys/values at p (block_table must cover p + 1 positions; state_slot
+  // is unused); logits as Forward's (rows per all_logits / skip_logits), each
+  // predicting t_{p+2}. step selects the MTP layer (step % mtp_num_layers()).
+  virtual Status MtpForward(std::span<const SequenceChunk> batch, std::span<const float> hidden, KvCache& cache,
+                            std::vector<float>& logits, int64_t step = 0) {
+    (void)batch, (void)hidden, (void)cache, (void)logits, (void)step;
+    return Status::Error("this model has no multi-token-prediction (MTP) head");
+  }
+
   // Whether every attention layer has FP8 KV-cache scales (k_scale, v_scale)
   // in the checkpoint; an FP8 cache uses 1.0 where they are missing.
   virtual bool HasKvCacheScales() const { return false; }

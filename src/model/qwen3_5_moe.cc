@@ -12,7 +12,8 @@
 //     k_proj, v_proj, o_proj, q_norm.weight / k_norm.weight [head_dim]
 //   layers.{i}.mlp.gate.weight [E, H]; mlp.experts (per expert or fused 3-D);
 //     mlp.shared_expert.{gate,up,down}_proj.weight; mlp.shared_expert_gate.weight [1, H]
-// model.visual.* and mtp.* are loaded by nobody (text generation does not use them).
+// model.visual.* is loaded by nobody (text generation does not use it). The MTP
+// head (mtp.*, see mtp.h) is loaded when the config gives it layers.
 // Qwen3-Next (qwen3_next) is the same design with fused, per-key-head grouped
 // linear-attention input projections (see gated_deltanet.h), flat model.layers.*
 // names, a norm_topk_prob flag, and optional dense layers (mlp_only_layers,
@@ -24,6 +25,27 @@
 namespace tern {
 
 namespace {
+
+// The MTP head: mtp_num_hidden_layers (or num_nextn_predict_layers) layers when
+// the config says so; when it says nothing, vLLM's default of one layer if the
+// checkpoint has mtp.fc.weight (Qwen3-Next's config.json has neither field). With
+// 0 layers mtp.* is left unread, as transformers ignores it.
+Status LoadMtpHead(DecoderModel& m, int64_t main_attention_layers, bool qwen3_next) {
+  const ModelConfig& c = m.config();
+  const int64_t n = c.mtp_num_hidden_layers.value_or(m.store().Find("mtp.fc.weight") ? 1 : 0);
+  if (n == 0) return Status::Ok();
+  const std::string what = c.mtp_num_hidden_layers ? fmt::format("MTP head (mtp_num_hidden_layers {})", n)
+                                                   : std::string("MTP head (mtp.fc.weight present)");
+  if (c.mtp_use_dedicated_embeddings)
+    return Status::Errorf("{}: mtp_use_dedicated_embeddings is not supported (neither vLLM nor transformers "
+                          "defines such tensors; set mtp_num_hidden_layers to 0 to ignore the head)",
+                          what);
+  Result<MtpHead> h = MtpHead::Load(
+      m.loader(), c, {.num_layers = n, .first_cache_layer = main_attention_layers, .qwen3_next = qwen3_next});
+  if (!h.ok()) return h.status().WithContext(what);
+  m.mtp = std::make_unique<MtpHead>(std::move(h.value()));
+  return Status::Ok();
+}
 
 Status LoadHybrid(DecoderModel& m, bool qwen3_next) {
   ModelConfig& c = m.mutable_config();
@@ -59,7 +81,7 @@ Status LoadHybrid(DecoderModel& m, bool qwen3_next) {
     }
     m.layers.push_back(std::move(l));
   }
-  return Status::Ok();
+  return LoadMtpHead(m, attention_layers, qwen3_next);
 }
 
 }  // namespace

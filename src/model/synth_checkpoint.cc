@@ -23,10 +23,13 @@ std::vector<SynthPreset> SynthPresets() {
       {"qwen3-0.6b", "qwen3", 1024, 28, 16, 8, 128, 3072, 151936, true, 0, 0, 0},
       {"moe-small", "qwen3_moe", 2048, 8, 32, 4, 128, 6144, 151936, false, 128, 8, 768},
       // Qwen3.5: 3 linear-attention layers, then one full (interval 4).
-      {"qwen3.5-tiny", "qwen3_5_moe", 64, 4, 4, 2, 32, 0, 0, false, 8, 2, 32, 4096, 2, 4, 16, 16, 4, 48, 4, 0.25},
+      {"qwen3.5-tiny", "qwen3_5_moe", 64, 4, 4, 2, 32, 0, 0, false, 8, 2, 32, 4096, 2, 4, 16, 16, 4, 48, 4, 0.25, 1},
+      // Qwen3-Next: the same dimensions, fused in_proj_qkvz / in_proj_ba, flat model.layers.* names.
+      {"qwen3-next-tiny", "qwen3_next", 64, 4, 4, 2, 32, 96, 0, false, 8, 2, 32, 4096, 2, 4, 16, 16, 4, 48, 4, 0.25,
+       1},
       // The real 397B per-layer dimensions (hidden 4096, GDN 16/64 heads of 128,
       // attention 32/2 heads of 256, experts of 1024, top-10, vocab 248320) with
-      // 4 layers and 16 experts instead of 60 and 512: for benchmarks.
+      // 4 layers and 16 experts instead of 60 and 512, and no MTP head: for benchmarks.
       {"qwen3.5-layer", "qwen3_5_moe", 4096, 4, 32, 2, 256, 0, 248320, false, 16, 10, 1024, 262144, 16, 64, 128, 128,
        4, 1024, 4, 0.25},
   };
@@ -80,7 +83,8 @@ std::string TorchDtypeName(DType t) {
   return t == DType::kF32 ? "float32" : t == DType::kF16 ? "float16" : "bfloat16";
 }
 
-bool IsHybrid(const SynthPreset& p) { return p.arch == "qwen3_5_moe"; }
+bool IsNext(const SynthPreset& p) { return p.arch == "qwen3_next"; }
+bool IsHybrid(const SynthPreset& p) { return p.arch == "qwen3_5_moe" || IsNext(p); }
 bool IsLinearLayer(const SynthPreset& p, int64_t l) { return IsHybrid(p) && (l + 1) % p.interval != 0; }
 
 // Qwen3.5's VLM-wrapper config.json, the text model under text_config.
@@ -116,7 +120,8 @@ nlohmann::ordered_json HybridConfigJson(const SynthPreset& p, DType dtype, int64
   t["moe_intermediate_size"] = p.moe_ffn;
   t["shared_expert_intermediate_size"] = p.shared_ffn;
   t["mamba_ssm_dtype"] = "float32";
-  t["mtp_num_hidden_layers"] = 0;
+  t["mtp_num_hidden_layers"] = p.mtp_layers;
+  t["mtp_use_dedicated_embeddings"] = false;
   t["vocab_size"] = vocab;
   t["bos_token_id"] = bos;
   t["eos_token_id"] = eos;
@@ -130,7 +135,49 @@ nlohmann::ordered_json HybridConfigJson(const SynthPreset& p, DType dtype, int64
   return c;
 }
 
+// Qwen3-Next's flat config.json (Qwen3-Next-80B-A3B style: rope_theta and
+// partial_rotary_factor at the top, layer kinds from full_attention_interval).
+nlohmann::ordered_json NextConfigJson(const SynthPreset& p, DType dtype, int64_t vocab, int32_t eos, int32_t bos) {
+  nlohmann::ordered_json c;
+  c["architectures"] = {"Qwen3NextForCausalLM"};
+  c["model_type"] = "qwen3_next";
+  c["hidden_size"] = p.hidden;
+  c["intermediate_size"] = p.ffn;
+  c["num_hidden_layers"] = p.layers;
+  c["num_attention_heads"] = p.heads;
+  c["num_key_value_heads"] = p.kv_heads;
+  c["head_dim"] = p.head_dim;
+  c["hidden_act"] = "silu";
+  c["attention_bias"] = false;
+  c["max_position_embeddings"] = p.max_positions;
+  c["rms_norm_eps"] = 1e-6;
+  c["rope_theta"] = 10000000;
+  c["partial_rotary_factor"] = p.partial_rotary;
+  c["rope_scaling"] = nullptr;
+  c["full_attention_interval"] = p.interval;
+  c["linear_num_key_heads"] = p.linear_key_heads;
+  c["linear_num_value_heads"] = p.linear_value_heads;
+  c["linear_key_head_dim"] = p.linear_key_dim;
+  c["linear_value_head_dim"] = p.linear_value_dim;
+  c["linear_conv_kernel_dim"] = p.conv_kernel;
+  c["num_experts"] = p.experts;
+  c["num_experts_per_tok"] = p.experts_per_tok;
+  c["moe_intermediate_size"] = p.moe_ffn;
+  c["shared_expert_intermediate_size"] = p.shared_ffn;
+  c["norm_topk_prob"] = true;
+  c["decoder_sparse_step"] = 1;
+  c["mlp_only_layers"] = nlohmann::ordered_json::array();
+  c["mtp_num_hidden_layers"] = p.mtp_layers;
+  c["tie_word_embeddings"] = false;
+  c["vocab_size"] = vocab;
+  c["bos_token_id"] = bos;
+  c["eos_token_id"] = eos;
+  c["torch_dtype"] = TorchDtypeName(dtype);
+  return c;
+}
+
 nlohmann::ordered_json ConfigJson(const SynthPreset& p, DType dtype, int64_t vocab, int32_t eos, int32_t bos) {
+  if (IsNext(p)) return NextConfigJson(p, dtype, vocab, eos, bos);
   if (IsHybrid(p)) return HybridConfigJson(p, dtype, vocab, eos, bos);
   nlohmann::ordered_json c;
   c["architectures"] = {p.arch == "qwen3" ? "Qwen3ForCausalLM" : "Qwen3MoeForCausalLM"};
@@ -162,14 +209,47 @@ nlohmann::ordered_json ConfigJson(const SynthPreset& p, DType dtype, int64_t voc
   return c;
 }
 
-// Qwen3.5's tensors under model.language_model.* (spec §2), random: zero-centred
-// norms near 0 (they compute 1 + w), the gated norm near 1, A_log and dt_bias
-// giving decays in (0, 1).
+// A gated full-attention layer's self_attn.* (zero-centred q/k norms near 0).
+template <typename Add>
+void WriteGatedAttention(const SynthPreset& p, const std::string& a, Add& add) {
+  const double kStd = 0.02;
+  const int64_t H = p.hidden, D = p.head_dim;
+  add(a + "q_proj.weight", {2 * p.heads * D, H}, 0, kStd);
+  add(a + "k_proj.weight", {p.kv_heads * D, H}, 0, kStd);
+  add(a + "v_proj.weight", {p.kv_heads * D, H}, 0, kStd);
+  add(a + "o_proj.weight", {H, p.heads * D}, 0, kStd);
+  add(a + "q_norm.weight", {D}, 0, 0.1);
+  add(a + "k_norm.weight", {D}, 0, 0.1);
+}
+
+// A sparse MoE with a shared expert (mlp.*), per-expert tensors.
+template <typename Add>
+void WriteSharedExpertMoe(const SynthPreset& p, const std::string& pre, Add& add) {
+  const double kStd = 0.02;
+  const int64_t H = p.hidden;
+  add(pre + "mlp.gate.weight", {p.experts, H}, 0, kStd);
+  for (int64_t e = 0; e < p.experts; ++e) {
+    const std::string ep = fmt::format("{}mlp.experts.{}.", pre, e);
+    add(ep + "gate_proj.weight", {p.moe_ffn, H}, 0, kStd);
+    add(ep + "up_proj.weight", {p.moe_ffn, H}, 0, kStd);
+    add(ep + "down_proj.weight", {H, p.moe_ffn}, 0, kStd);
+  }
+  add(pre + "mlp.shared_expert.gate_proj.weight", {p.shared_ffn, H}, 0, kStd);
+  add(pre + "mlp.shared_expert.up_proj.weight", {p.shared_ffn, H}, 0, kStd);
+  add(pre + "mlp.shared_expert.down_proj.weight", {H, p.shared_ffn}, 0, kStd);
+  add(pre + "mlp.shared_expert_gate.weight", {1, H}, 0, kStd);
+}
+
+// Qwen3.5's tensors under model.language_model.* (Qwen3-Next: model.*, fused
+// linear-attention input projections), spec §2, random: zero-centred norms near
+// 0 (they compute 1 + w), the gated norm near 1, A_log and dt_bias giving decays
+// in (0, 1); then the MTP head (mtp.*, spec §2.7; a MoE layer, as Qwen3-Next's
+// rule gives for index 0 of these presets).
 template <typename Add>
 void WriteHybridLayers(const SynthPreset& p, int64_t vocab, Add& add) {
   const double kStd = 0.02;
-  const std::string m = "model.language_model.";
-  const int64_t H = p.hidden, D = p.head_dim;
+  const std::string m = IsNext(p) ? "model." : "model.language_model.";
+  const int64_t H = p.hidden;
   const int64_t key = p.linear_key_heads * p.linear_key_dim, value = p.linear_value_heads * p.linear_value_dim;
   const int64_t conv = 2 * key + value;
   add(m + "embed_tokens.weight", {vocab, H}, 0, kStd);
@@ -178,39 +258,41 @@ void WriteHybridLayers(const SynthPreset& p, int64_t vocab, Add& add) {
     add(pre + "input_layernorm.weight", {H}, 0, 0.1);
     if (IsLinearLayer(p, l)) {
       const std::string a = pre + "linear_attn.";
-      add(a + "in_proj_qkv.weight", {conv, H}, 0, kStd);
-      add(a + "in_proj_z.weight", {value, H}, 0, kStd);
-      add(a + "in_proj_b.weight", {p.linear_value_heads, H}, 0, kStd);
-      add(a + "in_proj_a.weight", {p.linear_value_heads, H}, 0, kStd);
+      if (IsNext(p)) {
+        add(a + "in_proj_qkvz.weight", {conv + value, H}, 0, kStd);
+        add(a + "in_proj_ba.weight", {2 * p.linear_value_heads, H}, 0, kStd);
+      } else {
+        add(a + "in_proj_qkv.weight", {conv, H}, 0, kStd);
+        add(a + "in_proj_z.weight", {value, H}, 0, kStd);
+        add(a + "in_proj_b.weight", {p.linear_value_heads, H}, 0, kStd);
+        add(a + "in_proj_a.weight", {p.linear_value_heads, H}, 0, kStd);
+      }
       add(a + "conv1d.weight", {conv, 1, p.conv_kernel}, 0, 0.3);
       add(a + "dt_bias", {p.linear_value_heads}, 0, 0.5);
       add(a + "A_log", {p.linear_value_heads}, 0, 0.5);
       add(a + "norm.weight", {p.linear_value_dim}, 1, 0.1);
       add(a + "out_proj.weight", {H, value}, 0, kStd);
     } else {
-      const std::string a = pre + "self_attn.";
-      add(a + "q_proj.weight", {2 * p.heads * D, H}, 0, kStd);
-      add(a + "k_proj.weight", {p.kv_heads * D, H}, 0, kStd);
-      add(a + "v_proj.weight", {p.kv_heads * D, H}, 0, kStd);
-      add(a + "o_proj.weight", {H, p.heads * D}, 0, kStd);
-      add(a + "q_norm.weight", {D}, 0, 0.1);
-      add(a + "k_norm.weight", {D}, 0, 0.1);
+      WriteGatedAttention(p, pre + "self_attn.", add);
     }
     add(pre + "post_attention_layernorm.weight", {H}, 0, 0.1);
-    add(pre + "mlp.gate.weight", {p.experts, H}, 0, kStd);
-    for (int64_t e = 0; e < p.experts; ++e) {
-      const std::string ep = fmt::format("{}mlp.experts.{}.", pre, e);
-      add(ep + "gate_proj.weight", {p.moe_ffn, H}, 0, kStd);
-      add(ep + "up_proj.weight", {p.moe_ffn, H}, 0, kStd);
-      add(ep + "down_proj.weight", {H, p.moe_ffn}, 0, kStd);
-    }
-    add(pre + "mlp.shared_expert.gate_proj.weight", {p.shared_ffn, H}, 0, kStd);
-    add(pre + "mlp.shared_expert.up_proj.weight", {p.shared_ffn, H}, 0, kStd);
-    add(pre + "mlp.shared_expert.down_proj.weight", {H, p.shared_ffn}, 0, kStd);
-    add(pre + "mlp.shared_expert_gate.weight", {1, H}, 0, kStd);
+    WriteSharedExpertMoe(p, pre, add);
   }
   add(m + "norm.weight", {H}, 0, 0.1);
   add("lm_head.weight", {vocab, H}, 0, kStd);
+  if (p.mtp_layers > 0) {
+    add("mtp.fc.weight", {H, 2 * H}, 0, kStd);
+    add("mtp.pre_fc_norm_embedding.weight", {H}, 0, 0.1);
+    add("mtp.pre_fc_norm_hidden.weight", {H}, 0, 0.1);
+    for (int64_t l = 0; l < p.mtp_layers; ++l) {
+      const std::string pre = fmt::format("mtp.layers.{}.", l);
+      add(pre + "input_layernorm.weight", {H}, 0, 0.1);
+      WriteGatedAttention(p, pre + "self_attn.", add);
+      add(pre + "post_attention_layernorm.weight", {H}, 0, 0.1);
+      WriteSharedExpertMoe(p, pre, add);
+    }
+    add("mtp.norm.weight", {H}, 0, 0.1);
+  }
 }
 
 }  // namespace

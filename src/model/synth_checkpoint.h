@@ -14,17 +14,19 @@ namespace tern {
 
 struct SynthPreset {
   std::string name;
-  std::string arch;  // "qwen3", "qwen3_moe" or "qwen3_5_moe"
+  std::string arch;  // "qwen3", "qwen3_moe", "qwen3_5_moe" or "qwen3_next"
   int64_t hidden = 0, layers = 0, heads = 0, kv_heads = 0, head_dim = 0, ffn = 0;
   int64_t vocab = 0;  // 0: follow the tokenizer
   bool tied = false;
   int64_t experts = 0, experts_per_tok = 0, moe_ffn = 0;
   int64_t max_positions = 40960;
-  // Hybrid (qwen3_5_moe): Gated DeltaNet layers with every `interval`-th layer
-  // full attention, a shared expert, partial rotary.
+  // Hybrid (qwen3_5_moe, qwen3_next): Gated DeltaNet layers with every
+  // `interval`-th layer full attention, a shared expert, partial rotary.
   int64_t linear_key_heads = 0, linear_value_heads = 0, linear_key_dim = 0, linear_value_dim = 0;
   int64_t conv_kernel = 0, shared_ffn = 0, interval = 0;
   double partial_rotary = 1.0;
+  // Hybrid: layers of the multi-token-prediction head (mtp.*, full attention + MoE).
+  int64_t mtp_layers = 0;
 };
 
 // The built-in presets (tiny, qwen3-0.6b, moe-small, ...).

@@ -2,7 +2,9 @@
 # Qwen3.5-MoE / Qwen3-Next checkpoints written by the independent NumPy writer
 # (tests/reference/tiny_qwen35.py) against the float64 reference (tests/reference/qwen35_ref.py
 # via compare.py): per-row normalised RMS error <= TOL, 32 greedy tokens, and the same logits and
-# tokens whether the 150-token prompt is prefilled whole or in chunks of 1, 7 and 64 tokens.
+# tokens whether the 150-token prompt is prefilled whole or in chunks of 1, 7 and 64 tokens; and
+# the MTP head (mtp.*, every case has one) against the reference's, per-row normalised RMS error
+# <= TOL over the 32 steps, in every one of those runs (compare.py --mtp).
 # Usage: qwen35_vs_reference.sh TERN WORKDIR CASE [TOL]
 #   CASE: wrapper     VLM wrapper (model_type qwen3_5_moe, text_config, model.language_model.*,
 #                     mtp.* and model.visual.* present), per-expert MoE tensors
@@ -40,5 +42,5 @@ if [ "$case" = nvfp4 ] || [ "$case" = fp8 ]; then
 fi
 prompt=$(seq 0 149 | awk '{printf "%s%d", (NR > 1 ? "," : ""), ($1 * 37 + 11) % 500}')
 "$py" "$here/reference/compare.py" --tern "$tern" --model "$model" --prompt-ids "$prompt" \
-  --steps 32 --tol "$tol" --tern-arg=--ignore-eos \
+  --steps 32 --tol "$tol" --tern-arg=--ignore-eos --mtp \
   --prefill-chunks 4096,1,7,64 --chunk-tern-arg=--kv-cache-dtype=f32

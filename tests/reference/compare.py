@@ -35,6 +35,13 @@ exits 0 when every check passes, 1 otherwise (including tern failing to run).
 The reference is chosen by the text config's model_type: qwen3 / qwen3_moe -> qwen3_ref.py;
 qwen3_5_moe (VLM wrapper), qwen3_5_moe_text and qwen3_next -> qwen35_ref.py.
 
+--mtp (Qwen3.5 / Qwen3-Next with an MTP head): tern generate also gets --mtp-logits-out
+TMP/mtp.npy, which must hold one float32 row per generated id: row i from the hidden state that
+chose ids[i] and ids[i] itself, i.e. the head's logits for ids[i+1]. The reference computes the
+same rows teacher-forced (qwen35_ref.Model.mtp_teacher_forced over prompt + ids: the head runs
+over every position, as a speculative decoder fills its KV cache) and each row must pass
+(d) normalised RMS error <= --tol. With --prefill-chunks, every chunked run is checked the same way.
+
 --prefill-chunks N1,N2,... (chunked prefill): tern generate is run once more per size, with
 --prefill-chunk N (plus every --chunk-tern-arg, e.g. --chunk-tern-arg=--kv-cache-dtype=f32).
 Each of these runs must pass (a)-(c) against the reference, and give the same tokens as the
@@ -77,12 +84,28 @@ def parse_ids(text):
     return ids
 
 
+def mtp_path(logits_path):
+    return os.path.join(os.path.dirname(logits_path), "mtp.npy")
+
+
+def load_logits(path, what):
+    if not os.path.exists(path):
+        raise RuntimeError(f"tern did not write {path}")
+    logits = np.load(path, allow_pickle=False)
+    if logits.dtype not in (np.float32, np.float64) or logits.ndim != 2:
+        raise RuntimeError(f"{what} file: dtype {logits.dtype} shape {logits.shape}, expected float32 [n, vocab]")
+    return logits.astype(np.float64)
+
+
 def run_tern(args, prompt_ids, logits_path, extra=()):
-    """-> (generated ids list, logits [n, vocab] float64). Raises RuntimeError on failure."""
+    """-> (generated ids list, logits [n, vocab] float64, MTP logits [n, vocab] or None without
+    --mtp). Raises RuntimeError on failure."""
     cmd = [args.tern, "generate", "--model", args.model,
            "--prompt-ids", ",".join(str(t) for t in prompt_ids),
            "--max-tokens", str(args.steps), "--temperature", "0",
            "--logits-out", logits_path] + list(args.tern_arg) + list(extra)
+    if args.mtp:
+        cmd += ["--mtp-logits-out", mtp_path(logits_path)]
     if args.quant_numerics:
         cmd += ["--quant-numerics", args.quant_numerics]
     print("running:", " ".join(cmd), flush=True)
@@ -102,13 +125,25 @@ def run_tern(args, prompt_ids, logits_path, extra=()):
         ids = None
     if not isinstance(ids, list) or not all(isinstance(t, int) and not isinstance(t, bool) for t in ids):
         raise RuntimeError(f"last stdout line of tern is not a JSON array of ints: {lines[-1]!r}")
-    if not os.path.exists(logits_path):
-        raise RuntimeError(f"tern did not write {logits_path}")
-    logits = np.load(logits_path, allow_pickle=False)
-    if logits.dtype not in (np.float32, np.float64) or logits.ndim != 2:
-        raise RuntimeError(f"logits file: dtype {logits.dtype} shape {logits.shape}, "
-                           "expected float32 [n, vocab]")
-    return ids, logits.astype(np.float64)
+    logits = load_logits(logits_path, "logits")
+    mtp = load_logits(mtp_path(logits_path), "MTP logits") if args.mtp else None
+    return ids, logits, mtp
+
+
+def check_mtp(model, prompt, ids, tern_mtp, tol, label=""):
+    """(d): tern's MTP rows against the reference's teacher-forced ones. -> ok"""
+    n = len(ids)
+    if tern_mtp.shape != (n, model.cfg.vocab_size):
+        print(f"FAIL: {label}MTP logits shape {list(tern_mtp.shape)}, expected [{n}, {model.cfg.vocab_size}]")
+        return False
+    ref = model.mtp_teacher_forced(prompt + ids, n)
+    errs = [nrms(tern_mtp[i], ref[i]) for i in range(n)]
+    bad = [i for i, e in enumerate(errs) if not (np.isfinite(e) and e <= tol)]
+    for i in bad:
+        print(f"  {label}MTP row {i}: nrms {errs[i]:.3e} > {tol:g}")
+    print(f"(d) {label}MTP nrms: max {max(errs):.3e} at row {int(np.argmax(errs))}, "
+          f"mean {float(np.mean(errs)):.3e}, tol {tol:g}: {len(bad)} rows over")
+    return not bad
 
 
 def is_tie(row, token, rel):
@@ -189,6 +224,8 @@ def main(argv=None):
     ap.add_argument("--verbose", action="store_true", help="print every row")
     ap.add_argument("--quant-numerics", choices=("w4a16", "w4a4"),
                     help="pass to tern generate; w4a4 also makes the reference fake-quantize NVFP4 inputs")
+    ap.add_argument("--mtp", action="store_true",
+                    help="also compare the MTP head's logits (tern generate --mtp-logits-out)")
     ap.add_argument("--prefill-chunks", default="",
                     help="comma-separated --prefill-chunk sizes to run and compare with each other (the first is the base)")
     ap.add_argument("--chunk-tern-arg", action="append", default=[],
@@ -212,7 +249,7 @@ def main(argv=None):
 
     with tempfile.TemporaryDirectory(prefix="tern-compare-") as tmp:
         try:
-            ids, tern_logits = run_tern(args, prompt, os.path.join(tmp, "logits.npy"))
+            ids, tern_logits, tern_mtp = run_tern(args, prompt, os.path.join(tmp, "logits.npy"))
         except RuntimeError as e:
             print(f"FAIL: {e}")
             return 1
@@ -252,6 +289,8 @@ def main(argv=None):
     print(f"(b) tokens == reference argmax: {ref_greedy_match}/{n}, accepted ties {ties}, "
           f"mismatches {sum(not r['ref_ok'] for r in rows)}")
     print(f"(c) tokens == argmax of tern's logits: mismatches {sum(not r['self_ok'] for r in rows)}")
+    if args.mtp:
+        ok = check_mtp(model, prompt, ids, tern_mtp, args.tol) and ok
     if args.prefill_chunks:
         ok = check_prefill_chunks(args, model, prompt) and ok
     print("PASS" if ok else "FAIL")
@@ -270,8 +309,8 @@ def check_prefill_chunks(args, model, prompt):
     for size in sizes:
         with tempfile.TemporaryDirectory(prefix="tern-compare-") as tmp:
             try:
-                ids, logits = run_tern(args, prompt, os.path.join(tmp, "logits.npy"),
-                                       ["--prefill-chunk", str(size)] + list(args.chunk_tern_arg))
+                ids, logits, mtp = run_tern(args, prompt, os.path.join(tmp, "logits.npy"),
+                                            ["--prefill-chunk", str(size)] + list(args.chunk_tern_arg))
             except RuntimeError as e:
                 print(f"FAIL: prefill chunk {size}: {e}")
                 ok = False
@@ -298,6 +337,8 @@ def check_prefill_chunks(args, model, prompt):
         print(line)
         if not good:
             print_report(rows, args.tol, False)
+        if args.mtp:
+            good = check_mtp(model, prompt, ids, mtp, args.tol, f"prefill chunk {size}: ") and good
         ok = ok and good
     return ok
 

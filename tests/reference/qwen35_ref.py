@@ -1,12 +1,27 @@
 """Float64 NumPy reference of the Hugging Face forward pass for Qwen3.5-MoE and Qwen3-Next.
 
 Covers model_type "qwen3_5_moe" (the VLM wrapper: text fields under "text_config", weights under
-model.language_model.*, plus lm_head; model.visual.* and mtp.* are ignored), its text-only form
-"qwen3_5_moe_text" (Qwen3_5MoeForCausalLM: model.layers.*, lm_head; mtp.* / model.visual.*
-ignored) and "qwen3_next" (Qwen3NextForCausalLM). Written from transformers'
+model.language_model.*, plus lm_head; model.visual.* is ignored), its text-only form
+"qwen3_5_moe_text" (Qwen3_5MoeForCausalLM: model.layers.*, lm_head; model.visual.* ignored) and
+"qwen3_next" (Qwen3NextForCausalLM). Written from transformers'
 models/qwen3_5_moe/{modeling,modular,configuration}_qwen3_5_moe.py and
 models/qwen3_next/{modeling,configuration}_qwen3_next.py, and shared/specs/qwen-models-and-nvfp4.md
 §1-2 -- never from tern's C++. Everything runs in float64 (HF: bf16 / fp32).
+
+The multi-token-prediction head (mtp.*) is not in transformers (it drops ^mtp.* on load); its
+forward, Model.mtp_forward, is written from vLLM's qwen3_5_mtp.py / qwen3_next_mtp.py and the
+proposer that drives them (v1/spec_decode/eagle.py), spec §2.7:
+  row at position p: h_p = norm1p(x_p, norm), the main model's output AFTER its final norm (what
+  vLLM's model forward returns and compute_logits feeds straight to lm_head); t = the token after p
+    e = norm1p(embed_tokens[t], mtp.pre_fc_norm_embedding);  g = norm1p(h_p, mtp.pre_fc_norm_hidden)
+    y = concat([e, g]) @ mtp.fc^T                     # embedding first; fc [H, 2H]
+    y = y + attn(norm1p(y, input_layernorm)); y = y + moe(norm1p(y, post_attention_layernorm))
+        # mtp.layers.{k}: a gated full-attention layer at position p (the proposer keeps the
+        # target rows' positions and shifts their ids by one), its own K/V over the head's rows
+    logits = norm1p(y, mtp.norm) @ lm_head^T          # embedding and lm_head shared
+  k = step % layers (spec_step_idx), layers = mtp_num_hidden_layers (Qwen3.5; vLLM's default 1) or
+  num_nextn_predict_layers (Qwen3-Next; default 1). Qwen3-Next's layer k takes a MoE or dense MLP
+  by Qwen3NextDecoderLayer's rule with layer_idx k (vLLM's extract_layer_index("mtp.layers.k")).
 
   x = embed_tokens[ids]                                                # [T, H]
   per layer i:  x = x + mixer_i(norm1p(x, input_layernorm))            # GDN or gated attention
@@ -16,9 +31,12 @@ norm1p is the zero-centred RMSNorm (Qwen3_5MoeRMSNorm / Qwen3NextRMSNorm): x*rsq
 
 Public API:
   Model(model_dir, w4a4=False, observer=None)
-    .forward(ids, state=None, delta_rule="chunked"|"recurrent") -> logits [T, vocab]; the T
+    .forward(ids, state=None, delta_rule="chunked"|"recurrent", return_hidden=False) -> logits
+        [T, vocab] (and h [T, H], the final-normed hidden states, with return_hidden); the T
         tokens continue `state` (HybridState: conv + recurrent state per linear layer, K/V per
         full-attention layer) and update it in place.
+    .mtp_forward(h, next_ids, state=None, step=0) -> MTP logits [T, vocab]: rows continue
+        `state` (MtpState: position and the head's K/V); row t is position state.pos + t.
     .greedy(prompt, steps) -> (ids, logits rows): prompt in one call, then one token per call
         (recurrent delta rule), as a server decodes.
   parse_config(text_cfg_dict) -> Qwen35Config;  is_hybrid_config(text_cfg_dict) -> bool
@@ -65,6 +83,7 @@ class Qwen35Config:
     decoder_sparse_step: int = 1
     mlp_only_layers: tuple = ()
     intermediate_size: int = 0  # dense MLP of qwen3_next mlp_only / non-sparse layers
+    mtp_layers: int = 1         # MTP head layers (vLLM: mtp_num_hidden_layers / num_nextn_predict_layers)
 
     @property
     def model_type(self):
@@ -165,6 +184,9 @@ def parse_config(cfg):
         shared_expert_intermediate_size=int(cfg.get("shared_expert_intermediate_size", 512)),
         norm_topk_prob=bool(cfg.get("norm_topk_prob", True)) if nxt else True,
     )
+    # vLLM: Qwen3_5MultiTokenPredictor getattr(config, "mtp_num_hidden_layers", 1);
+    # Qwen3NextMultiTokenPredictor getattr(config, "num_nextn_predict_layers", 1).
+    c.mtp_layers = int(cfg.get("num_nextn_predict_layers" if nxt else "mtp_num_hidden_layers") or 1)
     if nxt:
         c.decoder_sparse_step = int(cfg.get("decoder_sparse_step", 1))
         c.mlp_only_layers = tuple(int(i) for i in (cfg.get("mlp_only_layers") or ()))
@@ -285,6 +307,15 @@ class HybridState:
                        for t in cfg.layer_types]
 
 
+class MtpState:
+    """The MTP head's per-sequence state: pos (rows seen) and one [K, V] list per MTP layer (each
+    [S, Hkv, hd] after RoPE, None before the first row)."""
+
+    def __init__(self, cfg):
+        self.pos = 0
+        self.kv = [[None, None] for _ in range(cfg.mtp_layers)]
+
+
 class Model:
     def __init__(self, model_dir, cache_weights=True, w4a4=False, observer=None):
         text_cfg, full_cfg = load_config(model_dir)
@@ -295,18 +326,24 @@ class Model:
 
     # -- weights ------------------------------------------------------------------------------
 
-    def _attn_weights(self, i):
-        c, p = self.cfg, f"layers.{i}.self_attn."
+    @staticmethod
+    def _layer(i, mtp):
+        """-> (tensor prefix, top_level): main layer i under the text prefix, or MTP layer i."""
+        return (f"mtp.layers.{i}.", True) if mtp else (f"layers.{i}.", False)
+
+    def _attn_weights(self, i, mtp=False):
+        c, (p, top) = self.cfg, self._layer(i, mtp)
+        p += "self_attn."
         hq, hkv, hd, h = c.num_attention_heads, c.num_key_value_heads, c.head_dim, c.hidden_size
-        w = {"q_proj": self.w.linear(p + "q_proj.weight", (2 * hq * hd, h)),
-             "k_proj": self.w.linear(p + "k_proj.weight", (hkv * hd, h)),
-             "v_proj": self.w.linear(p + "v_proj.weight", (hkv * hd, h)),
-             "o_proj": self.w.linear(p + "o_proj.weight", (h, hq * hd)),
-             "q_norm": self.w.get(p + "q_norm.weight", (hd,)),
-             "k_norm": self.w.get(p + "k_norm.weight", (hd,))}
+        w = {"q_proj": self.w.linear(p + "q_proj.weight", (2 * hq * hd, h), top),
+             "k_proj": self.w.linear(p + "k_proj.weight", (hkv * hd, h), top),
+             "v_proj": self.w.linear(p + "v_proj.weight", (hkv * hd, h), top),
+             "o_proj": self.w.linear(p + "o_proj.weight", (h, hq * hd), top),
+             "q_norm": self.w.get(p + "q_norm.weight", (hd,), top),
+             "k_norm": self.w.get(p + "k_norm.weight", (hd,), top)}
         if c.attention_bias:
             for name, n in (("q_proj", 2 * hq * hd), ("k_proj", hkv * hd), ("v_proj", hkv * hd), ("o_proj", h)):
-                w[name + "_bias"] = self.w.get(p + name + ".bias", (n,))
+                w[name + "_bias"] = self.w.get(p + name + ".bias", (n,), top)
         return w
 
     def _gdn_weights(self, i):
@@ -347,36 +384,44 @@ class Model:
         w["project"] = project
         return w
 
-    def _expert(self, i, e):
+    def _expert(self, i, e, mtp=False):
         """(gate [F, H], up [F, H], down [H, F]) of expert e: per-expert tensors
         mlp.experts.{e}.{gate,up,down}_proj.weight (hub / ModelOpt layout, any quant_np format) or
         the fused 3-D Qwen3_5MoeExperts / Qwen3NextExperts parameters mlp.experts.gate_up_proj
         [E, 2F, H] (rows 0..F-1 gate, F..2F-1 up: `.chunk(2, dim=-1)` of linear(x, gate_up_proj[e]))
         and mlp.experts.down_proj [E, H, F]."""
-        c, p = self.cfg, f"layers.{i}.mlp.experts."
+        c, (p, top) = self.cfg, self._layer(i, mtp)
+        p += "mlp.experts."
         h, f = c.hidden_size, c.moe_intermediate_size
-        if self.w.has(p + f"{e}.gate_proj.weight"):
-            return (self.w.linear(p + f"{e}.gate_proj.weight", (f, h)),
-                    self.w.linear(p + f"{e}.up_proj.weight", (f, h)),
-                    self.w.linear(p + f"{e}.down_proj.weight", (h, f)))
-        gate_up = self.w.get(p + "gate_up_proj", (c.num_experts, 2 * f, h))
-        down = self.w.get(p + "down_proj", (c.num_experts, h, f))
+        if self.w.has(p + f"{e}.gate_proj.weight", top):
+            return (self.w.linear(p + f"{e}.gate_proj.weight", (f, h), top),
+                    self.w.linear(p + f"{e}.up_proj.weight", (f, h), top),
+                    self.w.linear(p + f"{e}.down_proj.weight", (h, f), top))
+        gate_up = self.w.get(p + "gate_up_proj", (c.num_experts, 2 * f, h), top)
+        down = self.w.get(p + "down_proj", (c.num_experts, h, f), top)
+        if top:  # wrap names modules relative to the text prefix; MTP names are absolute
+            return gate_up[e, :f], gate_up[e, f:], down[e]
         return (self.w.wrap(gate_up[e, :f], p + f"{e}.gate_proj"), self.w.wrap(gate_up[e, f:], p + f"{e}.up_proj"),
                 self.w.wrap(down[e], p + f"{e}.down_proj"))
 
-    def _mlp(self, i, x):
-        c, p = self.cfg, f"layers.{i}.mlp."
+    def _mlp(self, i, x, mtp=False):
+        """Layer i's MLP (MTP layer i's when mtp: the same rule with layer_idx i, as vLLM builds
+        Qwen3NextDecoderLayer(prefix="mtp.layers.i"); Qwen3.5 layers are always MoE)."""
+        c, (p, top) = self.cfg, self._layer(i, mtp)
+        p += "mlp."
         h = c.hidden_size
         if not c.is_moe_layer(i):
             f = c.intermediate_size
-            return swiglu(x, self.w.linear(p + "gate_proj.weight", (f, h)), self.w.linear(p + "up_proj.weight", (f, h)),
-                          self.w.linear(p + "down_proj.weight", (h, f)))
+            return swiglu(x, self.w.linear(p + "gate_proj.weight", (f, h), top),
+                          self.w.linear(p + "up_proj.weight", (f, h), top),
+                          self.w.linear(p + "down_proj.weight", (h, f), top))
         s = c.shared_expert_intermediate_size
-        shared = (self.w.linear(p + "shared_expert.gate_proj.weight", (s, h)),
-                  self.w.linear(p + "shared_expert.up_proj.weight", (s, h)),
-                  self.w.linear(p + "shared_expert.down_proj.weight", (h, s)))
-        return sparse_moe(x, self.w.linear(p + "gate.weight", (c.num_experts, h)), lambda e: self._expert(i, e), shared,
-                          self.w.linear(p + "shared_expert_gate.weight", (1, h)), c.num_experts_per_tok,
+        shared = (self.w.linear(p + "shared_expert.gate_proj.weight", (s, h), top),
+                  self.w.linear(p + "shared_expert.up_proj.weight", (s, h), top),
+                  self.w.linear(p + "shared_expert.down_proj.weight", (h, s), top))
+        return sparse_moe(x, self.w.linear(p + "gate.weight", (c.num_experts, h), top),
+                          lambda e: self._expert(i, e, mtp), shared,
+                          self.w.linear(p + "shared_expert_gate.weight", (1, h), top), c.num_experts_per_tok,
                           c.norm_topk_prob)
 
     def _lm_head(self):
@@ -387,10 +432,11 @@ class Model:
 
     # -- forward ------------------------------------------------------------------------------
 
-    def forward(self, input_ids, state=None, delta_rule="chunked"):
+    def forward(self, input_ids, state=None, delta_rule="chunked", return_hidden=False):
         """input_ids: [T]; state: HybridState or None (a fresh one, discarded); delta_rule:
         "chunked" (torch_chunk_gated_delta_rule, what HF uses for prompts) or "recurrent"
-        (torch_recurrent_gated_delta_rule, HF's one-token decode). -> logits [T, vocab]."""
+        (torch_recurrent_gated_delta_rule, HF's one-token decode). -> logits [T, vocab], or
+        (logits, h) with return_hidden: h [T, H] the hidden states after the final norm."""
         c = self.cfg
         ids = np.asarray(input_ids, dtype=np.int64).reshape(-1)
         if ids.size == 0:
@@ -413,7 +459,42 @@ class Model:
             x = x + self._mlp(i, m)
         state.pos += ids.size
         x = norm1p(x, self.w.get("norm.weight", (c.hidden_size,)), c.rms_norm_eps)
-        return linear(x, self._lm_head())
+        logits = linear(x, self._lm_head())
+        return (logits, x) if return_hidden else logits
+
+    def mtp_forward(self, hidden, next_ids, state=None, step=0):
+        """The MTP head (module docstring). hidden: [T, H] final-normed main-model states at
+        positions state.pos .. state.pos + T - 1; next_ids: [T], the token after each of those
+        positions; state: MtpState or None (fresh, discarded), extended in place.
+        -> logits [T, vocab]; row t predicts the token after next_ids[t]."""
+        c, eps, h = self.cfg, self.cfg.rms_norm_eps, self.cfg.hidden_size
+        ids = np.asarray(next_ids, dtype=np.int64).reshape(-1)
+        hidden = np.asarray(hidden, dtype=np.float64).reshape(-1, h)
+        if ids.size != hidden.shape[0] or ids.size == 0:
+            raise ValueError(f"mtp_forward: {ids.size} ids for {hidden.shape[0]} hidden rows")
+        if ids.min() < 0 or ids.max() >= c.vocab_size:
+            raise ValueError(f"token id outside [0, {c.vocab_size})")
+        state = MtpState(c) if state is None else state
+        positions = state.pos + np.arange(ids.size)
+        top = lambda name: self.w.get(name, (h,), top_level=True)  # noqa: E731
+        e = norm1p(self.embed[ids], top("mtp.pre_fc_norm_embedding.weight"), eps)
+        g = norm1p(hidden, top("mtp.pre_fc_norm_hidden.weight"), eps)
+        y = linear(np.concatenate([e, g], axis=-1), self.w.linear("mtp.fc.weight", (h, 2 * h), top_level=True))
+        k = step % c.mtp_layers
+        p = f"mtp.layers.{k}."
+        a = norm1p(y, top(p + "input_layernorm.weight"), eps)
+        y = y + gated_attention(a, self._attn_weights(k, mtp=True), c, positions, state.kv[k])
+        m = norm1p(y, top(p + "post_attention_layernorm.weight"), eps)
+        y = y + self._mlp(k, m, mtp=True)
+        state.pos += ids.size
+        return linear(norm1p(y, top("mtp.norm.weight"), eps), self._lm_head())
+
+    def mtp_teacher_forced(self, ids, n):
+        """The MTP logits a decoder would draft along `ids`: h from one forward over ids[:-1], the
+        head over every position with the next ids. -> [n, vocab], the rows of the last n
+        positions of ids[:-1] (row i: position len(ids) - 1 - n + i, predicting ids[len - n + i])."""
+        _, hidden = self.forward(list(ids[:-1]), return_hidden=True)
+        return self.mtp_forward(hidden, list(ids[1:]))[len(ids) - 1 - n:]
 
     def forward_in_chunks(self, input_ids, chunk, delta_rule="chunked"):
         """The prompt fed `chunk` tokens per call through one state -> logits [T, vocab]."""

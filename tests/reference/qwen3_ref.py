@@ -310,8 +310,8 @@ class Weights:
             raise KeyError(f"{model_dir}: no model.embed_tokens.weight (or VLM-wrapped variant)")
         self.qcfg = quant_np.QuantConfig.from_model_dir(model_dir, full_config)
 
-    def has(self, name):
-        return self.prefix + name in self.ckpt
+    def has(self, name, top_level=False):
+        return (name if top_level else self.prefix + name) in self.ckpt
 
     def get(self, name, shape=None, top_level=False):
         """name relative to the text-model prefix (or absolute when top_level) -> float64."""

@@ -10,15 +10,17 @@ Exits non-zero when a test fails; the last line is "N passed, M failed".
         plain per-head loop written from the equations (spec §2.3 step 7);
   (ii)  the causal conv (whole, streamed with its state) equals np.convolve per channel; the
         norms and the partial RoPE equal hand formulas; a 3-layer model (linear, full, linear;
-        GQA in both mixers) equals a loop-by-loop forward in scalars and math.*;
+        GQA in both mixers) equals a loop-by-loop forward in scalars and math.*, and so does its
+        MTP head (mtp_forward) fed with the loop's final-normed hidden states;
   (iii) whole prompt (chunked rule) == token by token (recurrent rule, explicit state) == the
-        prompt fed in chunks of 5 / 64 / 100, to 1e-10; greedy decode == teacher forcing;
+        prompt fed in chunks of 5 / 64 / 100, to 1e-10; greedy decode == teacher forcing; MTP
+        rows in pieces (their K/V carried in MtpState) == all rows at once;
   (iv)  every checkpoint form gives the same logits for the same seed: VLM wrapper, text-only,
         fused experts, qwen3_next's fused in_proj_qkvz / in_proj_ba, without mtp/vision extras,
         sharded; layer_types derived from full_attention_interval; config forms and errors;
   (v)   the tiny model is not degenerate (spread logits, long-range memory across chunks);
   (vi)  quantize_np.py's NVFP4 / FP8 exports of the tiny model load (ModelOpt exclusions kept);
-  (vii) compare.py against a fake tern, with --prefill-chunks.
+  (vii) compare.py against a fake tern, with --prefill-chunks and --mtp (a bug in each is caught).
 """
 
 import json
@@ -215,15 +217,86 @@ def _silu(v):
     return v * _sig(v)
 
 
-def loop_forward(cfg, w, ids):
-    """Per token, per layer, per head, per element; one sequence from position 0. Split GDN
-    projections, per-expert MoE (tiny_qwen35 canonical names, "model." prefix)."""
-    H, eps = cfg["hidden_size"], cfg["rms_norm_eps"]
+def _loop_attention(cfg, w, a, normed):
+    """Gated full attention (tensors under `a`, "...self_attn.") over rows `normed` at positions
+    0, 1, ..., per head and element. -> one output row per input row."""
+    eps = cfg["rms_norm_eps"]
     hq, hkv, hd = cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["head_dim"]
+    rp = cfg["rope_parameters"]
+    rd, theta = int(hd * rp["partial_rotary_factor"]), rp["rope_theta"]
+    mix, ks, vs = [], [], []
+    for t, x in enumerate(normed):
+        qg, k, v = (_mv(w[a + f"{n}_proj.weight"], x) for n in "qkv")
+
+        def rope(vec):
+            out = list(vec)
+            for j in range(rd // 2):
+                ang = t * theta ** (-2.0 * j / rd)
+                x1, x2 = vec[j], vec[j + rd // 2]
+                c_, s_ = math.cos(ang), math.sin(ang)
+                out[j], out[j + rd // 2] = x1 * c_ - x2 * s_, x2 * c_ + x1 * s_
+            return out
+        ks.append([rope(_n1p(k[h * hd:(h + 1) * hd], _v(w[a + "k_norm.weight"]), eps)) for h in range(hkv)])
+        vs.append([v[h * hd:(h + 1) * hd] for h in range(hkv)])
+        out = []
+        for h in range(hq):
+            q = rope(_n1p(qg[2 * hd * h:2 * hd * h + hd], _v(w[a + "q_norm.weight"]), eps))
+            gate = qg[2 * hd * h + hd:2 * hd * (h + 1)]
+            kvh = h // (hq // hkv)
+            sc = [sum(q[d] * ks[s][kvh][d] for d in range(hd)) / math.sqrt(hd) for s in range(t + 1)]
+            m = max(sc)
+            e = [math.exp(s - m) for s in sc]
+            out += [sum(e[s] * vs[s][kvh][d] for s in range(t + 1)) / sum(e) * _sig(gate[d]) for d in range(hd)]
+        mix.append(_mv(w[a + "o_proj.weight"], out))
+    return mix
+
+
+def _loop_moe_residual(cfg, w, p, x):
+    """x + MoE(norm1p(x, post_attention_layernorm)) for layer prefix p, one row."""
+    H, eps = cfg["hidden_size"], cfg["rms_norm_eps"]
+    m = _n1p(x, _v(w[p + "post_attention_layernorm.weight"]), eps)
+    logits = _mv(w[p + "mlp.gate.weight"], m)
+    mx = max(logits)
+    pr = [math.exp(l - mx) for l in logits]
+    pr = [v / sum(pr) for v in pr]
+    top = sorted(range(len(pr)), key=lambda e: (-pr[e], e))[:cfg["num_experts_per_tok"]]
+    tot = sum(pr[e] for e in top)
+    y = [0.0] * H
+
+    def ffn(pre):
+        gt, up = _mv(w[pre + "gate_proj.weight"], m), _mv(w[pre + "up_proj.weight"], m)
+        return _mv(w[pre + "down_proj.weight"], [_silu(gt[i]) * up[i] for i in range(len(gt))])
+    for e in top:
+        y = [y[i] + pr[e] / tot * v for i, v in enumerate(ffn(p + f"mlp.experts.{e}."))]
+    sg = _sig(_mv(w[p + "mlp.shared_expert_gate.weight"], m)[0])
+    y = [y[i] + sg * v for i, v in enumerate(ffn(p + "mlp.shared_expert."))]
+    return [x[i] + y[i] for i in range(H)]
+
+
+def loop_mtp(cfg, w, hidden, next_ids):
+    """The MTP head (vLLM Qwen3_5MultiTokenPredictor + the proposer's shifted ids), row by row
+    from position 0: [norm1p(embed[next]) | norm1p(h)] -> fc -> one gated-attention MoE layer ->
+    norm1p(mtp.norm) -> lm_head."""
+    eps = cfg["rms_norm_eps"]
+    e = [_n1p(_v(w["model.embed_tokens.weight"][t]), _v(w["mtp.pre_fc_norm_embedding.weight"]), eps)
+         for t in next_ids]
+    g = [_n1p(list(h), _v(w["mtp.pre_fc_norm_hidden.weight"]), eps) for h in hidden]
+    xs = [_mv(w["mtp.fc.weight"], e[t] + g[t]) for t in range(len(e))]
+    p = "mtp.layers.0."
+    normed = [_n1p(x, _v(w[p + "input_layernorm.weight"]), eps) for x in xs]
+    mix = _loop_attention(cfg, w, p + "self_attn.", normed)
+    xs = [_loop_moe_residual(cfg, w, p, [x[i] + m[i] for i in range(len(x))]) for x, m in zip(xs, mix)]
+    return [_mv(w["lm_head.weight"], _n1p(x, _v(w["mtp.norm.weight"]), eps)) for x in xs]
+
+
+def loop_forward(cfg, w, ids, return_hidden=False):
+    """Per token, per layer, per head, per element; one sequence from position 0. Split GDN
+    projections, per-expert MoE (tiny_qwen35 canonical names, "model." prefix). -> logits rows
+    (and the final-normed hidden rows with return_hidden)."""
+    H, eps = cfg["hidden_size"], cfg["rms_norm_eps"]
     hk, hv, dk, dv = (cfg["linear_num_key_heads"], cfg["linear_num_value_heads"], cfg["linear_key_head_dim"],
                       cfg["linear_value_head_dim"])
-    K, rp = cfg["linear_conv_kernel_dim"], cfg["rope_parameters"]
-    rd, theta = int(hd * rp["partial_rotary_factor"]), rp["rope_theta"]
+    K = cfg["linear_conv_kernel_dim"]
     xs = [_v(w["model.embed_tokens.weight"][t]) for t in ids]
     for li, kind in enumerate(cfg["layer_types"]):
         p = f"model.layers.{li}."
@@ -266,53 +339,12 @@ def loop_forward(cfg, w, ids):
                     out += [float(w[a + "norm.weight"][j]) * o[j] * r * _silu(z[h * dv + j]) for j in range(dv)]
                 mix.append(_mv(w[a + "out_proj.weight"], out))
         else:
-            a = p + "self_attn."
-            ks, vs = [], []
-            for t, x in enumerate(normed):
-                qg, k, v = (_mv(w[a + f"{n}_proj.weight"], x) for n in "qkv")
-
-                def rope(vec):
-                    out = list(vec)
-                    for j in range(rd // 2):
-                        ang = t * theta ** (-2.0 * j / rd)
-                        x1, x2 = vec[j], vec[j + rd // 2]
-                        c_, s_ = math.cos(ang), math.sin(ang)
-                        out[j], out[j + rd // 2] = x1 * c_ - x2 * s_, x2 * c_ + x1 * s_
-                    return out
-                ks.append([rope(_n1p(k[h * hd:(h + 1) * hd], _v(w[a + "k_norm.weight"]), eps)) for h in range(hkv)])
-                vs.append([v[h * hd:(h + 1) * hd] for h in range(hkv)])
-                out = []
-                for h in range(hq):
-                    q = rope(_n1p(qg[2 * hd * h:2 * hd * h + hd], _v(w[a + "q_norm.weight"]), eps))
-                    gate = qg[2 * hd * h + hd:2 * hd * (h + 1)]
-                    kvh = h // (hq // hkv)
-                    sc = [sum(q[d] * ks[s][kvh][d] for d in range(hd)) / math.sqrt(hd) for s in range(t + 1)]
-                    m = max(sc)
-                    e = [math.exp(s - m) for s in sc]
-                    out += [sum(e[s] * vs[s][kvh][d] for s in range(t + 1)) / sum(e) * _sig(gate[d]) for d in range(hd)]
-                mix.append(_mv(w[a + "o_proj.weight"], out))
+            mix = _loop_attention(cfg, w, p + "self_attn.", normed)
         xs = [[xs[t][i] + mix[t][i] for i in range(H)] for t in range(len(xs))]
-        new = []
-        for x in xs:
-            m = _n1p(x, _v(w[p + "post_attention_layernorm.weight"]), eps)
-            logits = _mv(w[p + "mlp.gate.weight"], m)
-            mx = max(logits)
-            pr = [math.exp(l - mx) for l in logits]
-            pr = [v / sum(pr) for v in pr]
-            top = sorted(range(len(pr)), key=lambda e: (-pr[e], e))[:cfg["num_experts_per_tok"]]
-            tot = sum(pr[e] for e in top)
-            y = [0.0] * H
-
-            def ffn(pre, m=m):
-                gt, up = _mv(w[pre + "gate_proj.weight"], m), _mv(w[pre + "up_proj.weight"], m)
-                return _mv(w[pre + "down_proj.weight"], [_silu(gt[i]) * up[i] for i in range(len(gt))])
-            for e in top:
-                y = [y[i] + pr[e] / tot * v for i, v in enumerate(ffn(p + f"mlp.experts.{e}."))]
-            sg = _sig(_mv(w[p + "mlp.shared_expert_gate.weight"], m)[0])
-            y = [y[i] + sg * v for i, v in enumerate(ffn(p + "mlp.shared_expert."))]
-            new.append([x[i] + y[i] for i in range(H)])
-        xs = new
-    return [_mv(w["lm_head.weight"], _n1p(x, _v(w["model.norm.weight"]), eps)) for x in xs]
+        xs = [_loop_moe_residual(cfg, w, p, x) for x in xs]
+    normed = [_n1p(x, _v(w["model.norm.weight"]), eps) for x in xs]
+    logits = [_mv(w["lm_head.weight"], x) for x in normed]
+    return (logits, normed) if return_hidden else logits
 
 
 @test
@@ -330,8 +362,44 @@ def hand_computed_hybrid_model():
     close(R.Model(d).forward(ids), loop_forward(cfg, w64, ids), 1e-11, "hand-computed logits")
 
 
+@test
+def hand_computed_mtp_head():
+    """The MTP head against loop_mtp, fed by loop_forward's final-normed hidden states."""
+    over = dict(hidden_size=16, head_dim=8, num_attention_heads=4, num_key_value_heads=2, linear_num_key_heads=2,
+                linear_num_value_heads=4, linear_key_head_dim=4, linear_value_head_dim=3, num_experts=4,
+                moe_intermediate_size=5, shared_expert_intermediate_size=6, vocab_size=20, num_hidden_layers=2,
+                layer_types=["linear_attention", "full_attention"],
+                rope_parameters={"rope_type": "default", "rope_theta": 100.0, "partial_rotary_factor": 0.5})
+    cfg, w = tiny.build(text_only=True, extras=True, seed=6, **over)
+    check(cfg["mtp_num_hidden_layers"] == 1 and "mtp.fc.weight" in w, "the checkpoint has an MTP head")
+    d = tempfile.mkdtemp(dir=_TMP_ROOT.name)
+    tiny.write_dir(d, cfg, w, "F32", f32_names=())
+    w64 = {n: np.asarray(a, dtype=np.float64) for n, a in w.items()}
+    ids = [3, 17, 5, 5, 11, 0, 19]
+    m = R.Model(d)
+    _, hidden = m.forward(ids[:-1], return_hidden=True)
+    _, loop_hidden = loop_forward(cfg, w64, ids[:-1], return_hidden=True)
+    close(hidden, loop_hidden, 1e-12, "final-normed hidden states")
+    close(m.mtp_forward(hidden, ids[1:]), loop_mtp(cfg, w64, loop_hidden, ids[1:]), 1e-11,
+          "hand-computed MTP logits")
+
+
 # ----------------------------------------------------------------------------------------------
 # (iii) state
+
+
+@test
+def mtp_rows_continue_their_state():
+    m = R.Model(model_dir("wrapper"))
+    ids = PROMPT[:41]
+    _, h = m.forward(ids[:-1], return_hidden=True)
+    whole = m.mtp_forward(h, ids[1:])
+    st, parts = R.MtpState(m.cfg), []
+    for a, b in ((0, 1), (1, 8), (8, 40)):
+        parts.append(m.mtp_forward(h[a:b], ids[a + 1:b + 1], st))
+    close(np.concatenate(parts), whole, 1e-10, "MTP rows in pieces")
+    close(m.mtp_teacher_forced(ids, 5), whole[-5:], 1e-10, "teacher-forced rows")
+    check(np.abs(m.mtp_forward(h[-1:], ids[-1:]) - whole[-1:]).max() > 1e-3, "the head attends to earlier rows")
 
 
 @test
@@ -506,6 +574,7 @@ ap.add_argument("cmd"); ap.add_argument("--model"); ap.add_argument("--prompt-id
 ap.add_argument("--max-tokens", type=int); ap.add_argument("--temperature", type=float)
 ap.add_argument("--logits-out"); ap.add_argument("--prefill-chunk", type=int, default=512)
 ap.add_argument("--ignore-eos", action="store_true"); ap.add_argument("--kv-cache-dtype")
+ap.add_argument("--mtp-logits-out")
 a = ap.parse_args()
 m = qwen35_ref.Model(a.model)
 prompt = [int(t) for t in a.prompt_ids.split(",")]
@@ -519,6 +588,11 @@ for _ in range(a.max_tokens):
     ids.append(int(np.argmax(last))); rows.append(last)
     last = m.forward([ids[-1]], st, "recurrent")[-1]
 np.save(a.logits_out, np.stack(rows).astype(np.float32))
+if a.mtp_logits_out:  # FAKE_TERN_MODE=mtpbug: the head fed the token at p instead of the one after
+    seq = prompt + ids
+    _, h = m.forward(seq[:-1], return_hidden=True)
+    nxt = seq[:-1] if os.environ.get("FAKE_TERN_MODE") == "mtpbug" else seq[1:]
+    np.save(a.mtp_logits_out, m.mtp_forward(h, nxt)[-len(ids):].astype(np.float32))
 print(json.dumps(ids))
 '''
 
@@ -543,6 +617,15 @@ def compare_dispatches_and_checks_prefill_chunks():
           f"ok run:\n{out}")
     rc, out = _run_compare(d, "chunkbug", chunks)
     check(rc == 1 and "prefill chunk 7:" in out and "FAIL" in out, f"chunk bug not caught:\n{out}")
+
+
+@test
+def compare_checks_mtp_logits():
+    d = model_dir("wrapper")
+    rc, out = _run_compare(d, "ok", ["--mtp"])
+    check(rc == 0 and "(d) MTP nrms" in out and out.strip().endswith("PASS"), f"ok run:\n{out}")
+    rc, out = _run_compare(d, "mtpbug", ["--mtp"])
+    check(rc == 1 and "MTP row 0: nrms" in out and "FAIL" in out, f"MTP bug not caught:\n{out}")
 
 
 def main():

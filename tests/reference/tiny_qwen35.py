@@ -27,9 +27,10 @@ Tensor names (P = model.language_model.layers.{i}. for the wrapper, model.layers
                   P.mlp.shared_expert.{gate,up}_proj [S, H], down_proj [H, S],
                   P.mlp.shared_expert_gate [1, H]
   top level:      embed_tokens [V, H], norm [H] under the text prefix; lm_head.weight [V, H]
-  extras (not used by the text model; --no-extras drops them): mtp.* (fc [H, 2H],
-                  pre_fc_norm_embedding, pre_fc_norm_hidden, norm, layers.0.* a full-attention
-                  MoE layer) and, for the wrapper, model.visual.* (a one-block vision tower).
+  extras (--no-extras drops them and writes mtp_num_hidden_layers 0): the MTP head mtp.* (fc
+                  [H, 2H], pre_fc_norm_embedding, pre_fc_norm_hidden, norm, layers.0.* a
+                  full-attention MoE layer; mtp_num_hidden_layers 1) and, for the wrapper,
+                  model.visual.* (a one-block vision tower, unused by the text model).
 Weights are random with scales that keep activations O(1): zero-centred norm weights near 0
 (the model uses 1 + w), the gated GDN norm near 1, Linears ~N(0, 1/in).  The same --seed gives
 the same text-model values in every form, so the forms can be checked against each other.
@@ -188,8 +189,9 @@ def random_weights(cfg, seed=0):
 
 
 def extra_weights(cfg, vision, seed):
-    """mtp.* (one full-attention MoE layer, vLLM Qwen3_5MultiTokenPredictor names) and, when
-    vision, a one-block model.visual.* tower (Qwen3_5MoeVisionModel names)."""
+    """mtp.* (one full-attention layer, vLLM Qwen3_5MultiTokenPredictor / Qwen3NextMultiTokenPredictor
+    names: a MoE, or for qwen3_next a dense MLP where Qwen3NextDecoderLayer's rule says so for
+    layer_idx 0) and, when vision, a one-block model.visual.* tower (Qwen3_5MoeVisionModel names)."""
     r = _Rand(seed + 1000)
     h = cfg["hidden_size"]
     w = {"mtp.fc.weight": r.mat(h, 2 * h), "mtp.pre_fc_norm_embedding.weight": r.zc_norm(h),
@@ -197,7 +199,15 @@ def extra_weights(cfg, vision, seed):
          "mtp.layers.0.input_layernorm.weight": r.zc_norm(h),
          "mtp.layers.0.post_attention_layernorm.weight": r.zc_norm(h)}
     _attention(r, cfg, "mtp.layers.0.", w)
-    _moe(r, cfg, "mtp.layers.0.", w)
+    dense = cfg["model_type"] == "qwen3_next" and (0 in (cfg.get("mlp_only_layers") or [])
+                                                   or 1 % cfg.get("decoder_sparse_step", 1) != 0)
+    if dense:
+        f = cfg["intermediate_size"]
+        w["mtp.layers.0.mlp.gate_proj.weight"] = r.mat(f, h)
+        w["mtp.layers.0.mlp.up_proj.weight"] = r.mat(f, h)
+        w["mtp.layers.0.mlp.down_proj.weight"] = r.mat(h, f)
+    else:
+        _moe(r, cfg, "mtp.layers.0.", w)
     if vision:
         d, m, p, t, n = 16, 32, 2, 2, 16
         vp = "model.visual."
@@ -287,6 +297,8 @@ def write_dir(out_dir, config, weights, dtype="BF16", shards=1, f32_names=("A_lo
 
 def build(arch="qwen3_5_moe", text_only=False, fused_experts=False, extras=True, seed=0, **overrides):
     """-> (config dict, {name: float32 array}) for one form."""
+    if not extras:
+        overrides.setdefault("mtp_num_hidden_layers", 0)  # no head: the config says so
     cfg = tiny_text_config(arch, **overrides)
     w = random_weights(cfg, seed)
     if arch == "qwen3_next":
