@@ -91,7 +91,7 @@ Command RegisterGenerate(CLI::App& app) {
       return Fail(fmt::format("generate: the prompt has {} tokens; the context length is {}", req.prompt.size(), context));
     if (context > 0) req.max_tokens = std::min<int64_t>(req.max_tokens, context - int64_t(req.prompt.size()));
 
-    auto cache = s.MakeCache(int64_t(req.prompt.size()) + req.max_tokens, o->kv_dtype);
+    auto cache = s.MakeCache(int64_t(req.prompt.size()) + req.max_tokens, o->kv_dtype, !o->mtp_logits_out.empty());
     if (!cache.ok()) return Fail(cache.status().message());
     BlockAllocator blocks((*cache)->num_blocks());
 

@@ -31,7 +31,8 @@ class MtpTap final : public Model {
   const std::vector<float>& logits() const { return kept_; }
 
   const ModelConfig& config() const override { return inner_.config(); }
-  CacheSpec cache_spec() const override { return inner_.cache_spec(); }
+  // With the head's KV-cache slots: the tap runs it.
+  CacheSpec cache_spec() const override { return inner_.cache_spec_with_mtp(); }
   int64_t WeightBytesPerToken() const override { return inner_.WeightBytesPerToken(); }
   int64_t WeightBytes() const override { return inner_.WeightBytes(); }
   DType weight_dtype() const override { return inner_.weight_dtype(); }

@@ -39,7 +39,7 @@ SamplingParams Session::DefaultSampling() const {
   return p;
 }
 
-Result<std::unique_ptr<KvCache>> Session::MakeCache(int64_t tokens, const std::string& kv_dtype) const {
+Result<std::unique_ptr<KvCache>> Session::MakeCache(int64_t tokens, const std::string& kv_dtype, bool with_mtp) const {
   KvCacheOptions o;
   TERN_ASSIGN_OR_RETURN(o.dtype, ParseKvCacheDtype(kv_dtype, model->weight_dtype()));
   if (o.dtype == DType::kF8E4M3 && !model->HasKvCacheScales())
@@ -48,7 +48,7 @@ Result<std::unique_ptr<KvCache>> Session::MakeCache(int64_t tokens, const std::s
   o.block_size = 16;
   o.num_blocks = (tokens + o.block_size - 1) / o.block_size;
   o.num_state_slots = model->cache_spec().recurrent_state_bytes > 0 ? 1 : 0;  // one sequence: slot 0
-  return KvCache::Create(model->cache_spec(), o);
+  return KvCache::Create(with_mtp ? model->cache_spec_with_mtp() : model->cache_spec(), o);
 }
 
 Result<std::string> Session::RenderChatPrompt(const std::string& user_message, const std::string& kwargs_json) const {

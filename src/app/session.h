@@ -30,7 +30,9 @@ struct Session {
   SamplingParams DefaultSampling() const;
   // A KV cache for one sequence of `tokens` positions. kv_dtype: "auto" (F32 for
   // F32 weights, else F16, as llama.cpp), "f32", "f16" or "bf16".
-  Result<std::unique_ptr<KvCache>> MakeCache(int64_t tokens, const std::string& kv_dtype = "auto") const;
+  // with_mtp: also the MTP head's layers (Model::cache_spec_with_mtp).
+  Result<std::unique_ptr<KvCache>> MakeCache(int64_t tokens, const std::string& kv_dtype = "auto",
+                                             bool with_mtp = false) const;
   // The prompt text for one user message under the model's chat template.
   // kwargs_json: chat_template_kwargs as a JSON object (e.g. {"enable_thinking": false}), or empty.
   Result<std::string> RenderChatPrompt(const std::string& user_message, const std::string& kwargs_json = "") const;

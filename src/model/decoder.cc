@@ -16,8 +16,6 @@ CacheSpec DecoderModel::cache_spec() const {
     if (l.linear_attn) state += l.linear_attn->state_bytes();
     else ++attention;
   }
-  // The MTP layers' slots follow the main attention layers' (one each).
-  attention += mtp_num_layers();
   return CacheSpec{.attention_layers = attention, .kv_heads = cfg_.num_key_value_heads, .head_dim = cfg_.head_dim,
                    .recurrent_state_bytes = state};
 }
@@ -123,6 +121,10 @@ Status DecoderModel::MtpForward(std::span<const SequenceChunk> batch, std::span<
   if (!mtp) return Status::Errorf("{} has no multi-token-prediction (MTP) head", cfg_.model_type);
   if (step < 0) return Status::Errorf("MTP step {} is negative", step);
   TERN_RETURN_IF_ERROR(Validate(batch, cache, /*uses_state=*/false));
+  if (cache.spec().attention_layers < cache_spec_with_mtp().attention_layers)
+    return Status::Errorf("MTP: the KV cache has {} attention layers, the model and its MTP head need {} "
+                          "(create it from cache_spec_with_mtp())",
+                          cache.spec().attention_layers, cache_spec_with_mtp().attention_layers);
   const int64_t H = cfg_.hidden_size;
   layout_.Build(batch, cfg_.RotaryDim(), cfg_.rope_theta);
   const int64_t T = layout_.rows;

@@ -54,8 +54,16 @@ class Model {
   virtual ThreadPool& pool() = 0;
 
   // Multi-token prediction (the `mtp.*` head of Qwen3.5 / Qwen3-Next; see mtp.h).
-  // Its layers' KV-cache slots are part of cache_spec(). 0 when the model has no head.
+  // 0 when the model has no head.
   virtual int64_t mtp_num_layers() const { return 0; }
+  // cache_spec() plus the MTP layers' KV-cache slots (after the main attention
+  // layers, one each). Only a cache made from this can run MtpForward; serving,
+  // which drafts nothing yet, does not reserve them.
+  CacheSpec cache_spec_with_mtp() const {
+    CacheSpec s = cache_spec();
+    s.attention_layers += mtp_num_layers();
+    return s;
+  }
   // Forward, and hidden: resized to [T, hidden_size] f32, T = every new token of
   // the batch in batch order (whatever all_logits / skip_logits say), each row the
   // final-normed hidden state that lm_head reads -- the MTP head's h_main.

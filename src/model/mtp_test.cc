@@ -53,7 +53,7 @@ class MtpTest : public ::testing::Test {
     delete dir_;
   }
   static std::unique_ptr<KvCache> Cache() {
-    auto c = KvCache::Create(model_->cache_spec(), {.block_size = 16, .num_blocks = 2, .dtype = DType::kF32,
+    auto c = KvCache::Create(model_->cache_spec_with_mtp(), {.block_size = 16, .num_blocks = 2, .dtype = DType::kF32,
                                                     .num_state_slots = 1});
     EXPECT_TRUE(c.ok()) << c.status().message();
     return std::move(*c);
@@ -66,8 +66,22 @@ Model* MtpTest::model_ = nullptr;
 
 TEST_F(MtpTest, HeadHasItsOwnKvSlot) {
   EXPECT_EQ(model_->mtp_num_layers(), 1);
-  // qwen3.5-tiny: 4 layers, one of them full attention; the MTP layer's slot follows.
-  EXPECT_EQ(model_->cache_spec().attention_layers, 2);
+  // qwen3.5-tiny: 4 layers, one of them full attention; the MTP layer's slot
+  // follows, reserved only by caches that ask for it (serving does not).
+  EXPECT_EQ(model_->cache_spec().attention_layers, 1);
+  EXPECT_EQ(model_->cache_spec_with_mtp().attention_layers, 2);
+}
+
+TEST_F(MtpTest, CacheWithoutTheHeadsSlotIsRefused) {
+  auto cache = KvCache::Create(model_->cache_spec(), {.block_size = 16, .num_blocks = 2, .dtype = DType::kF32,
+                                                      .num_state_slots = 1});
+  ASSERT_TRUE(cache.ok());
+  const std::vector<int32_t> toks = {5}, table = {0};
+  std::vector<float> hidden(size_t(model_->config().hidden_size), 0.5f), logits;
+  SequenceChunk c{.tokens = toks, .start_pos = 0, .block_table = table, .state_slot = 0};
+  Status s = model_->MtpForward({&c, 1}, hidden, **cache, logits);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("cache_spec_with_mtp"), std::string::npos) << s.message();
 }
 
 TEST_F(MtpTest, ForwardWithHiddenKeepsTheLogits) {

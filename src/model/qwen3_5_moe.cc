@@ -18,6 +18,8 @@
 // linear-attention input projections (see gated_deltanet.h), flat model.layers.*
 // names, a norm_topk_prob flag, and optional dense layers (mlp_only_layers,
 // decoder_sparse_step).
+#include <cstdio>
+
 #include <fmt/format.h>
 
 #include "model/architectures.h"
@@ -36,10 +38,13 @@ Status LoadMtpHead(DecoderModel& m, int64_t main_attention_layers, bool qwen3_ne
   if (n == 0) return Status::Ok();
   const std::string what = c.mtp_num_hidden_layers ? fmt::format("MTP head (mtp_num_hidden_layers {})", n)
                                                    : std::string("MTP head (mtp.fc.weight present)");
-  if (c.mtp_use_dedicated_embeddings)
-    return Status::Errorf("{}: mtp_use_dedicated_embeddings is not supported (neither vLLM nor transformers "
-                          "defines such tensors; set mtp_num_hidden_layers to 0 to ignore the head)",
-                          what);
+  if (c.mtp_use_dedicated_embeddings) {
+    // Neither vLLM nor transformers defines tensors for this; nothing serves
+    // through the head yet, so the model loads without it rather than not at all.
+    fmt::print(stderr, "tern: warning: {}: mtp_use_dedicated_embeddings is not supported; the head is not loaded\n",
+               what);
+    return Status::Ok();
+  }
   Result<MtpHead> h = MtpHead::Load(
       m.loader(), c, {.num_layers = n, .first_cache_layer = main_attention_layers, .qwen3_next = qwen3_next});
   if (!h.ok()) return h.status().WithContext(what);

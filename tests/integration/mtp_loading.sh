@@ -75,7 +75,9 @@ expect_error "missing" gen "$work/missing"
 cp -r "$work/ok" "$work/two"; edit_config "$work/two" 't["mtp_num_hidden_layers"] = 2'
 expect_error "mtp.layers.1." gen "$work/two"
 cp -r "$work/ok" "$work/dedicated"; edit_config "$work/dedicated" 't["mtp_use_dedicated_embeddings"] = True'
-expect_error "mtp_use_dedicated_embeddings" gen "$work/dedicated"
+# Dedicated MTP embeddings (no tensor names defined anywhere): the model loads without its head.
+expect_ok gen "$work/dedicated"
+expect_error "has no MTP head" gen "$work/dedicated" --mtp-logits-out "$work/m.npy"
 # 0 layers: mtp.* (even a malformed one) is ignored, and there is no head to run.
 cp -r "$work/fc-shape" "$work/zero"; edit_config "$work/zero" 't["mtp_num_hidden_layers"] = 0'
 expect_ok gen "$work/zero"
