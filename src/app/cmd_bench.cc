@@ -109,8 +109,17 @@ Command RegisterBench(CLI::App& app) {
     fmt::print("weights/token    {:.1f} MB read per decoded token\n", bytes_per_tok / 1e6);
     fmt::print("decode reads     {:.1f} GB/s = {:.0f}% of the measured bandwidth {:.1f} GB/s (roofline {:.1f} tokens/s)\n",
                read_gbps, 100.0 * read_gbps / bw_gbps, bw_gbps, bw_gbps * 1e9 / bytes_per_tok);
+    // Per-sequence memory beside the weights: the fixed recurrent state of
+    // linear-attention layers (conv + delta-rule state) and KV per token.
+    const CacheSpec spec = model.cache_spec();
+    const int64_t kv_per_token = KvCache::BytesPerToken(spec, (*cache)->dtype());
+    fmt::print("state/sequence   {:.2f} MB recurrent ({} linear-attention layers) + {:.1f} KB KV per token ({} attention "
+               "layers, {})\n",
+               double(spec.recurrent_state_bytes) / 1e6, cfg.num_hidden_layers - spec.attention_layers,
+               double(kv_per_token) / 1e3, spec.attention_layers, DTypeName((*cache)->dtype()));
     if (!o->json_out.empty()) {
       nlohmann::json j = {{"model", o->model}, {"threads", model.pool().size()},
+                          {"recurrent_state_bytes", spec.recurrent_state_bytes}, {"kv_bytes_per_token", kv_per_token},
                           {"simd", kernels::SimdTargetName()}, {"prompt_tokens", o->prompt_tokens},
                           {"gen_tokens", o->gen_tokens}, {"prefill_tokens_per_s", prefill_tps},
                           {"decode_tokens_per_s", decode_tps}, {"weight_bytes_per_token", bytes_per_tok},

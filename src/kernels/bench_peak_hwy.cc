@@ -31,15 +31,15 @@ double FmaLoop(int64_t iters, float seed) {
 
 size_t FloatLanes() { return hn::Lanes(hn::ScalableTag<float>()); }
 
-// Sum of n floats with 4 vector accumulators and software prefetch (read
-// bandwidth, with as much memory-level parallelism as the kernels use).
+// Sum of n floats with 4 vector accumulators (read bandwidth). No software
+// prefetch: the hardware prefetcher streams faster alone (a prefetch 2 KiB
+// ahead cost ~20% on AVX2 EPYC).
 float SumFloats(const float* p, size_t n) {
   const hn::ScalableTag<float> df;
   const size_t L = hn::Lanes(df);
   auto s0 = hn::Zero(df), s1 = s0, s2 = s0, s3 = s0;
   size_t i = 0;
   for (; i + 4 * L <= n; i += 4 * L) {
-    hwy::Prefetch(p + i + 512);  // 2 KiB ahead: as much in flight as the kernels keep
     s0 = hn::Add(s0, hn::LoadU(df, p + i));
     s1 = hn::Add(s1, hn::LoadU(df, p + i + L));
     s2 = hn::Add(s2, hn::LoadU(df, p + i + 2 * L));

@@ -6,8 +6,14 @@
 
 namespace tern::kernels {
 
+namespace {
+int64_t GemmMinRows(const MatrixView& w) {
+  return w.format == WeightFormat::kDense ? kGemmMinRows : kGemmMinRowsQuantized;
+}
+}  // namespace
+
 void MatMul(const float* x, int64_t M, int64_t ldx, const MatrixView& w, float* y, int64_t ldy, ThreadPool& pool) {
-  if (M >= kGemmMinRows) {
+  if (M >= GemmMinRows(w)) {
     MatMulGemm(x, M, ldx, w, y, ldy, pool);
   } else {
     MatMulGemv(x, M, ldx, w, y, ldy, pool);
@@ -15,7 +21,9 @@ void MatMul(const float* x, int64_t M, int64_t ldx, const MatrixView& w, float* 
 }
 
 void MatMulMany(const float* x, int64_t M, int64_t ldx, std::span<const MatMulTarget> targets, ThreadPool& pool) {
-  if (M >= kGemmMinRows) {
+  bool gemm = false;
+  for (const MatMulTarget& t : targets) gemm = gemm || M >= GemmMinRows(t.w);
+  if (gemm) {
     for (const MatMulTarget& t : targets) MatMul(x, M, ldx, t.w, t.y, t.ldy, pool);
     return;
   }

@@ -126,16 +126,18 @@ HWY_INLINE void TileStep(const float* HWY_RESTRICT x, size_t ldxs, size_t kx, co
 // row stride ldxs (prepared, zero-padded), rows[j] points at W row j and
 // srows[j] at its block scales (formats with block scales), both at k = 0.
 // k0 is a multiple of S; k1 is too unless it equals K (the tail).
-// With `prefetch`, requests every row ~1 KiB ahead of the loads and, when
-// next_rows is not null, the rows of the next tile at the same column: a
-// tile's rows are then already in cache when it starts, instead of each row
-// starting with a full memory latency (rows are only 2-6 KiB long).
+// With `prefetch` and next_rows not null, requests the rows of the next tile
+// at the same column: a tile's rows are then already in cache when it starts,
+// instead of each row starting with a full memory latency (rows are only 1-6
+// KiB long). The rows being read are left to the hardware prefetcher:
+// requesting them ~1 KiB ahead as well cost 10-25% of decode bandwidth
+// (BM_MatMul<BF16>/1/*, BM_Gemv<NVFP4>/1, AVX2, interleaved runs), as a
+// software prefetch 2 KiB ahead costs a plain streaming read 20%.
 template <Fmt kF, int MR, int NR>
 HWY_NOINLINE void Tile(const float* HWY_RESTRICT x, size_t ldxs, const uint8_t* const* rows, const uint8_t* const* srows,
                        const uint8_t* const* next_rows, size_t k0, size_t k1, bool prefetch, float* HWY_RESTRICT sums) {
   const DF df;
   const size_t S = 2 * hn::Lanes(df);
-  constexpr size_t kPrefetchBytes = 1024;
   VF acc[MR][NR];
   for (int i = 0; i < MR; ++i)
     for (int j = 0; j < NR; ++j) acc[i][j] = hn::Zero(df);
@@ -146,7 +148,6 @@ HWY_NOINLINE void Tile(const float* HWY_RESTRICT x, size_t ldxs, const uint8_t* 
     for (; k < kmain; k += S) {
       const size_t byte = wload::RowBytes<kF>(k);
       if ((byte & 63) < wload::RowBytes<kF>(S)) {  // once per cache line of the rows
-        for (int j = 0; j < NR; ++j) hwy::Prefetch(rows[j] + byte + kPrefetchBytes);
         if (next_rows != nullptr)
           for (int j = 0; j < NR; ++j) hwy::Prefetch(next_rows[j] + byte);
       }

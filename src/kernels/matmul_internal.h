@@ -21,11 +21,13 @@ void MatMulGemvMany(const float* x, int64_t M, int64_t ldx, std::span<const MatM
 // Packed, register-blocked GEMM (matmul_gemm_hwy.cc). Compute-bound prefill.
 void MatMulGemm(const float* x, int64_t M, int64_t ldx, const MatrixView& w, float* y, int64_t ldy, ThreadPool& pool);
 
-// MatMul uses MatMulGemm from this many rows of x on. Below it, x fits one
-// register-blocked row block of MatMulGemv (at most 5 rows on AVX2, 6 on
-// AVX-512), which streams W once with prefetch and is bandwidth-bound; from
-// about 6 rows on, packing W pays for itself (BM_Gemv vs BM_Gemm in
-// tern_benchmark, AVX2).
-inline constexpr int64_t kGemmMinRows = 6;
+// MatMul uses MatMulGemm from this many rows of x on (BM_Gemv vs BM_Gemm in
+// tern_benchmark, AVX2, weights from memory). Dense W: the GEMV converts W in
+// registers per row block, which stays cheaper than packing up to ~12 rows
+// (8 rows: GEMV 1.08x faster; 16: GEMM 1.07x). Quantized W: the GEMV decodes
+// in registers or dequantizes each chunk once (matmul_gemv_hwy.cc), ahead of
+// the GEMM's dequantize-then-pack up to ~24 rows (16: GEMV 1.15x; 32: GEMM 1.05x).
+inline constexpr int64_t kGemmMinRows = 12;
+inline constexpr int64_t kGemmMinRowsQuantized = 24;
 
 }  // namespace tern::kernels
