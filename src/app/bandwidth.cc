@@ -25,9 +25,8 @@ BandwidthResult MeasureReadBandwidth(ThreadPool& pool, int64_t bytes, int reps) 
   std::vector<double> gbps;
   for (int r = 0; r < reps; ++r) {
     const auto t0 = std::chrono::steady_clock::now();
-    // Vector loads with several accumulators and prefetch (kernels'
-    // SumFloatsForBenchmark): a scalar loop is compute-bound on one core and
-    // under-reports the bandwidth by about a fifth.
+    // Vector loads with several accumulators (kernels' SumFloatsForBenchmark):
+    // a scalar loop is compute-bound on one core and under-reports the bandwidth.
     pool.Run(slices, [&](size_t s, size_t thread) {
       const size_t b = s * kSlice, e = std::min(n, b + kSlice);
       sums[thread * 16] += kernels::SumFloatsForBenchmark(buf.data() + b, e - b);

@@ -1,6 +1,4 @@
 // MatMul (ops.h): picks the implementation for the shape.
-#include <vector>
-
 #include "kernels/matmul_internal.h"
 #include "kernels/ops.h"
 
@@ -28,21 +26,26 @@ void MatMulMany(const float* x, int64_t M, int64_t ldx, std::span<const MatMulTa
     return;
   }
   // Decode sizes: one GEMV region per group of matrices the same tile can
-  // run (same format and K), in the order the groups first appear.
+  // run (same format and K), in the order the groups first appear. No heap
+  // allocation: this runs for every layer of every decode step.
   const auto same_kind = [](const MatrixView& a, const MatrixView& b) {
     return a.cols == b.cols && a.format == b.format && a.dtype == b.dtype && (a.scales == nullptr) == (b.scales == nullptr);
   };
-  std::vector<bool> done(targets.size(), false);
-  std::vector<MatMulTarget> group;
+  MatMulTarget group[kMaxGemvTargets];
   for (size_t i = 0; i < targets.size(); ++i) {
-    if (done[i]) continue;
-    group.clear();
-    for (size_t j = i; j < targets.size(); ++j)
-      if (!done[j] && same_kind(targets[i].w, targets[j].w)) {
-        group.push_back(targets[j]);
-        done[j] = true;
+    bool seen = false;  // target i's kind already ran with an earlier group
+    for (size_t j = 0; j < i && !seen; ++j) seen = same_kind(targets[j].w, targets[i].w);
+    if (seen) continue;
+    size_t n = 0;
+    for (size_t j = i; j < targets.size(); ++j) {
+      if (!same_kind(targets[i].w, targets[j].w)) continue;
+      group[n++] = targets[j];
+      if (n == kMaxGemvTargets) {
+        MatMulGemvMany(x, M, ldx, {group, n}, pool);
+        n = 0;
       }
-    MatMulGemvMany(x, M, ldx, group, pool);
+    }
+    if (n > 0) MatMulGemvMany(x, M, ldx, {group, n}, pool);
   }
 }
 

@@ -65,28 +65,43 @@ BENCHMARK(BM_MemoryRead)->Apply(BenchTiming)->Unit(benchmark::kMillisecond);
 
 using MatMulFn = void (*)(const float*, int64_t, int64_t, const MatrixView&, float*, int64_t, ThreadPool&);
 
-template <DType kDT, MatMulFn kFn = MatMul>
-void BM_MatMul(benchmark::State& state) {
+// Copies of a weight matrix of `bytes` cycled through so that, for decode and
+// batch sizes (M <= 64), every call reads W from memory as a real forward pass
+// does, not from the 32 MiB L3.
+size_t CopiesFor(int64_t M, size_t bytes) {
+  return M <= 64 ? std::max<size_t>(1, ((size_t(256) << 20) + bytes - 1) / bytes) : 1;
+}
+
+// Times fn on x [M, K] against view_at(c), the c-th copy of W [N, K] (c
+// cycling over `copies`), and reports GB/s of `bytes` per call and GFLOP/s.
+template <class ViewAt>
+void TimeMatMul(benchmark::State& state, MatMulFn fn, size_t bytes, size_t copies, ViewAt view_at) {
   const int64_t M = state.range(0), N = state.range(1), K = state.range(2);
-  const size_t esize = DTypeSize(kDT), wbytes = size_t(N * K) * esize;
-  const size_t copies = M <= 64 ? std::max<size_t>(1, ((size_t(256) << 20) + wbytes - 1) / wbytes) : 1;
-  std::vector<uint8_t> weights(wbytes * copies);
-  FillRandom(kDT, weights.data(), size_t(N * K) * copies);
   std::vector<float> x(size_t(M * K)), y(size_t(M * N));
   FillRandom(DType::kF32, x.data(), x.size());
   ThreadPool& pool = BenchPool();
   size_t c = 0;
   for (auto _ : state) {
-    const MatrixView w{.dtype = kDT, .data = weights.data() + c * wbytes, .rows = N, .cols = K, .row_stride = K};
-    kFn(x.data(), M, K, w, y.data(), N, pool);
+    fn(x.data(), M, K, view_at(c), y.data(), N, pool);
     benchmark::ClobberMemory();
     c = (c + 1) % copies;
   }
   const double iters = double(state.iterations());
-  state.counters["GB/s"] = benchmark::Counter(double(wbytes) * iters * 1e-9, benchmark::Counter::kIsRate);
+  state.counters["GB/s"] = benchmark::Counter(double(bytes) * iters * 1e-9, benchmark::Counter::kIsRate);
   state.counters["GFLOP/s"] =
       benchmark::Counter(2.0 * double(M * N) * double(K) * iters * 1e-9, benchmark::Counter::kIsRate);
   state.SetLabel(SimdTargetName());
+}
+
+template <DType kDT, MatMulFn kFn = MatMul>
+void BM_MatMul(benchmark::State& state) {
+  const int64_t M = state.range(0), N = state.range(1), K = state.range(2);
+  const size_t wbytes = size_t(N * K) * DTypeSize(kDT), copies = CopiesFor(M, wbytes);
+  std::vector<uint8_t> weights(wbytes * copies);
+  FillRandom(kDT, weights.data(), size_t(N * K) * copies);
+  TimeMatMul(state, kFn, wbytes, copies, [&](size_t c) {
+    return MatrixView{.dtype = kDT, .data = weights.data() + c * wbytes, .rows = N, .cols = K, .row_stride = K};
+  });
 }
 
 // Qwen3-0.6B projections: q, k/v, o, gate/up, down, and the tied lm_head.
@@ -117,34 +132,21 @@ BENCHMARK(BM_MatMul<DType::kBF16>)->Apply(PrefillShapes);
 BENCHMARK(BM_MatMul<DType::kBF16, MatMulGemv>)->Apply(BatchShapes)->Name("BM_Gemv<BF16>");
 BENCHMARK(BM_MatMul<DType::kBF16, MatMulGemm>)->Apply(BatchShapes)->Name("BM_Gemm<BF16>");
 // NVFP4 weights (random codes and E4M3 block scales), cycled through copies
-// like BM_MatMul so they come from memory. GB/s counts codes and scales.
+// like BM_MatMul. GB/s counts codes and scales.
 template <MatMulFn kFn = MatMul>
 void BM_Nvfp4(benchmark::State& state) {
   const int64_t M = state.range(0), N = state.range(1), K = state.range(2);
   const size_t code_bytes = size_t(N * K / 2), scale_bytes = size_t(N * K / kNvfp4Block);
-  const size_t bytes = code_bytes + scale_bytes;
-  const size_t copies = std::max<size_t>(1, ((size_t(256) << 20) + bytes - 1) / bytes);
+  const size_t copies = CopiesFor(M, code_bytes + scale_bytes);
   std::vector<uint8_t> codes(code_bytes * copies), scales(scale_bytes * copies);
   uint32_t lcg = 12345;
   for (uint8_t& b : codes) b = uint8_t((lcg = lcg * 1664525u + 1013904223u) >> 24);
   for (size_t i = 0; i < scales.size(); ++i) scales[i] = uint8_t(0x30 + i % 16);  // E4M3 0.5 .. 1.0
-  std::vector<float> x(size_t(M * K)), y(size_t(M * N));
-  FillRandom(DType::kF32, x.data(), x.size());
-  ThreadPool& pool = BenchPool();
-  size_t c = 0;
-  for (auto _ : state) {
-    const MatrixView w{.dtype = DType::kU8, .data = codes.data() + c * code_bytes, .rows = N, .cols = K,
-                       .row_stride = K, .format = WeightFormat::kNvfp4, .scales = scales.data() + c * scale_bytes,
-                       .scale_stride = K / kNvfp4Block, .global_scale = 0.01f};
-    kFn(x.data(), M, K, w, y.data(), N, pool);
-    benchmark::ClobberMemory();
-    c = (c + 1) % copies;
-  }
-  const double iters = double(state.iterations());
-  state.counters["GB/s"] = benchmark::Counter(double(bytes) * iters * 1e-9, benchmark::Counter::kIsRate);
-  state.counters["GFLOP/s"] =
-      benchmark::Counter(2.0 * double(M * N) * double(K) * iters * 1e-9, benchmark::Counter::kIsRate);
-  state.SetLabel(SimdTargetName());
+  TimeMatMul(state, kFn, code_bytes + scale_bytes, copies, [&](size_t c) {
+    return MatrixView{.dtype = DType::kU8, .data = codes.data() + c * code_bytes, .rows = N, .cols = K,
+                      .row_stride = K, .format = WeightFormat::kNvfp4, .scales = scales.data() + c * scale_bytes,
+                      .scale_stride = K / kNvfp4Block, .global_scale = 0.01f};
+  });
 }
 void Nvfp4BatchShapes(benchmark::internal::Benchmark* b) {
   for (int64_t m : {1, 2, 3, 4, 8, 16, 32, 64}) b->Args({m, 2048, 2048});

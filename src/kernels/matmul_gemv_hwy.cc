@@ -69,8 +69,6 @@ constexpr bool kWideRegs = false;  // 16 vector registers
 using wload::Fmt;
 using wload::WLoad;
 
-// W rows per tile for a row block of MR rows of x (see the register budget).
-// Quantized rows need more registers to decode, so they take fewer rows.
 // Quantized W is decoded in registers for at most this many rows of x; more
 // rows go through a dequantized chunk (see Design). BM_Gemv<NVFP4> on AVX2
 // (2048 x 2048): in registers is 2.4x faster at 3 rows, even at 4-8, and the
@@ -80,9 +78,11 @@ constexpr size_t kQuantDirectRows = 8;
 template <Fmt kF>
 constexpr bool kQuantFmt = kF == Fmt::kNvfp4 || kF == Fmt::kFp8 || kF == Fmt::kFp8Block;
 
+// W rows per tile for a row block of MR rows of x (see the register budget).
+// Quantized rows need more registers to decode, so they take fewer rows.
 template <Fmt kF>
 constexpr int NRFor(int mr) {
-  constexpr bool kQuant = kF == Fmt::kNvfp4 || kF == Fmt::kFp8 || kF == Fmt::kFp8Block;
+  constexpr bool kQuant = kQuantFmt<kF>;
   if (kWideRegs) return mr == 1 ? (kQuant ? 4 : 8) : mr == 2 ? (kQuant ? 4 : 6) : mr <= 4 ? (kQuant ? 3 : 4) : 3;
   if (kQuant) return mr <= 2 ? 2 : 1;
   return mr == 1 ? 4 : mr == 2 ? 3 : 2;
@@ -130,9 +130,10 @@ HWY_INLINE void TileStep(const float* HWY_RESTRICT x, size_t ldxs, size_t kx, co
 // at the same column: a tile's rows are then already in cache when it starts,
 // instead of each row starting with a full memory latency (rows are only 1-6
 // KiB long). The rows being read are left to the hardware prefetcher:
-// requesting them ~1 KiB ahead as well cost 10-25% of decode bandwidth
-// (BM_MatMul<BF16>/1/*, BM_Gemv<NVFP4>/1, AVX2, interleaved runs), as a
-// software prefetch 2 KiB ahead costs a plain streaming read 20%.
+// without the request ~1 KiB ahead, BM_MatMul<BF16>/1/* read 0.95-1.33x as
+// fast (median 1.07x) and BM_Gemv<NVFP4>/1 1.04x (AVX2, medians of 3
+// interleaved runs), as a software prefetch 2 KiB ahead slows a plain
+// streaming read by 15-20%.
 template <Fmt kF, int MR, int NR>
 HWY_NOINLINE void Tile(const float* HWY_RESTRICT x, size_t ldxs, const uint8_t* const* rows, const uint8_t* const* srows,
                        const uint8_t* const* next_rows, size_t k0, size_t k1, bool prefetch, float* HWY_RESTRICT sums) {
@@ -261,10 +262,10 @@ void PrepareRows(const float* x, size_t ldx, size_t m0, size_t m1, size_t K, siz
   }
 }
 
-// Chunking of one W for MatMulTyped: chunks of nc rows, the first of them
-// numbered `first` among all matrices' chunks.
+// One W's chunks in MatMulTyped: `chunks` of them, the first numbered
+// `first` among all matrices' chunks.
 struct ChunkPlan {
-  size_t nc = 0, chunks = 0, first = 0;
+  size_t chunks = 0, first = 0;
 };
 
 // y_i = x · W_i^T for every target (all in format kF, all with K columns),
@@ -298,7 +299,7 @@ void MatMulTyped(const float* xs, size_t kp, size_t M, std::span<const MatMulTar
   ChunkPlan plans[kMaxGemvTargets];
   size_t num_chunks = 0;
   for (size_t i = 0; i < targets.size(); ++i) {
-    plans[i] = {.nc = nc, .chunks = (size_t(targets[i].w.rows) + nc - 1) / nc, .first = num_chunks};
+    plans[i] = {.chunks = (size_t(targets[i].w.rows) + nc - 1) / nc, .first = num_chunks};
     num_chunks += plans[i].chunks;
   }
   const size_t num_blocks = (M + kMaxMR - 1) / kMaxMR;  // row blocks of balanced size <= kMaxMR

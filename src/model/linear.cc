@@ -57,16 +57,23 @@ void Linear::Forward(const float* x, int64_t M, float* y, ThreadPool& pool) cons
 
 void ForwardLinears(std::span<const Linear* const> layers, const float* x, int64_t M, std::span<float* const> ys,
                     ThreadPool& pool) {
-  std::vector<kernels::MatMulTarget> plain;
+  // Plain layers in groups of up to kGroup, on the stack (a decode hot path).
+  constexpr size_t kGroup = 8;
+  kernels::MatMulTarget plain[kGroup];
+  size_t n = 0;
   for (size_t i = 0; i < layers.size(); ++i) {
     const Linear& l = *layers[i];
     if (l.bias.empty() && l.observer == nullptr && !l.quantize_input) {
-      plain.push_back({.w = l.w, .y = ys[i], .ldy = l.w.rows});
+      plain[n++] = {.w = l.w, .y = ys[i], .ldy = l.w.rows};
+      if (n == kGroup) {
+        kernels::MatMulMany(x, M, l.in(), {plain, n}, pool);
+        n = 0;
+      }
     } else {
       l.Forward(x, M, ys[i], pool);
     }
   }
-  kernels::MatMulMany(x, M, layers.empty() ? 0 : layers[0]->in(), plain, pool);
+  if (n > 0) kernels::MatMulMany(x, M, layers[0]->in(), {plain, n}, pool);
 }
 
 void FakeQuantizeNvfp4Activations(float* x, int64_t M, int64_t K, float input_scale) {
