@@ -133,11 +133,13 @@ BENCHMARK(BM_MatMul<DType::kBF16, MatMulGemv>)->Apply(BatchShapes)->Name("BM_Gem
 BENCHMARK(BM_MatMul<DType::kBF16, MatMulGemm>)->Apply(BatchShapes)->Name("BM_Gemm<BF16>");
 // NVFP4 weights (random codes and E4M3 block scales), cycled through copies
 // like BM_MatMul. GB/s counts codes and scales.
-template <MatMulFn kFn = MatMul>
+// With kCached, one copy only: a W that fits in L2 (N * K / 2 bytes <= 256
+// KiB or so) then measures the kernel's arithmetic alone, not memory.
+template <MatMulFn kFn = MatMul, bool kCached = false>
 void BM_Nvfp4(benchmark::State& state) {
   const int64_t M = state.range(0), N = state.range(1), K = state.range(2);
   const size_t code_bytes = size_t(N * K / 2), scale_bytes = size_t(N * K / kNvfp4Block);
-  const size_t copies = CopiesFor(M, code_bytes + scale_bytes);
+  const size_t copies = kCached ? 1 : CopiesFor(M, code_bytes + scale_bytes);
   std::vector<uint8_t> codes(code_bytes * copies), scales(scale_bytes * copies);
   uint32_t lcg = 12345;
   for (uint8_t& b : codes) b = uint8_t((lcg = lcg * 1664525u + 1013904223u) >> 24);
@@ -153,6 +155,9 @@ void Nvfp4BatchShapes(benchmark::internal::Benchmark* b) {
   BenchTiming(b);
   b->Unit(benchmark::kMicrosecond);
 }
+BENCHMARK(BM_Nvfp4<MatMul>)->Apply(DecodeShapes)->Name("BM_MatMul<NVFP4>");
+BENCHMARK(BM_Nvfp4<MatMul, true>)->Args({1, 256, 2048})->Args({1, 512, 1024})->Apply(BenchTiming)
+    ->Name("BM_MatMul<NVFP4,L2>");
 BENCHMARK(BM_Nvfp4<MatMulGemv>)->Apply(Nvfp4BatchShapes)->Name("BM_Gemv<NVFP4>");
 BENCHMARK(BM_Nvfp4<MatMulGemm>)->Apply(Nvfp4BatchShapes)->Name("BM_Gemm<NVFP4>");
 BENCHMARK(BM_Nvfp4<MatMul>)->Args({512, 2048, 2048})->Apply(BenchTiming)->Unit(benchmark::kMillisecond);

@@ -46,6 +46,7 @@
 #include "kernels/ops.h"
 #include "kernels/reference.h"
 #include "kernels/scratch.h"
+#include "kernels/nvfp4_gemv_int-inl.h"
 #include "kernels/wload-inl.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -355,6 +356,10 @@ void MatMulManyImpl(const float* x, int64_t M, int64_t ldx, const MatMulTarget* 
     return;
   }
   const Fmt fmt = wload::FmtOf(all[0].w);
+  if (M == 1 && fmt == Fmt::kNvfp4 && nvfp4_int::kAvailable &&
+      std::all_of(all.begin(), all.end(), [](const MatMulTarget& t) { return nvfp4_int::Supports(t.w); })) {
+    return nvfp4_int::MatMul(x, all, pool);
+  }
   const size_t S = 2 * hn::Lanes(DF());
   const size_t kp = (K + S - 1) / S * S;
   float* xs = ThreadScratch(ScratchSlot::kMatMulX, size_t(M) * kp);

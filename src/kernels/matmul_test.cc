@@ -2,6 +2,7 @@
 // misaligned pointers, every weight dtype, thread counts.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -50,7 +51,19 @@ void CheckAgainstReference(const Case& c, const MatrixView& w, const std::vector
     for (int64_t n = 0; n < c.N; ++n) {
       double mag = 0;
       for (int64_t k = 0; k < c.K; ++k) mag += std::fabs(double(x[m * ldx + k]) * ref::MatrixAt(w, n, k));
-      tol[size_t(m * ldy + n)] = float(double(c.K + 64) * std::ldexp(1.0, -24) * mag + 1e-30);
+      double t = double(c.K + 64) * std::ldexp(1.0, -24) * mag + 1e-30;
+      if (w.format == WeightFormat::kNvfp4 && c.M == 1) {
+        // MatMul's contract: x may be rounded to 2^-23 of its block's max.
+        for (int64_t k0 = 0; k0 < c.K; k0 += kNvfp4Block) {
+          double amax = 0, wsum = 0;
+          for (int64_t k = k0; k < std::min(c.K, k0 + kNvfp4Block); ++k) {
+            amax = std::max(amax, std::fabs(double(x[m * ldx + k])));
+            wsum += std::fabs(ref::MatrixAt(w, n, k));
+          }
+          t += wsum * amax * std::ldexp(1.0, -23);
+        }
+      }
+      tol[size_t(m * ldy + n)] = float(t);
     }
 
   for (const Impl& impl : kImpls) {
@@ -183,6 +196,45 @@ TEST(MatMulTest, QuantizedWeightsMatchReference) {
       // FP8 with K not a multiple of 16 (no block constraint there).
       CheckQuantCase({WeightFormat::kFp8, true, {.M = 3, .N = 130, .K = 131}}, pool, seed++);
       CheckQuantCase({WeightFormat::kFp8, false, {.M = 9, .N = 5, .K = 37}}, pool, seed++);
+    }
+  });
+}
+
+// NVFP4 decode (M = 1) rounds x per block of 16, never per row: blocks whose
+// magnitudes differ by up to 10^8 each stay within 2^-23 of their own max
+// (a per-row scale would lose the small blocks entirely). Shapes cover
+// several 128-element steps with and without a partial last one, padded row
+// and scale strides (padding 0xFF: a read past K shows up as code -6) and odd
+// row addresses.
+TEST(MatMulTest, Nvfp4DecodeRoundsXPerBlock) {
+  uint32_t seed = 700;
+  ForEachSimdTarget([&] {
+    ThreadPool pool(2);
+    for (const Case& c : {Case{.M = 1, .N = 37, .K = 1072, .stride_pad = 2, .w_byte_offset = 3},
+                          Case{.M = 1, .N = 130, .K = 512}, Case{.M = 1, .N = 3, .K = 144, .stride_pad = 1},
+                          Case{.M = 1, .N = 64, .K = 2048, .x_offset = 1}}) {
+      SCOPED_TRACE(::testing::Message() << "N=" << c.N << " K=" << c.K);
+      std::mt19937 rng(seed++);
+      std::vector<float> x = RandomFloats(rng, size_t(c.K) + c.x_offset);
+      for (int64_t k = 0; k < c.K; ++k) x[c.x_offset + size_t(k)] *= std::pow(10.0f, float(k / 16 % 9) - 4.0f);
+      for (int64_t k = 32; k < 48 && k < c.K; ++k) x[c.x_offset + size_t(k)] = 0.0f;  // an all-zero block
+      testing::QuantTestMatrix w(rng, WeightFormat::kNvfp4, false, c.N, c.K, c.stride_pad, c.w_byte_offset);
+      CheckAgainstReference(c, w.view, x, pool);
+    }
+  });
+}
+
+// A NaN or infinity in x makes every output non-finite, as f32 arithmetic does.
+TEST(MatMulTest, Nvfp4DecodePropagatesNonFinite) {
+  ForEachSimdTarget([&] {
+    ThreadPool pool(2);
+    std::mt19937 rng(77);
+    testing::QuantTestMatrix w(rng, WeightFormat::kNvfp4, false, 9, 256);
+    for (float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
+      std::vector<float> x = RandomFloats(rng, 256), y(9, 0.0f);
+      x[200] = bad;
+      MatMul(x.data(), 1, 256, w.view, y.data(), 9, pool);
+      for (float v : y) EXPECT_FALSE(std::isfinite(v)) << "x[200] = " << bad;
     }
   });
 }

@@ -51,6 +51,10 @@ struct MatrixView {
 // y[M, N] = x[M, K] · W[N, K]^T.
 // x: rows of K floats, row m at x + m * ldx; y: row m at y + m * ldy (ldy >= N).
 // y must not alias x. Uses every thread of `pool`.
+// Numerics: W exactly as stored, f32 products and sums, except that with
+// NVFP4 W and M == 1 (decode) x may be rounded per block of 16 elements
+// (k = 16j .. 16j + 15) to 24-bit fixed point: each element off by at most
+// 2^-23 of its block's largest magnitude (nvfp4_gemv_int-inl.h).
 void MatMul(const float* x, int64_t M, int64_t ldx, const MatrixView& w, float* y, int64_t ldy,
             ThreadPool& pool);
 

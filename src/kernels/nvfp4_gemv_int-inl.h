@@ -1,0 +1,257 @@
+// NVFP4 decode, y[1, N] = x[1, K] · W[N, K]^T, with integer dot products:
+// W's E2M1 codes exact as integers, x as 24-bit fixed point per block of 16.
+// A per-target header (x86 AVX2 and AVX-512 targets; others keep the f32
+// tile of matmul_gemv_hwy.cc), included by matmul_gemv_hwy.cc.
+//
+// Why: decoding NVFP4 to f32 costs ~15 vector instructions per 16 weights
+// and row (nibble extract, table permute, sign, scale, two FMAs), which on
+// AVX2 caps one core at ~6 G weights/s: BM_MatMul<NVFP4,L2> (W in L2) runs
+// exactly as fast as from memory, well under what memory delivers. Here 64
+// weights cost ~30 instructions.
+//
+// Numerics. Twice an E2M1 value is an integer in [-12, 12]; stored as
+// u = 2v + 12 in [0, 24] it is an unsigned byte for vpmaddubsw. x is
+// rounded per block of 16 (aligned with W's scale blocks) to
+// x24 = round(x / step), step = max|x| / (2^23 - 1): each element is off by
+// at most 2^-23 of its block's largest magnitude (f32 arithmetic rounds to
+// 2^-24 of each product and partial sum anyway; 16 bits were tried and
+// measurably moved Qwen3.5's recurrent state over 32 decode steps).
+// x24 = 65536 * hi + 256 * mid + lo with hi a signed byte, mid and lo
+// unsigned ones, so
+//   sum u * x24 = 256 * (256 * maddubs(u, hi) + maddubs(mid, u)) + maddubs(lo, u)
+// with no i16 overflow (|pair| <= 2 * 24 * 255, even+odd <= 24480) nor i32
+// (8 * 24 * 2^23 < 2^31), and sum 2v * x24 = sum u * x24 - 12 * sum x24, the
+// second term precomputed per x. Each lane's integer sum is converted to f32
+// (rounding it to 2^-24), scaled by its W block scale times its x step, and
+// accumulated in f32. NaN or infinite x in a block makes the block's step
+// NaN, so the outputs are NaN, as the f32 kernels give.
+//
+// Layout. A step is 128 elements of K (two groups of 64, 8 scale blocks).
+// In a group, the 32 bytes of W hold element 2b in byte b's low nibble (the
+// "even" vector after masking) and 2b + 1 in its high nibble (the "odd" one);
+// 32-bit lane l of the integer sums then covers elements 8l .. 8l + 7, block
+// l / 2. The prepared x (PreparedStep) stores its bytes in exactly that
+// order, so no shuffle of W is needed.
+
+// Per-target include guard (Highway's convention).
+#if defined(TERN_KERNELS_NVFP4_GEMV_INT_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef TERN_KERNELS_NVFP4_GEMV_INT_INL_H_
+#undef TERN_KERNELS_NVFP4_GEMV_INT_INL_H_
+#else
+#define TERN_KERNELS_NVFP4_GEMV_INT_INL_H_
+#endif
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <span>
+
+#include "base/thread_pool.h"
+#include "hwy/cache_control.h"
+#include "hwy/highway.h"
+#include "kernels/matmul_internal.h"
+#include "kernels/ops.h"
+#include "kernels/scratch.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace tern::kernels {
+namespace HWY_NAMESPACE {
+namespace nvfp4_int {
+
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
+// (AVX-512 targets run the same 256-bit code: it is what is tested here.)
+inline constexpr bool kAvailable = true;
+
+inline constexpr size_t kStep = 128;  // elements of K per step
+inline constexpr float kXMax = 8388607.0f;  // 2^23 - 1
+
+// x for one step: for each group of 64 elements, the low, middle and high
+// bytes of x24 of the even elements, then of the odd ones (byte b holding
+// element 2b or 2b + 1 of the group); 12 * the sum of x24 over each lane's 8
+// elements; and each of the 8 blocks' step / 2 (the 1/2 undoes the doubled
+// E2M1 values).
+struct alignas(32) PreparedStep {
+  uint8_t x[2][6][32];  // [group][lo even, mid even, hi even, lo odd, mid odd, hi odd][byte]
+  int32_t c[2][8];      // [group][lane]
+  float step[8];        // [block]
+};
+static_assert(sizeof(PreparedStep) == 480);
+
+// Quantizes x[0, K) into steps (the last one zero-padded).
+inline void Prepare(const float* x, size_t K, PreparedStep* steps) {
+  const size_t num_steps = (K + kStep - 1) / kStep;
+  for (size_t s = 0; s < num_steps; ++s) {
+    PreparedStep& p = steps[s];
+    for (size_t b = 0; b < 8; ++b) {
+      const size_t k0 = s * kStep + b * 16;
+      int32_t q[16] = {};
+      float amax = 0.0f;
+      bool finite = true;
+      for (size_t i = 0; i < 16 && k0 + i < K; ++i) {
+        const float a = std::fabs(x[k0 + i]);
+        finite = finite && a <= std::numeric_limits<float>::max();
+        amax = std::max(amax, a);
+      }
+      if (!finite) {
+        p.step[b] = std::numeric_limits<float>::quiet_NaN();
+      } else if (amax == 0.0f) {
+        p.step[b] = 0.0f;
+      } else {
+        const double inv = double(kXMax) / double(amax);
+        for (size_t i = 0; i < 16 && k0 + i < K; ++i) q[i] = int32_t(std::nearbyint(double(x[k0 + i]) * inv));
+        p.step[b] = float(double(amax) / double(kXMax) * 0.5);
+      }
+      // Block b: group b / 4, elements 16 * (b % 4) .. + 15 of the group,
+      // bytes 8 * (b % 4) .. + 7 of its even and odd vectors, lanes 2 * (b % 4)
+      // and 2 * (b % 4) + 1.
+      const size_t g = b / 4, byte0 = 8 * (b % 4), lane0 = 2 * (b % 4);
+      for (size_t i = 0; i < 16; ++i) {
+        const size_t half = i % 2, byte = byte0 + i / 2;
+        const uint32_t u = uint32_t(q[i]);
+        p.x[g][3 * half][byte] = uint8_t(u & 0xff);
+        p.x[g][3 * half + 1][byte] = uint8_t((u >> 8) & 0xff);
+        p.x[g][3 * half + 2][byte] = uint8_t((u >> 16) & 0xff);
+      }
+      for (size_t l = 0; l < 2; ++l) {
+        int32_t sum = 0;
+        for (size_t i = 0; i < 8; ++i) sum += q[8 * l + i];
+        p.c[g][lane0 + l] = 12 * sum;
+      }
+    }
+  }
+}
+
+// u = 2 * value + 12 of each E2M1 code (sign bit 3): bytes for vpshufb.
+inline constexpr int8_t kU[16] = {12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0};
+
+struct Consts {
+  __m256i table, mask, ones, k256, idx0, idx1, e4m3_mag, e4m3_sign;
+  __m256 e4m3_unit;
+  Consts() {
+    const __m128i t = _mm_loadu_si128(reinterpret_cast<const __m128i*>(kU));
+    table = _mm256_broadcastsi128_si256(t);
+    mask = _mm256_set1_epi8(0x0f);
+    ones = _mm256_set1_epi16(1);
+    k256 = _mm256_set1_epi16(256);
+    idx0 = _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3);
+    idx1 = _mm256_setr_epi32(4, 4, 5, 5, 6, 6, 7, 7);
+    e4m3_mag = _mm256_set1_epi32(0x7f);
+    e4m3_sign = _mm256_set1_epi32(0x80);
+    e4m3_unit = _mm256_set1_ps(0x1p120f);
+  }
+};
+
+// The integer sums of one group: lane l = sum over elements 8l .. 8l + 7 of
+// 2 * value * x24.
+HWY_INLINE __m256i GroupSums(const Consts& c, __m256i w, const uint8_t (*x)[32], const int32_t* corr) {
+  const __m256i ue = _mm256_shuffle_epi8(c.table, _mm256_and_si256(w, c.mask));
+  const __m256i uo = _mm256_shuffle_epi8(c.table, _mm256_and_si256(_mm256_srli_epi16(w, 4), c.mask));
+  const auto ld = [&](int i) { return _mm256_load_si256(reinterpret_cast<const __m256i*>(x[i])); };
+  const __m256i lo = _mm256_add_epi16(_mm256_maddubs_epi16(ld(0), ue), _mm256_maddubs_epi16(ld(3), uo));
+  const __m256i mid = _mm256_add_epi16(_mm256_maddubs_epi16(ld(1), ue), _mm256_maddubs_epi16(ld(4), uo));
+  const __m256i hi = _mm256_add_epi16(_mm256_maddubs_epi16(ue, ld(2)), _mm256_maddubs_epi16(uo, ld(5)));
+  const __m256i top = _mm256_add_epi32(_mm256_madd_epi16(hi, c.k256), _mm256_madd_epi16(mid, c.ones));
+  const __m256i d = _mm256_add_epi32(_mm256_slli_epi32(top, 8), _mm256_madd_epi16(lo, c.ones));
+  return _mm256_sub_epi32(d, _mm256_load_si256(reinterpret_cast<const __m256i*>(corr)));
+}
+
+// W's 8 block scales of a step (E4M3 bytes) times x's block steps.
+HWY_INLINE __m256 StepScales(const Consts& c, const uint8_t* scales, const float* xstep) {
+  const __m256i v = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(scales)));
+  const __m256 mag = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_and_si256(v, c.e4m3_mag), 20));
+  const __m256 sign = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_and_si256(v, c.e4m3_sign), 24));
+  const __m256 s = _mm256_or_ps(_mm256_mul_ps(mag, c.e4m3_unit), sign);
+  return _mm256_mul_ps(s, _mm256_load_ps(xstep));
+}
+
+HWY_INLINE __m256 StepDot(const Consts& c, const uint8_t* row, const uint8_t* scales, const PreparedStep& p,
+                          __m256 acc) {
+  const __m256 s = StepScales(c, scales, p.step);
+  const __m256i d0 = GroupSums(c, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row)), p.x[0], p.c[0]);
+  const __m256i d1 = GroupSums(c, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 32)), p.x[1], p.c[1]);
+  acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d0), _mm256_permutevar8x32_ps(s, c.idx0), acc);
+  return _mm256_fmadd_ps(_mm256_cvtepi32_ps(d1), _mm256_permutevar8x32_ps(s, c.idx1), acc);
+}
+
+inline float HorizontalSum(__m256 v) {
+  const __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  const __m128 t = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  return _mm_cvtss_f32(_mm_add_ss(t, _mm_movehdup_ps(t)));
+}
+
+// y[n] for rows [n0, n1) of w, one row at a time so that the chunk is read
+// as one sequential stream (rows are contiguous), with two accumulators
+// taking alternate steps (two independent FMA chains).
+inline void Rows(const Consts& c, const PreparedStep* steps, const MatrixView& w, size_t n0, size_t n1, float* y) {
+  const size_t K = size_t(w.cols);
+  const size_t full = K / kStep, tail = K - full * kStep;  // tail: a multiple of 16
+  const auto* base = static_cast<const uint8_t*>(w.data);
+  const auto* sbase = static_cast<const uint8_t*>(w.scales);
+  const size_t row_bytes = size_t(w.row_stride) / 2, srow_bytes = size_t(w.scale_stride);
+  for (size_t n = n0; n < n1; ++n) {
+    const uint8_t* r = base + n * row_bytes;
+    const uint8_t* sr = sbase + n * srow_bytes;
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    size_t s = 0;
+    for (; s + 2 <= full; s += 2) {
+      acc0 = StepDot(c, r + s * (kStep / 2), sr + s * 8, steps[s], acc0);
+      acc1 = StepDot(c, r + (s + 1) * (kStep / 2), sr + (s + 1) * 8, steps[s + 1], acc1);
+    }
+    if (s < full) acc0 = StepDot(c, r + s * (kStep / 2), sr + s * 8, steps[s], acc0);
+    if (tail != 0) {
+      // The last partial step from zero-padded copies (x is padded with
+      // zeros too, and a zero scale byte is 0).
+      alignas(32) uint8_t wt[kStep / 2] = {};
+      alignas(8) uint8_t st[8] = {};
+      std::memcpy(wt, r + full * (kStep / 2), tail / 2);
+      std::memcpy(st, sr + full * 8, tail / 16);
+      acc1 = StepDot(c, wt, st, steps[full], acc1);
+    }
+    y[n] = HorizontalSum(_mm256_add_ps(acc0, acc1)) * w.global_scale;
+  }
+}
+
+// Whether MatMulNvfp4 takes these: NVFP4 with whole scale blocks and rows
+// that start on a byte.
+inline bool Supports(const MatrixView& w) {
+  return w.format == WeightFormat::kNvfp4 && w.cols % kNvfp4Block == 0 && w.row_stride % 2 == 0;
+}
+
+// y_i[0, N_i) = x · W_i^T for every target (one row of x): x prepared once,
+// threads claim chunks of rows across all targets.
+inline void MatMul(const float* x, std::span<const MatMulTarget> targets, ThreadPool& pool) {
+  const size_t K = size_t(targets[0].w.cols);
+  const size_t num_steps = (K + kStep - 1) / kStep;
+  auto* steps = reinterpret_cast<PreparedStep*>(
+      ThreadScratch(ScratchSlot::kMatMulX, num_steps * sizeof(PreparedStep) / sizeof(float)));
+  Prepare(x, K, steps);
+  // Chunks: ~8 per thread over all rows (the last one is read by one thread
+  // alone), 
+  size_t total = 0;
+  for (const MatMulTarget& t : targets) total += size_t(t.w.rows);
+  const size_t nc = std::max<size_t>(16, (total + 8 * pool.size() - 1) / (8 * pool.size()));
+  size_t first[kMaxGemvTargets + 1] = {};
+  for (size_t i = 0; i < targets.size(); ++i) first[i + 1] = first[i] + (size_t(targets[i].w.rows) + nc - 1) / nc;
+  static const Consts consts;
+  pool.Run(first[targets.size()], [&](size_t chunk, size_t) {
+    size_t i = 0;
+    while (chunk >= first[i + 1]) ++i;
+    const MatMulTarget& t = targets[i];
+    const size_t n0 = (chunk - first[i]) * nc, n1 = std::min(size_t(t.w.rows), n0 + nc);
+    Rows(consts, steps, t.w, n0, n1, t.y);
+  });
+}
+
+#else
+inline constexpr bool kAvailable = false;
+inline bool Supports(const MatrixView&) { return false; }
+inline void MatMul(const float*, std::span<const MatMulTarget>, ThreadPool&) {}
+#endif
+
+}  // namespace nvfp4_int
+}  // namespace HWY_NAMESPACE
+}  // namespace tern::kernels
+HWY_AFTER_NAMESPACE();
+
+#endif  // per-target include guard
