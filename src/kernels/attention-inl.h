@@ -55,8 +55,7 @@ HWY_INLINE VF LoadRow(const uint8_t* row, size_t d) {
     return hn::Set(df, E4M3ToF32(row[d]));
 #else
     // Unscaled: the KV scales are applied by the caller.
-    const auto b = hn::PromoteTo(DU(), hn::LoadU(hn::Rebind<uint8_t, DF>(), row + d));
-    return wload::E4M3Lanes(b, hn::Set(df, wload::kE4M3Unit));
+    return wload::E4M3Load(row + d, hn::Set(df, wload::kE4M3Unit));
 #endif
   } else if constexpr (kDT == DType::kF16) {
 #if HWY_TARGET == HWY_SCALAR  // (Highway 1.0.3's scalar f16 conversion mishandles NaN)

@@ -126,7 +126,7 @@ inline void Prepare(const float* x, size_t K, PreparedStep* steps) {
 inline constexpr int8_t kU[16] = {12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0};
 
 struct Consts {
-  __m256i table, mask, ones, k256, idx0, idx1, e4m3_mag, e4m3_sign;
+  __m256i table, mask, ones, k256, idx0, idx1, e4m3_bits;
   __m256 e4m3_unit;
   Consts() {
     const __m128i t = _mm_loadu_si128(reinterpret_cast<const __m128i*>(kU));
@@ -136,8 +136,7 @@ struct Consts {
     k256 = _mm256_set1_epi16(256);
     idx0 = _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3);
     idx1 = _mm256_setr_epi32(4, 4, 5, 5, 6, 6, 7, 7);
-    e4m3_mag = _mm256_set1_epi32(0x7f);
-    e4m3_sign = _mm256_set1_epi32(0x80);
+    e4m3_bits = _mm256_set1_epi32(int32_t(0x87F00000u));
     e4m3_unit = _mm256_set1_ps(0x1p120f);
   }
 };
@@ -158,11 +157,10 @@ HWY_INLINE __m256i GroupSums(const Consts& c, __m256i w, const uint8_t (*x)[32],
 
 // W's 8 block scales of a step (E4M3 bytes) times x's block steps.
 HWY_INLINE __m256 StepScales(const Consts& c, const uint8_t* scales, const float* xstep) {
-  const __m256i v = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(scales)));
-  const __m256 mag = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_and_si256(v, c.e4m3_mag), 20));
-  const __m256 sign = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_and_si256(v, c.e4m3_sign), 24));
-  const __m256 s = _mm256_or_ps(_mm256_mul_ps(mag, c.e4m3_unit), sign);
-  return _mm256_mul_ps(s, _mm256_load_ps(xstep));
+  // (E4M3 decoding as wload::E4M3Load: sign-extend, << 20, mask, * 2^120.)
+  const __m256i v = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(scales)));
+  const __m256 s = _mm256_castsi256_ps(_mm256_and_si256(_mm256_slli_epi32(v, 20), c.e4m3_bits));
+  return _mm256_mul_ps(_mm256_mul_ps(s, c.e4m3_unit), _mm256_load_ps(xstep));
 }
 
 HWY_INLINE __m256 StepDot(const Consts& c, const uint8_t* row, const uint8_t* scales, const PreparedStep& p,
