@@ -6,7 +6,7 @@
 #
 # For ARCH/FORMAT, each step is reported and the script goes on after a failure:
 #  (a) tern synth --quant FORMAT, then compare.py: logits nrmse <= 1e-3 per row and 32 greedy tokens
-#      (default numerics: exact weight dequantization, f32 activations); for nvfp4 also
+#      (default numerics: exact weight dequantization, activations at f32 precision); for nvfp4 also
 #      --quant-numerics w4a4 against the reference's Blackwell fake-quant (w4a4_check.py: one
 #      activation landing on the other side of an E2M1 rounding boundary moves a logit by a
 #      quantization step, so float32 vs float64 activations cannot agree to 1e-3; tern must be
