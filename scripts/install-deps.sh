@@ -8,7 +8,7 @@ packages=(
   libfmt-dev libspdlog-dev libcpp-httplib-dev libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-numpy python3-jinja2
-  curl ca-certificates
+  curl ca-certificates iproute2
 )
 missing=()
 for p in "${packages[@]}"; do

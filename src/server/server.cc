@@ -1,7 +1,11 @@
 #include "server/server.h"
 
+#include <sys/socket.h>
+
 #include <atomic>
+#include <cerrno>
 #include <csignal>
+#include <cstring>
 #include <filesystem>
 #include <random>
 #include <thread>
@@ -115,8 +119,20 @@ int RunServer(const ServeOptions& opts) {
   AddGenerateRoutes(http, *ctx);
   AddOpenAiRoutes(http, *ctx);
 
+  // Debian's cpp-httplib is a compiled library that listens with a backlog of
+  // 5: a burst of new connections (32 clients each reconnecting as a batch of
+  // generations ends) overflowed the accept queue and ~1 request in 4,000 got
+  // a connection reset. The socket is captured as httplib creates it and
+  // listens again with the system's maximum backlog.
+  socket_t listen_socket = INVALID_SOCKET;
+  http.set_socket_options([&listen_socket](socket_t sock) {
+    httplib::default_socket_options(sock);
+    listen_socket = sock;
+  });
   if (!http.bind_to_port(opts.host.c_str(), opts.port))
     return fail(fmt::format("cannot listen on {}:{} (in use, or not an address of this machine)", opts.host, opts.port));
+  if (listen_socket != INVALID_SOCKET && ::listen(listen_socket, SOMAXCONN) != 0)
+    fmt::print(stderr, "tern serve: warning: could not raise the listen backlog: {}\n", std::strerror(errno));
   std::thread listener([&] { http.listen_after_bind(); });
 
   std::signal(SIGINT, OnSignal);

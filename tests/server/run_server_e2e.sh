@@ -17,4 +17,12 @@ port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1
 pid=$!
 trap 'kill $pid 2>/dev/null || true' EXIT
 "$root/src/check/testdata/run_battery.sh" "$tern" "http://127.0.0.1:$port" --expect random-weights -- --wait 120 --timeout 120
+# The listen backlog (Send-Q of a listening socket): cpp-httplib's own 5 let
+# bursts of reconnecting clients overflow the accept queue (connection resets);
+# tern serve raises it to the system maximum.
+backlog=$(ss -Hltn "sport = :$port" | awk '{print $3}' | head -1)
+if [ -z "$backlog" ] || [ "$backlog" -lt 128 ]; then
+  echo "FAIL: listen backlog of tern serve is '${backlog}' (want >= 128)"; exit 1
+fi
+echo "listen backlog $backlog: ok"
 kill -TERM $pid; wait $pid
