@@ -29,7 +29,7 @@ Command RegisterGenerate(CLI::App& app) {
     std::optional<uint64_t> seed;
   };
   auto o = std::make_shared<Opts>();
-  app.add_option("--model", o->model, "model directory")->required();
+  app.add_option("--model", o->model, "model directory (default: the bundled demo model)")->default_val(BundledModelDir());
   auto* prompt = app.add_option("--prompt", o->prompt, "prompt text");
   auto* ids = app.add_option("--prompt-ids", o->prompt_ids, "prompt token ids, comma-separated (prints generated ids)");
   prompt->excludes(ids);

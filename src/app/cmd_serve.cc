@@ -7,7 +7,8 @@ namespace tern::app {
 Command RegisterServe(CLI::App& app) {
   auto o = std::make_shared<server::ServeOptions>();
   app.set_config("--config", "", "read options from a TOML/INI file (key = value, names as the flags)");
-  app.add_option("--model,--model-path", o->model_path, "model directory (Hugging Face layout)")->required();
+  app.add_option("--model,--model-path", o->model_path, "model directory (Hugging Face layout; default: the bundled demo model)")
+      ->default_val(BundledModelDir());
   app.add_option("--host", o->host, "address to listen on")->default_val("127.0.0.1");
   app.add_option("--port", o->port, "port to listen on")->default_val(30000);
   app.add_option("--served-model-name", o->served_model_name, "model name reported by the API (default: the path)");

@@ -27,6 +27,10 @@ Command RegisterQuantize(CLI::App& app);
 // reads the parsed choice.
 std::function<Result<ActivationNumerics>()> AddQuantNumericsOption(CLI::App& app);
 
+// The bundled demo model (models/demo of the source tree, set at build time):
+// the default --model of serve and generate.
+inline const char* BundledModelDir() { return TERN_BUNDLED_MODEL_DIR; }
+
 // Prints "tern: <message>" to stderr and returns 1.
 int Fail(const std::string& message);
 
