@@ -28,6 +28,9 @@
 //   once into an f32 buffer in L2 (DequantRows) and every row block of x runs
 //   the F32 tile over it: one decode per W element per call instead of one
 //   per row block, and the wider F32 tile.
+// * NVFP4 with one row of x on x86 (decode) leaves this file for
+//   nvfp4_gemv_int-inl.h: integer dot products over the E2M1 codes, about
+//   1.5x this tile's rate (the tile is compute-bound there).
 //
 // Register budget (16 vector registers on AVX2, 32 on AVX-512): MR*NR
 // accumulators + 2*NR converted W vectors + 2 x vectors, see NRFor.
@@ -43,10 +46,10 @@
 #include "hwy/cache_control.h"
 #include "hwy/highway.h"
 #include "kernels/matmul_internal.h"
+#include "kernels/nvfp4_gemv_int-inl.h"
 #include "kernels/ops.h"
 #include "kernels/reference.h"
 #include "kernels/scratch.h"
-#include "kernels/nvfp4_gemv_int-inl.h"
 #include "kernels/wload-inl.h"
 
 HWY_BEFORE_NAMESPACE();

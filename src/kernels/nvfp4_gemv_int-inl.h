@@ -244,7 +244,9 @@ inline void MatMul(const float* x, std::span<const MatMulTarget> targets, Thread
 #else
 inline constexpr bool kAvailable = false;
 inline bool Supports(const MatrixView&) { return false; }
-inline void MatMul(const float*, std::span<const MatMulTarget>, ThreadPool&) {}
+inline void MatMul(const float*, std::span<const MatMulTarget>, ThreadPool&) {
+  HWY_ABORT("nvfp4_int::MatMul called on a target without it (check kAvailable)");
+}
 #endif
 
 }  // namespace nvfp4_int
