@@ -19,6 +19,7 @@
 # steps), attention and expert weights are fake-quantized to NVFP4 in the forward pass.
 import argparse
 import dataclasses
+import fcntl
 import json
 import math
 import os
@@ -141,6 +142,12 @@ def main():
     args = ap.parse_args()
 
     os.makedirs(args.dir, exist_ok=True)
+    # One trainer per run folder: two would interleave their checkpoints.
+    lock = open(os.path.join(args.dir, "lock"), "w")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        sys.exit(f"train.py: another train.py is running on {args.dir}")
     log = Log(os.path.join(args.dir, "train.log"))
     run_path = os.path.join(args.dir, "run.json")
     ckpt_path = os.path.join(args.dir, "ckpt.pt")
@@ -254,7 +261,8 @@ def main():
             log(f"checkpoint at step {step}")
     save_checkpoint(ckpt_path, model, opt, step, run)
     log(f"checkpoint at step {step}; {'stopped by signal' if stop['now'] else 'done' if step >= run['steps'] else 'paused'}")
+    return 0 if step >= run["steps"] else 3
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())  # 0: the run is complete; 3: paused (signal or --until-step), run again to resume
