@@ -39,7 +39,14 @@ namespace hn = hwy::HWY_NAMESPACE;
 using namespace gemm;       // NOLINT: DF, VF, ElementAsF32
 using namespace attention;  // NOLINT: KvRow, LoadRow, SoftmaxUpdate, ...
 
-constexpr size_t kDecodeChunk = 64;
+// 16 positions (a vector of scores on AVX-512): the chunk's V (2 KiB a
+// position on Qwen3-0.6B) is then still in L1/L2 when step 3 reads it. With
+// 64, step 3 stalled on its V loads (41% of the kernel's samples): vs 64,
+// BM_AttentionDecode/1/4096 1.34x, /8/1024 1.46x, /32/512 1.27x (AVX2,
+// medians of 5 interleaved runs), and q06 NVFP4 decode after a 1024-token
+// prompt 13.5 -> 15.5 tokens/s; the extra softmax rescaling is ~3% of the
+// multiply-adds.
+constexpr size_t kDecodeChunk = std::max<size_t>(16, HWY_MAX_BYTES / sizeof(float));
 // Positions whose K is prefetched ahead of the score loop (block order in the
 // pool is arbitrary, so the hardware prefetchers lose the stream at every
 // block boundary).

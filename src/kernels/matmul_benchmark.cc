@@ -117,6 +117,13 @@ void BatchShapes(benchmark::internal::Benchmark* b) {
   BenchTiming(b);
   b->Unit(benchmark::kMicrosecond);
 }
+// Batched decode through a vocabulary-sized lm_head (Qwen3-0.6B's, 311 MB):
+// W streams from memory once per call while M rows of x reuse it.
+void LmHeadBatchShapes(benchmark::internal::Benchmark* b) {
+  for (int64_t m : {4, 8, 16, 32}) b->Args({m, 151936, 1024});
+  BenchTiming(b);
+  b->Unit(benchmark::kMillisecond);
+}
 void PrefillShapes(benchmark::internal::Benchmark* b) {
   for (auto nk :
        std::vector<std::pair<int64_t, int64_t>>{{2048, 1024}, {1024, 1024}, {1024, 2048}, {3072, 1024}, {1024, 3072}})
@@ -131,6 +138,8 @@ BENCHMARK(BM_MatMul<DType::kBF16>)->Apply(PrefillShapes);
 // The two implementations MatMul chooses between, around the crossover.
 BENCHMARK(BM_MatMul<DType::kBF16, MatMulGemv>)->Apply(BatchShapes)->Name("BM_Gemv<BF16>");
 BENCHMARK(BM_MatMul<DType::kBF16, MatMulGemm>)->Apply(BatchShapes)->Name("BM_Gemm<BF16>");
+BENCHMARK(BM_MatMul<DType::kBF16, MatMulGemv>)->Apply(LmHeadBatchShapes)->Name("BM_Gemv<BF16>");
+BENCHMARK(BM_MatMul<DType::kBF16, MatMulGemm>)->Apply(LmHeadBatchShapes)->Name("BM_Gemm<BF16>");
 // NVFP4 weights (random codes and E4M3 block scales), cycled through copies
 // like BM_MatMul. GB/s counts codes and scales.
 // With kCached, one copy only: a W that fits in L2 (N * K / 2 bytes <= 256
