@@ -5,23 +5,35 @@
 namespace tern::kernels {
 
 namespace {
-int64_t GemmMinRows(const MatrixView& w) {
-  return w.format == WeightFormat::kDense ? kGemmMinRows : kGemmMinRowsQuantized;
+
+enum class Path { kGemv, kSmallBatch, kGemm };
+
+Path PathFor(int64_t M, const MatrixView& w) {
+  if (w.format != WeightFormat::kDense) return M >= kGemmMinRowsQuantized ? Path::kGemm : Path::kGemv;
+  if (w.dtype == DType::kBF16 || w.dtype == DType::kF32) {
+    if (M >= kSmallBatchMaxRows + 1) return Path::kGemm;
+    return M >= kSmallBatchMinRows ? Path::kSmallBatch : Path::kGemv;
+  }
+  return M >= kGemmMinRows ? Path::kGemm : Path::kGemv;  // F16 (a scalar conversion per element in MatMulSmallBatch)
 }
+
 }  // namespace
 
 void MatMul(const float* x, int64_t M, int64_t ldx, const MatrixView& w, float* y, int64_t ldy, ThreadPool& pool) {
-  if (M >= GemmMinRows(w)) {
-    MatMulGemm(x, M, ldx, w, y, ldy, pool);
-  } else {
-    MatMulGemv(x, M, ldx, w, y, ldy, pool);
+  switch (PathFor(M, w)) {
+    case Path::kGemm:
+      return MatMulGemm(x, M, ldx, w, y, ldy, pool);
+    case Path::kSmallBatch:
+      return MatMulSmallBatch(x, M, ldx, w, y, ldy, pool);
+    case Path::kGemv:
+      return MatMulGemv(x, M, ldx, w, y, ldy, pool);
   }
 }
 
 void MatMulMany(const float* x, int64_t M, int64_t ldx, std::span<const MatMulTarget> targets, ThreadPool& pool) {
-  bool gemm = false;
-  for (const MatMulTarget& t : targets) gemm = gemm || M >= GemmMinRows(t.w);
-  if (gemm) {
+  bool gemv = true;
+  for (const MatMulTarget& t : targets) gemv = gemv && PathFor(M, t.w) == Path::kGemv;
+  if (!gemv) {
     for (const MatMulTarget& t : targets) MatMul(x, M, ldx, t.w, t.y, t.ldy, pool);
     return;
   }

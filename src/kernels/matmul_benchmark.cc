@@ -113,7 +113,7 @@ void DecodeShapes(benchmark::internal::Benchmark* b) {
   b->Unit(benchmark::kMicrosecond);
 }
 void BatchShapes(benchmark::internal::Benchmark* b) {
-  for (int64_t m : {2, 4, 8, 16, 32, 64}) b->Args({m, 3072, 1024});
+  for (int64_t m : {2, 4, 6, 8, 12, 16, 24, 32, 64}) b->Args({m, 3072, 1024});
   BenchTiming(b);
   b->Unit(benchmark::kMicrosecond);
 }
@@ -140,6 +140,8 @@ BENCHMARK(BM_MatMul<DType::kBF16, MatMulGemv>)->Apply(BatchShapes)->Name("BM_Gem
 BENCHMARK(BM_MatMul<DType::kBF16, MatMulGemm>)->Apply(BatchShapes)->Name("BM_Gemm<BF16>");
 BENCHMARK(BM_MatMul<DType::kBF16, MatMulGemv>)->Apply(LmHeadBatchShapes)->Name("BM_Gemv<BF16>");
 BENCHMARK(BM_MatMul<DType::kBF16, MatMulGemm>)->Apply(LmHeadBatchShapes)->Name("BM_Gemm<BF16>");
+BENCHMARK(BM_MatMul<DType::kBF16, MatMulSmallBatch>)->Apply(BatchShapes)->Name("BM_SmallBatch<BF16>");
+BENCHMARK(BM_MatMul<DType::kBF16, MatMulSmallBatch>)->Apply(LmHeadBatchShapes)->Name("BM_SmallBatch<BF16>");
 // NVFP4 weights (random codes and E4M3 block scales), cycled through copies
 // like BM_MatMul. GB/s counts codes and scales.
 // With kCached, one copy only: a W that fits in L2 (N * K / 2 bytes <= 256

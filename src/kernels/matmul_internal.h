@@ -21,13 +21,29 @@ void MatMulGemvMany(const float* x, int64_t M, int64_t ldx, std::span<const MatM
 // Packed, register-blocked GEMM (matmul_gemm_hwy.cc). Compute-bound prefill.
 void MatMulGemm(const float* x, int64_t M, int64_t ldx, const MatrixView& w, float* y, int64_t ldy, ThreadPool& pool);
 
-// MatMul uses MatMulGemm from this many rows of x on (BM_Gemv vs BM_Gemm in
-// tern_benchmark, AVX2, weights from memory). Dense W: the GEMV converts W in
-// registers per row block, which stays cheaper than packing up to ~12 rows
-// (8 rows: GEMV 1.08x faster; 16: GEMM 1.07x). Quantized W: the GEMV decodes
-// in registers or dequantizes each chunk once (matmul_gemv_hwy.cc), ahead of
-// the GEMM's dequantize-then-pack up to ~24 rows (16: GEMV 1.15x; 32: GEMM 1.05x).
-inline constexpr int64_t kGemmMinRows = 12;
+// W as the broadcast operand and x transposed once (matmul_small_batch_hwy.cc):
+// no packing of W, for a few rows of x with dense W (batched decode). Quantized
+// W goes to MatMulGemv.
+void MatMulSmallBatch(const float* x, int64_t M, int64_t ldx, const MatrixView& w, float* y, int64_t ldy,
+                      ThreadPool& pool);
+
+// Where MatMul switches implementation, from BM_Gemv / BM_SmallBatch /
+// BM_Gemm in tern_benchmark (AVX2, 2 threads, weights from memory, medians of
+// 5 interleaved runs, 3072x1024 and the 151936x1024 lm_head shape):
+// * Dense BF16 and F32 W: the GEMV up to 4 rows of x (one streaming row
+//   block: 4 rows 553 us against 917-933 for the others); MatMulSmallBatch
+//   from 5 to 16 rows (6: 914 us against GEMV 1185 / GEMM 1016; 8: 842 / 1254
+//   / 1140, lm_head 41 / 66 / 59 ms; 12: 1360 / 1537 / 1391; 16: 1534 / 2414 /
+//   1580, lm_head 68 / 96 / 82 ms); the GEMM from 17 (24: 2260 / 2345 / 1873;
+//   32: 3702 / 2871 / 2527: MatMulSmallBatch's tile is down to one W row).
+// * Dense F16 W: the GEMV converts W in registers per row block, which stays
+//   cheaper than packing up to ~12 rows (8 rows: GEMV 1.08x faster; 16: GEMM
+//   1.07x).
+// * Quantized W: the GEMV decodes in registers or dequantizes each chunk once
+//   (matmul_gemv_hwy.cc), ahead of the GEMM's dequantize-then-pack up to ~24
+//   rows (16: GEMV 1.15x; 32: GEMM 1.05x).
+inline constexpr int64_t kSmallBatchMinRows = 5, kSmallBatchMaxRows = 16;
+inline constexpr int64_t kGemmMinRows = 12;  // F16
 inline constexpr int64_t kGemmMinRowsQuantized = 24;
 
 }  // namespace tern::kernels

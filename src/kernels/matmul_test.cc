@@ -37,8 +37,11 @@ struct Impl {
   const char* name;
   MatMulFn fn;
 };
-// MatMul itself and both implementations it chooses between, each on every shape.
-constexpr Impl kImpls[] = {{"MatMul", MatMul}, {"MatMulGemv", MatMulGemv}, {"MatMulGemm", MatMulGemm}};
+// MatMul itself and every implementation it chooses between, each on every shape.
+constexpr Impl kImpls[] = {{"MatMul", MatMul},
+                           {"MatMulGemv", MatMulGemv},
+                           {"MatMulGemm", MatMulGemm},
+                           {"MatMulSmallBatch", MatMulSmallBatch}};
 
 // Runs every implementation on x [M, K] times w and compares with ref::MatMul.
 void CheckAgainstReference(const Case& c, const MatrixView& w, const std::vector<float>& xbuf, ThreadPool& pool) {
@@ -98,7 +101,8 @@ TEST(MatMulTest, MatchesReferenceOnOddShapes) {
   const Case cases[] = {
       {.M = 1, .N = 1, .K = 1},    {.M = 1, .N = 7, .K = 31},    {.M = 1, .N = 33, .K = 64}, {.M = 2, .N = 5, .K = 17},
       {.M = 3, .N = 13, .K = 100}, {.M = 4, .N = 9, .K = 33},    {.M = 5, .N = 31, .K = 48}, {.M = 6, .N = 10, .K = 65},
-      {.M = 7, .N = 29, .K = 257}, {.M = 17, .N = 51, .K = 130}, {.M = 33, .N = 7, .K = 9},
+      {.M = 7, .N = 29, .K = 257}, {.M = 17, .N = 51, .K = 130}, {.M = 29, .N = 23, .K = 77},
+      {.M = 33, .N = 7, .K = 9},
   };
   uint32_t seed = 1;
   ForEachSimdTarget([&] {
