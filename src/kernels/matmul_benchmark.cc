@@ -162,7 +162,7 @@ void BM_Nvfp4(benchmark::State& state) {
   });
 }
 void Nvfp4BatchShapes(benchmark::internal::Benchmark* b) {
-  for (int64_t m : {1, 2, 3, 4, 8, 16, 32, 64}) b->Args({m, 2048, 2048});
+  for (int64_t m : {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 64}) b->Args({m, 2048, 2048});
   BenchTiming(b);
   b->Unit(benchmark::kMicrosecond);
 }

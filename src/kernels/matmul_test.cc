@@ -187,6 +187,7 @@ TEST(MatMulTest, QuantizedWeightsMatchReference) {
       {.M = 3, .N = 300, .K = 400},
       // More rows than the GEMV decodes in registers, several K blocks.
       {.M = 12, .N = 70, .K = 1104, .ldy_pad = 3},
+      {.M = 16, .N = 41, .K = 2096},
   };
   uint32_t seed = 400;
   ForEachSimdTarget([&] {
