@@ -23,7 +23,8 @@ namespace {
 
 constexpr int64_t kDecodeMaxQueries = 2;
 constexpr int64_t kPrefillRows = 96;
-// Decode ranges: at least this many positions each, in whole chunks of the kernel.
+// Decode ranges: at least this many positions each, in whole chunks of the
+// kernel (attention_decode_hwy.cc's kDecodeChunk, 16, divides the quantum).
 constexpr int64_t kMinRange = 256, kRangeQuantum = 64;
 
 struct Task {

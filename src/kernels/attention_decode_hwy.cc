@@ -45,7 +45,8 @@ using namespace attention;  // NOLINT: KvRow, LoadRow, SoftmaxUpdate, ...
 // BM_AttentionDecode/1/4096 1.34x, /8/1024 1.46x, /32/512 1.27x (AVX2,
 // medians of 5 interleaved runs), and q06 NVFP4 decode after a 1024-token
 // prompt 13.5 -> 15.5 tokens/s; the extra softmax rescaling is ~3% of the
-// multiply-adds.
+// multiply-adds. At least one vector of scores, so that SoftmaxUpdate's
+// RoundUp(nc, L) stays within a head's row (16 on every x86 target).
 constexpr size_t kDecodeChunk = std::max<size_t>(16, HWY_MAX_BYTES / sizeof(float));
 // Positions whose K is prefetched ahead of the score loop (block order in the
 // pool is arbitrary, so the hardware prefetchers lose the stream at every

@@ -139,7 +139,7 @@ TEST(PagedAttentionTest, DecodeBatchOfMixedLengths) {
   ForEachSimdTarget([&] {
     for (DType dt : {DType::kF32, DType::kBF16, DType::kF16, DType::kF8E4M3}) {
       // Lengths that end mid-block, exactly on a block, and span decode chunks
-      // (16 positions on AVX2/AVX-512: 17, 64 and 65 end just past or on one).
+      // (16 positions on every compiled target: 17, 64 and 65 end just past or on one).
       const std::vector<JobSpec> jobs = {{1, 1}, {17, 1}, {16, 1}, {150, 1}, {64, 1}, {65, 1}};
       CheckAttention(dt, 16, 2, 2, 64, jobs, pool, seed++);
       CheckAttention(dt, 5, 1, 3, 40, {{23, 1}, {7, 1}}, pool, seed++);   // odd block size and head_dim

@@ -135,7 +135,7 @@ void PrefillShapes(benchmark::internal::Benchmark* b) {
 BENCHMARK(BM_MatMul<DType::kBF16>)->Apply(DecodeShapes);
 BENCHMARK(BM_MatMul<DType::kBF16>)->Apply(BatchShapes);
 BENCHMARK(BM_MatMul<DType::kBF16>)->Apply(PrefillShapes);
-// The two implementations MatMul chooses between, around the crossover.
+// The three implementations MatMul chooses between, around the crossovers.
 BENCHMARK(BM_MatMul<DType::kBF16, MatMulGemv>)->Apply(BatchShapes)->Name("BM_Gemv<BF16>");
 BENCHMARK(BM_MatMul<DType::kBF16, MatMulGemm>)->Apply(BatchShapes)->Name("BM_Gemm<BF16>");
 BENCHMARK(BM_MatMul<DType::kBF16, MatMulGemv>)->Apply(LmHeadBatchShapes)->Name("BM_Gemv<BF16>");

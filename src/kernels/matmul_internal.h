@@ -1,5 +1,5 @@
-// The two MatMul implementations behind ops.h's MatMul, exposed for tests and
-// benchmarks. Both have MatMul's contract for every M; matmul.cc picks one.
+// The three MatMul implementations behind ops.h's MatMul, exposed for tests and
+// benchmarks. Each has MatMul's contract for every M; matmul.cc picks one.
 #pragma once
 
 #include <cstdint>

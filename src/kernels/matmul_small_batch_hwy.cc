@@ -31,9 +31,12 @@
 // the GEMM, 16 rows 1.03x / 1.21x; q06 BF16 served at concurrency 8: ITL
 // 247 -> 189 ms. In isolation (W in cache) the 4x2 tile runs at ~1.8 FMAs per
 // cycle; streaming W from memory halves that, prefetch or not — the next lever.
-// From 17 rows the tile is down to 1-2 W rows and the GEMM is faster.
+// From 17 rows the AVX2 tile is down to 1-2 W rows and the GEMM is faster
+// (the 16-row cutoff in matmul.cc was measured on AVX2 only; AVX-512's
+// register file would keep wider tiles to 32 rows).
 //
-// Numerics: every y element is one f32 FMA chain along k, as MatMul promises.
+// Numerics: every y element is one f32 FMA chain along k (f32 products and
+// sums, within MatMul's contract).
 // Quantized W is not handled here: it goes to MatMulGemv, so the function
 // still has MatMul's contract for every W.
 
@@ -109,8 +112,7 @@ HWY_INLINE float ScalarAt(const uint8_t* row, size_t k) {
 // that each row does not start with a full memory latency.
 template <DType kDT, int NR, int MV>
 HWY_NOINLINE void Tile(const uint8_t* const* wrows, const uint8_t* const* next, size_t nr,
-                       const float* HWY_RESTRICT xt, size_t k0, size_t k1, float* y, size_t ldy, size_t rows,
-                       bool accumulate) {
+                       const float* HWY_RESTRICT xt, size_t K, float* y, size_t ldy, size_t rows) {
   const DF df;
   const DU du;
   const size_t L = hn::Lanes(df), Mp = MV * L;
@@ -118,10 +120,10 @@ HWY_NOINLINE void Tile(const uint8_t* const* wrows, const uint8_t* const* next, 
   for (int r = 0; r < NR; ++r)
     for (int v = 0; v < MV; ++v) acc[r][v] = hn::Zero(df);
 
-  size_t k = k0;
+  size_t k = 0;
   if constexpr (kDT == DType::kBF16) {
     const auto hi_mask = hn::Set(du, 0xFFFF0000u);
-    for (; k + 2 <= k1; k += 2) {
+    for (; k + 2 <= K; k += 2) {
       if (next != nullptr && (2 * k) % 64 == 0)
         for (int r = 0; r < NR; ++r) hwy::Prefetch(next[r] + 2 * k);
       VF x0[MV], x1[MV];
@@ -140,7 +142,7 @@ HWY_NOINLINE void Tile(const uint8_t* const* wrows, const uint8_t* const* next, 
       }
     }
   }
-  for (; k < k1; ++k) {
+  for (; k < K; ++k) {
     if (next != nullptr && kDT == DType::kF32 && k % 16 == 0)
       for (int r = 0; r < NR; ++r) hwy::Prefetch(next[r] + 4 * k);
     VF x0[MV];
@@ -154,11 +156,7 @@ HWY_NOINLINE void Tile(const uint8_t* const* wrows, const uint8_t* const* next, 
   HWY_ALIGN float out[MV * HWY_MAX_BYTES / sizeof(float)] = {};
   for (size_t r = 0; r < nr; ++r) {
     for (int v = 0; v < MV; ++v) hn::Store(acc[r][v], df, out + v * L);
-    if (accumulate) {
-      for (size_t i = 0; i < rows; ++i) y[i * ldy + r] += out[i];
-    } else {
-      for (size_t i = 0; i < rows; ++i) y[i * ldy + r] = out[i];
-    }
+    for (size_t i = 0; i < rows; ++i) y[i * ldy + r] = out[i];
   }
 }
 
@@ -191,7 +189,7 @@ void RowGroup(const float* x, size_t ldx, size_t m0, size_t rows, const MatrixVi
         wrows[r] = base + (n0 + std::min<size_t>(size_t(r), nr - 1)) * row_bytes;
         next[r] = base + std::min(n0 + NR + size_t(r), N - 1) * row_bytes;
       }
-      Tile<kDT, NR, MV>(wrows, t + 1 < t1 ? next : nullptr, nr, xt, 0, K, y + m0 * ldy + n0, ldy, rows, false);
+      Tile<kDT, NR, MV>(wrows, t + 1 < t1 ? next : nullptr, nr, xt, K, y + m0 * ldy + n0, ldy, rows);
     }
   });
 }

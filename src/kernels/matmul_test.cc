@@ -127,9 +127,9 @@ TEST(MatMulTest, StridesAndMisalignedPointers) {
   });
 }
 
-// Large enough for several K blocks in both implementations (GEMV blocks K by
-// 1024 when M > its row block, GEMM by 256), several row blocks, and many
-// chunks of N shared by the threads.
+// Large enough for several K blocks in the GEMV (1024 when M > its row block)
+// and the GEMM (256), several row blocks, many chunks of N shared by the
+// threads, and MatMulSmallBatch's parallel transpose of x (K * rows >= 2^15).
 TEST(MatMulTest, BlockedPathsAndThreadCounts) {
   uint32_t seed = 200;
   ForEachSimdTarget([&] {
@@ -138,6 +138,8 @@ TEST(MatMulTest, BlockedPathsAndThreadCounts) {
       CheckCase({.M = 13, .N = 150, .K = 1100, .ldy_pad = 1}, DType::kBF16, pool, seed++);
       CheckCase({.M = 2, .N = 301, .K = 530}, DType::kF32, pool, seed++);
       CheckCase({.M = 9, .N = 70, .K = 1030, .stride_pad = 4}, DType::kF16, pool, seed++);
+      CheckCase({.M = 16, .N = 50, .K = 2100, .ldx_pad = 2}, DType::kBF16, pool, seed++);
+      CheckCase({.M = 7, .N = 45, .K = 4700}, DType::kF32, pool, seed++);
     }
   });
 }
