@@ -50,6 +50,7 @@
 #include "base/dtype.h"
 #include "hwy/cache_control.h"
 #include "hwy/highway.h"
+#include "kernels/gemm_tile-inl.h"
 #include "kernels/matmul_internal.h"
 #include "kernels/ops.h"
 #include "kernels/scratch.h"
@@ -89,19 +90,6 @@ void TransposeX(const float* x, size_t ldx, size_t m0, size_t rows, size_t Mp, s
     float* out = xt + k * Mp;
     for (size_t i = 0; i < rows; ++i) out[i] = x[(m0 + i) * ldx + k];
     for (size_t i = rows; i < Mp; ++i) out[i] = 0.0f;
-  }
-}
-
-template <DType kDT>
-HWY_INLINE float ScalarAt(const uint8_t* row, size_t k) {
-  if constexpr (kDT == DType::kF32) {
-    float f;
-    std::memcpy(&f, row + 4 * k, 4);
-    return f;
-  } else {
-    uint16_t h;
-    std::memcpy(&h, row + 2 * k, 2);
-    return kDT == DType::kBF16 ? Bf16ToF32(h) : F16ToF32(h);
   }
 }
 
@@ -148,7 +136,7 @@ HWY_NOINLINE void Tile(const uint8_t* const* wrows, const uint8_t* const* next, 
     VF x0[MV];
     for (int v = 0; v < MV; ++v) x0[v] = hn::Load(df, xt + k * Mp + v * L);
     for (int r = 0; r < NR; ++r) {
-      const VF w0 = hn::Set(df, ScalarAt<kDT>(wrows[r], k));
+      const VF w0 = hn::Set(df, gemm::ElementAsF32<kDT>(wrows[r], k));
       for (int v = 0; v < MV; ++v) acc[r][v] = hn::MulAdd(w0, x0[v], acc[r][v]);
     }
   }
