@@ -222,9 +222,9 @@ void RowBlock(const float* xs, size_t ldxs, const MatrixView& w, size_t n0, size
       const uint8_t* srows[NR];
       size_t r_of[NR];
       for (int j = 0; j < NR; ++j) {
-        // A last lane shorter than the others repeats its last row (dropped).
-        const size_t r = std::min(n0 + size_t(j) * lane + std::min(t, lane - 1), n1 - 1);
+        // Past the range (a short last lane), read the last row; dropped below.
         r_of[j] = n0 + size_t(j) * lane + t;
+        const size_t r = std::min(r_of[j], n1 - 1);
         rows[j] = base + r * row_bytes + k0_bytes;
         srows[j] = scale_row(r);
       }
