@@ -398,9 +398,9 @@ void MatMulManyImpl(const float* x, int64_t M, int64_t ldx, const MatMulTarget* 
     return;
   }
   const Fmt fmt = wload::FmtOf(all[0].w);
-  if (M == 1 && fmt == Fmt::kNvfp4 && nvfp4_int::kAvailable &&
+  if (size_t(M) <= nvfp4_int::kMaxRows && fmt == Fmt::kNvfp4 && nvfp4_int::kAvailable &&
       std::all_of(all.begin(), all.end(), [](const MatMulTarget& t) { return nvfp4_int::Supports(t.w); })) {
-    return nvfp4_int::MatMul(x, all, pool);
+    return nvfp4_int::MatMul(x, size_t(M), size_t(ldx), all, pool);
   }
   const size_t S = 2 * hn::Lanes(DF());
   const size_t kp = (K + S - 1) / S * S;

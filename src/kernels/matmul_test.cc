@@ -55,8 +55,9 @@ void CheckAgainstReference(const Case& c, const MatrixView& w, const std::vector
       double mag = 0;
       for (int64_t k = 0; k < c.K; ++k) mag += std::fabs(double(x[m * ldx + k]) * ref::MatrixAt(w, n, k));
       double t = double(c.K + 64) * std::ldexp(1.0, -24) * mag + 1e-30;
-      if (w.format == WeightFormat::kNvfp4 && c.M == 1) {
-        // MatMul's contract: x may be rounded to 2^-23 of its block's max.
+      if (w.format == WeightFormat::kNvfp4) {
+        // MatMul's contract: x may be rounded to 2^-23 of its block's max
+        // (the integer decode path, a few rows of x).
         for (int64_t k0 = 0; k0 < c.K; k0 += kNvfp4Block) {
           double amax = 0, wsum = 0;
           for (int64_t k = k0; k < std::min(c.K, k0 + kNvfp4Block); ++k) {
@@ -207,24 +208,32 @@ TEST(MatMulTest, QuantizedWeightsMatchReference) {
   });
 }
 
-// NVFP4 decode (M = 1) rounds x per block of 16, never per row: blocks whose
-// magnitudes differ by up to 10^8 each stay within 2^-23 of their own max
-// (a per-row scale would lose the small blocks entirely). Shapes cover
-// several 128-element steps with and without a partial last one, padded row
-// and scale strides (padding 0xFF: a read past K shows up as code -6) and odd
-// row addresses.
+// NVFP4 decode (1 to 3 rows of x) rounds x per block of 16, never per row or
+// across rows: blocks whose magnitudes differ by up to 10^8 each stay within
+// 2^-23 of their own max (a per-row scale would lose the small blocks
+// entirely), and rows 10^3 apart keep their own blocks. Shapes cover several
+// 128-element steps with and without a partial last one, padded row and
+// scale strides (padding 0xFF: a read past K shows up as code -6), odd row
+// addresses and padded x rows.
 TEST(MatMulTest, Nvfp4DecodeRoundsXPerBlock) {
   uint32_t seed = 700;
   ForEachSimdTarget([&] {
     ThreadPool pool(2);
     for (const Case& c : {Case{.M = 1, .N = 37, .K = 1072, .stride_pad = 2, .w_byte_offset = 3},
                           Case{.M = 1, .N = 130, .K = 512}, Case{.M = 1, .N = 3, .K = 144, .stride_pad = 1},
-                          Case{.M = 1, .N = 64, .K = 2048, .x_offset = 1}}) {
-      SCOPED_TRACE(::testing::Message() << "N=" << c.N << " K=" << c.K);
+                          Case{.M = 1, .N = 64, .K = 2048, .x_offset = 1},
+                          Case{.M = 2, .N = 45, .K = 1072, .ldx_pad = 5, .stride_pad = 2, .ldy_pad = 1, .w_byte_offset = 1},
+                          Case{.M = 3, .N = 19, .K = 400, .ldx_pad = 16, .x_offset = 3},
+                          Case{.M = 3, .N = 70, .K = 2048, .ldy_pad = 7}}) {
+      SCOPED_TRACE(::testing::Message() << "M=" << c.M << " N=" << c.N << " K=" << c.K);
       std::mt19937 rng(seed++);
-      std::vector<float> x = RandomFloats(rng, size_t(c.K) + c.x_offset);
-      for (int64_t k = 0; k < c.K; ++k) x[c.x_offset + size_t(k)] *= std::pow(10.0f, float(k / 16 % 9) - 4.0f);
-      for (int64_t k = 32; k < 48 && k < c.K; ++k) x[c.x_offset + size_t(k)] = 0.0f;  // an all-zero block
+      const int64_t ldx = c.K + c.ldx_pad;
+      std::vector<float> x = RandomFloats(rng, size_t(c.M * ldx) + c.x_offset);
+      for (int64_t m = 0; m < c.M; ++m) {
+        float* row = x.data() + c.x_offset + m * ldx;
+        for (int64_t k = 0; k < c.K; ++k) row[k] *= std::pow(10.0f, float(k / 16 % 9) - 4.0f + 3.0f * float(m));
+        for (int64_t k = 32 + 16 * m; k < 48 + 16 * m && k < c.K; ++k) row[k] = 0.0f;  // an all-zero block
+      }
       testing::QuantTestMatrix w(rng, WeightFormat::kNvfp4, false, c.N, c.K, c.stride_pad, c.w_byte_offset);
       CheckAgainstReference(c, w.view, x, pool);
     }
@@ -242,6 +251,16 @@ TEST(MatMulTest, Nvfp4DecodePropagatesNonFinite) {
       x[200] = bad;
       MatMul(x.data(), 1, 256, w.view, y.data(), 9, pool);
       for (float v : y) EXPECT_FALSE(std::isfinite(v)) << "x[200] = " << bad;
+      // Rows of x are independent: with 1 to 4 rows, only the row holding
+      // the non-finite value has non-finite outputs.
+      for (int64_t M = 2; M <= 4; ++M) {
+        SCOPED_TRACE(::testing::Message() << "M=" << M);
+        std::vector<float> xs = RandomFloats(rng, size_t(M * 256)), ys(size_t(M * 9), 0.0f);
+        xs[size_t(M - 2) * 256 + 200] = bad;  // row M - 2
+        MatMul(xs.data(), M, 256, w.view, ys.data(), 9, pool);
+        for (int64_t m = 0; m < M; ++m)
+          for (int64_t n = 0; n < 9; ++n) EXPECT_EQ(std::isfinite(ys[size_t(m * 9 + n)]), m != M - 2) << "row " << m;
+      }
     }
   });
 }
@@ -254,7 +273,7 @@ TEST(MatMulTest, ManyEqualsOneByOne) {
   ForEachSimdTarget([&] {
     for (size_t threads : {1, 2}) {
       ThreadPool pool(threads);
-      for (int64_t M : {1, 2, 5, 9, 17}) {
+      for (int64_t M : {1, 2, 3, 5, 9, 17}) {
         const int64_t K = 272;
         std::mt19937 rng(seed++);
         std::vector<float> x = RandomFloats(rng, size_t(M * (K + 3)));

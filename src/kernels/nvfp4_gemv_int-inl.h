@@ -1,5 +1,6 @@
-// NVFP4 decode, y[1, N] = x[1, K] · W[N, K]^T, with integer dot products:
-// W's E2M1 codes exact as integers, x as 24-bit fixed point per block of 16.
+// NVFP4 decode, y[M, N] = x[M, K] · W[N, K]^T for M = 1 .. kMaxRows (decode
+// batches, experts routed a few rows), with integer dot products: W's E2M1
+// codes exact as integers, each row of x as 24-bit fixed point per block of 16.
 // A per-target header (x86 AVX2 and AVX-512 targets; others keep the f32
 // tile of matmul_gemv_hwy.cc), included by matmul_gemv_hwy.cc.
 //
@@ -141,11 +142,30 @@ struct Consts {
   }
 };
 
+// The W side of one step, shared by every row of x: the E2M1 codes as
+// u = 2v + 12 bytes, even and odd elements of each group, and the 8 block
+// scales as f32.
+struct WStep {
+  __m256i ue[2], uo[2];
+  __m256 scale;
+};
+
+HWY_INLINE WStep LoadStep(const Consts& c, const uint8_t* row, const uint8_t* scales) {
+  WStep s;
+  for (int g = 0; g < 2; ++g) {
+    const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 32 * g));
+    s.ue[g] = _mm256_shuffle_epi8(c.table, _mm256_and_si256(w, c.mask));
+    s.uo[g] = _mm256_shuffle_epi8(c.table, _mm256_and_si256(_mm256_srli_epi16(w, 4), c.mask));
+  }
+  // (E4M3 decoding as wload::E4M3Load: sign-extend, << 20, mask, * 2^120.)
+  const __m256i v = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(scales)));
+  s.scale = _mm256_mul_ps(_mm256_castsi256_ps(_mm256_and_si256(_mm256_slli_epi32(v, 20), c.e4m3_bits)), c.e4m3_unit);
+  return s;
+}
+
 // The integer sums of one group: lane l = sum over elements 8l .. 8l + 7 of
 // 2 * value * x24.
-HWY_INLINE __m256i GroupSums(const Consts& c, __m256i w, const uint8_t (*x)[32], const int32_t* corr) {
-  const __m256i ue = _mm256_shuffle_epi8(c.table, _mm256_and_si256(w, c.mask));
-  const __m256i uo = _mm256_shuffle_epi8(c.table, _mm256_and_si256(_mm256_srli_epi16(w, 4), c.mask));
+HWY_INLINE __m256i GroupSums(const Consts& c, __m256i ue, __m256i uo, const uint8_t (*x)[32], const int32_t* corr) {
   const auto ld = [&](int i) { return _mm256_load_si256(reinterpret_cast<const __m256i*>(x[i])); };
   const __m256i lo = _mm256_add_epi16(_mm256_maddubs_epi16(ld(0), ue), _mm256_maddubs_epi16(ld(3), uo));
   const __m256i mid = _mm256_add_epi16(_mm256_maddubs_epi16(ld(1), ue), _mm256_maddubs_epi16(ld(4), uo));
@@ -155,19 +175,11 @@ HWY_INLINE __m256i GroupSums(const Consts& c, __m256i w, const uint8_t (*x)[32],
   return _mm256_sub_epi32(d, _mm256_load_si256(reinterpret_cast<const __m256i*>(corr)));
 }
 
-// W's 8 block scales of a step (E4M3 bytes) times x's block steps.
-HWY_INLINE __m256 StepScales(const Consts& c, const uint8_t* scales, const float* xstep) {
-  // (E4M3 decoding as wload::E4M3Load: sign-extend, << 20, mask, * 2^120.)
-  const __m256i v = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(scales)));
-  const __m256 s = _mm256_castsi256_ps(_mm256_and_si256(_mm256_slli_epi32(v, 20), c.e4m3_bits));
-  return _mm256_mul_ps(_mm256_mul_ps(s, c.e4m3_unit), _mm256_load_ps(xstep));
-}
-
-HWY_INLINE __m256 StepDot(const Consts& c, const uint8_t* row, const uint8_t* scales, const PreparedStep& p,
-                          __m256 acc) {
-  const __m256 s = StepScales(c, scales, p.step);
-  const __m256i d0 = GroupSums(c, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row)), p.x[0], p.c[0]);
-  const __m256i d1 = GroupSums(c, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 32)), p.x[1], p.c[1]);
+// acc + one step of one row of x against W.
+HWY_INLINE __m256 StepDot(const Consts& c, const WStep& w, const PreparedStep& p, __m256 acc) {
+  const __m256 s = _mm256_mul_ps(w.scale, _mm256_load_ps(p.step));
+  const __m256i d0 = GroupSums(c, w.ue[0], w.uo[0], p.x[0], p.c[0]);
+  const __m256i d1 = GroupSums(c, w.ue[1], w.uo[1], p.x[1], p.c[1]);
   acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d0), _mm256_permutevar8x32_ps(s, c.idx0), acc);
   return _mm256_fmadd_ps(_mm256_cvtepi32_ps(d1), _mm256_permutevar8x32_ps(s, c.idx1), acc);
 }
@@ -178,10 +190,19 @@ inline float HorizontalSum(__m256 v) {
   return _mm_cvtss_f32(_mm_add_ss(t, _mm_movehdup_ps(t)));
 }
 
-// y[n] for rows [n0, n1) of w, one row at a time so that the chunk is read
-// as one sequential stream (rows are contiguous), with two accumulators
-// taking alternate steps (two independent FMA chains).
-inline void Rows(const Consts& c, const PreparedStep* steps, const MatrixView& w, size_t n0, size_t n1, float* y) {
+// Rows of x per call: each W step is decoded once for all of them. Measured
+// against the f32 tile (which decodes once per tile for all its rows), one
+// thread, 2048 x 2048: 1.2x at 2 rows, 1.15x at 3, even at 4.
+inline constexpr size_t kMaxRows = 3;
+
+// y[r][n] for rows [n0, n1) of w and the R rows of x (steps[r * stride + s]),
+// one W row at a time so that the chunk is read as one sequential stream
+// (rows are contiguous). One row of x takes two accumulators on alternate
+// steps (two independent FMA chains); more rows are independent chains
+// already.
+template <size_t R>
+inline void Rows(const Consts& c, const PreparedStep* steps, size_t stride, const MatrixView& w, size_t n0, size_t n1,
+                 float* y, size_t ldy) {
   const size_t K = size_t(w.cols);
   const size_t full = K / kStep, tail = K - full * kStep;  // tail: a multiple of 16
   const auto* base = static_cast<const uint8_t*>(w.data);
@@ -190,13 +211,20 @@ inline void Rows(const Consts& c, const PreparedStep* steps, const MatrixView& w
   for (size_t n = n0; n < n1; ++n) {
     const uint8_t* r = base + n * row_bytes;
     const uint8_t* sr = sbase + n * srow_bytes;
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    const auto step_at = [&](size_t s) { return LoadStep(c, r + s * (kStep / 2), sr + s * 8); };
+    __m256 acc[R], acc1 = _mm256_setzero_ps();
+    for (size_t i = 0; i < R; ++i) acc[i] = _mm256_setzero_ps();
     size_t s = 0;
-    for (; s + 2 <= full; s += 2) {
-      acc0 = StepDot(c, r + s * (kStep / 2), sr + s * 8, steps[s], acc0);
-      acc1 = StepDot(c, r + (s + 1) * (kStep / 2), sr + (s + 1) * 8, steps[s + 1], acc1);
+    if constexpr (R == 1) {
+      for (; s + 2 <= full; s += 2) {
+        acc[0] = StepDot(c, step_at(s), steps[s], acc[0]);
+        acc1 = StepDot(c, step_at(s + 1), steps[s + 1], acc1);
+      }
     }
-    if (s < full) acc0 = StepDot(c, r + s * (kStep / 2), sr + s * 8, steps[s], acc0);
+    for (; s < full; ++s) {
+      const WStep ws = step_at(s);
+      for (size_t i = 0; i < R; ++i) acc[i] = StepDot(c, ws, steps[i * stride + s], acc[i]);
+    }
     if (tail != 0) {
       // The last partial step from zero-padded copies (x is padded with
       // zeros too, and a zero scale byte is 0).
@@ -204,9 +232,11 @@ inline void Rows(const Consts& c, const PreparedStep* steps, const MatrixView& w
       alignas(8) uint8_t st[8] = {};
       std::memcpy(wt, r + full * (kStep / 2), tail / 2);
       std::memcpy(st, sr + full * 8, tail / 16);
-      acc1 = StepDot(c, wt, st, steps[full], acc1);
+      const WStep ws = LoadStep(c, wt, st);
+      for (size_t i = 0; i < R; ++i) acc[i] = StepDot(c, ws, steps[i * stride + full], acc[i]);
     }
-    y[n] = HorizontalSum(_mm256_add_ps(acc0, acc1)) * w.global_scale;
+    acc[0] = _mm256_add_ps(acc[0], acc1);
+    for (size_t i = 0; i < R; ++i) y[i * ldy + n] = HorizontalSum(acc[i]) * w.global_scale;
   }
 }
 
@@ -216,16 +246,18 @@ inline bool Supports(const MatrixView& w) {
   return w.format == WeightFormat::kNvfp4 && w.cols % kNvfp4Block == 0 && w.row_stride % 2 == 0;
 }
 
-// y_i[0, N_i) = x · W_i^T for every target (one row of x): x prepared once,
-// threads claim chunks of rows across all targets.
-inline void MatMul(const float* x, std::span<const MatMulTarget> targets, ThreadPool& pool) {
+// y_i[m][0, N_i) = x[m] · W_i^T for every target and the M (1 to kMaxRows)
+// rows of x [M, ldx]: x prepared once, threads claim chunks of W rows across
+// all targets.
+inline void MatMul(const float* x, size_t M, size_t ldx, std::span<const MatMulTarget> targets, ThreadPool& pool) {
+  HWY_DASSERT(M >= 1 && M <= kMaxRows);
   const size_t K = size_t(targets[0].w.cols);
   const size_t num_steps = (K + kStep - 1) / kStep;
   auto* steps = reinterpret_cast<PreparedStep*>(
-      ThreadScratch(ScratchSlot::kMatMulX, num_steps * sizeof(PreparedStep) / sizeof(float)));
-  Prepare(x, K, steps);
+      ThreadScratch(ScratchSlot::kMatMulX, M * num_steps * sizeof(PreparedStep) / sizeof(float)));
+  for (size_t m = 0; m < M; ++m) Prepare(x + m * ldx, K, steps + m * num_steps);
   // Chunks: ~8 per thread over all rows (the last one is read by one thread
-  // alone), 
+  // alone).
   size_t total = 0;
   for (const MatMulTarget& t : targets) total += size_t(t.w.rows);
   const size_t nc = std::max<size_t>(16, (total + 8 * pool.size() - 1) / (8 * pool.size()));
@@ -237,14 +269,20 @@ inline void MatMul(const float* x, std::span<const MatMulTarget> targets, Thread
     while (chunk >= first[i + 1]) ++i;
     const MatMulTarget& t = targets[i];
     const size_t n0 = (chunk - first[i]) * nc, n1 = std::min(size_t(t.w.rows), n0 + nc);
-    Rows(consts, steps, t.w, n0, n1, t.y);
+    const size_t ldy = size_t(t.ldy);
+    switch (M) {
+      case 1: return Rows<1>(consts, steps, num_steps, t.w, n0, n1, t.y, ldy);
+      case 2: return Rows<2>(consts, steps, num_steps, t.w, n0, n1, t.y, ldy);
+      default: return Rows<3>(consts, steps, num_steps, t.w, n0, n1, t.y, ldy);
+    }
   });
 }
 
 #else
 inline constexpr bool kAvailable = false;
+inline constexpr size_t kMaxRows = 0;
 inline bool Supports(const MatrixView&) { return false; }
-inline void MatMul(const float*, std::span<const MatMulTarget>, ThreadPool&) {
+inline void MatMul(const float*, size_t, size_t, std::span<const MatMulTarget>, ThreadPool&) {
   HWY_ABORT("nvfp4_int::MatMul called on a target without it (check kAvailable)");
 }
 #endif
