@@ -8,8 +8,8 @@
 #      the full one but long_context (a 1,496-token prompt; the model never saw more than 448
 #      tokens, see models/demo/README.md);
 #   4. two-digit multiplication accuracy in tern on a fixed sample of 200 products per mode,
-#      against floors of 95% (these weights: 100% with thinking and 99.5% without on the sample; on all 8,100: 99.85% with
-#      thinking, 99.78% without), issue 8's bar for the NVFP4 model with thinking: a kernel or
+#      against floors of 95%, issue 8's bar for the NVFP4 model with thinking (these weights: 100%
+#      with thinking and 99.5% without on the sample; 99.85% and 99.78% on all 8,100): a kernel or
 #      template bug costs far more than that margin, which leaves room for near-ties flipping
 #      under benign numerics changes.
 # Usage: run_demo_model.sh TERN WORKDIR
