@@ -32,7 +32,9 @@
 // "even" vector after masking) and 2b + 1 in its high nibble (the "odd" one);
 // 32-bit lane l of the integer sums then covers elements 8l .. 8l + 7, block
 // l / 2. The prepared x (PreparedStep) stores its bytes in exactly that
-// order, so no shuffle of W is needed.
+// order, so no shuffle of W is needed. vphaddd of the two groups' lanes
+// gives the 8 block sums in the order kBlockOrder (its in-lane pairing);
+// the x steps are stored, and W's scale bytes shuffled, in that order.
 
 // Per-target include guard (Highway's convention).
 #if defined(TERN_KERNELS_NVFP4_GEMV_INT_INL_H_) == defined(HWY_TARGET_TOGGLE)
@@ -66,16 +68,19 @@ inline constexpr bool kAvailable = true;
 
 inline constexpr size_t kStep = 128;  // elements of K per step
 inline constexpr float kXMax = 8388607.0f;  // 2^23 - 1
+// Block sums as _mm256_hadd_epi32(group 0 lanes, group 1 lanes) yields them:
+// position i holds block kBlockOrder[i].
+inline constexpr uint8_t kBlockOrder[8] = {0, 1, 4, 5, 2, 3, 6, 7};
 
 // x for one step: for each group of 64 elements, the low, middle and high
 // bytes of x24 of the even elements, then of the odd ones (byte b holding
 // element 2b or 2b + 1 of the group); 12 * the sum of x24 over each lane's 8
 // elements; and each of the 8 blocks' step / 2 (the 1/2 undoes the doubled
-// E2M1 values).
+// E2M1 values), in kBlockOrder.
 struct alignas(32) PreparedStep {
   uint8_t x[2][6][32];  // [group][lo even, mid even, hi even, lo odd, mid odd, hi odd][byte]
   int32_t c[2][8];      // [group][lane]
-  float step[8];        // [block]
+  float step[8];        // [position of the block in kBlockOrder]
 };
 static_assert(sizeof(PreparedStep) == 480);
 
@@ -94,14 +99,15 @@ inline void Prepare(const float* x, size_t K, PreparedStep* steps) {
         finite = finite && a <= std::numeric_limits<float>::max();
         amax = std::max(amax, a);
       }
+      float& step = p.step[std::find(kBlockOrder, kBlockOrder + 8, b) - kBlockOrder];
       if (!finite) {
-        p.step[b] = std::numeric_limits<float>::quiet_NaN();
+        step = std::numeric_limits<float>::quiet_NaN();
       } else if (amax == 0.0f) {
-        p.step[b] = 0.0f;
+        step = 0.0f;
       } else {
         const double inv = double(kXMax) / double(amax);
         for (size_t i = 0; i < 16 && k0 + i < K; ++i) q[i] = int32_t(std::nearbyint(double(x[k0 + i]) * inv));
-        p.step[b] = float(double(amax) / double(kXMax) * 0.5);
+        step = float(double(amax) / double(kXMax) * 0.5);
       }
       // Block b: group b / 4, elements 16 * (b % 4) .. + 15 of the group,
       // bytes 8 * (b % 4) .. + 7 of its even and odd vectors, lanes 2 * (b % 4)
@@ -127,7 +133,8 @@ inline void Prepare(const float* x, size_t K, PreparedStep* steps) {
 inline constexpr int8_t kU[16] = {12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0};
 
 struct Consts {
-  __m256i table, mask, ones, k256, idx0, idx1, e4m3_bits;
+  __m256i table, mask, ones, k256, e4m3_bits;
+  __m128i block_order;
   __m256 e4m3_unit;
   Consts() {
     const __m128i t = _mm_loadu_si128(reinterpret_cast<const __m128i*>(kU));
@@ -135,8 +142,7 @@ struct Consts {
     mask = _mm256_set1_epi8(0x0f);
     ones = _mm256_set1_epi16(1);
     k256 = _mm256_set1_epi16(256);
-    idx0 = _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3);
-    idx1 = _mm256_setr_epi32(4, 4, 5, 5, 6, 6, 7, 7);
+    block_order = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(kBlockOrder));
     e4m3_bits = _mm256_set1_epi32(int32_t(0x87F00000u));
     e4m3_unit = _mm256_set1_ps(0x1p120f);
   }
@@ -144,7 +150,7 @@ struct Consts {
 
 // The W side of one step, shared by every row of x: the E2M1 codes as
 // u = 2v + 12 bytes, even and odd elements of each group, and the 8 block
-// scales as f32.
+// scales as f32 in kBlockOrder.
 struct WStep {
   __m256i ue[2], uo[2];
   __m256 scale;
@@ -157,8 +163,10 @@ HWY_INLINE WStep LoadStep(const Consts& c, const uint8_t* row, const uint8_t* sc
     s.ue[g] = _mm256_shuffle_epi8(c.table, _mm256_and_si256(w, c.mask));
     s.uo[g] = _mm256_shuffle_epi8(c.table, _mm256_and_si256(_mm256_srli_epi16(w, 4), c.mask));
   }
-  // (E4M3 decoding as wload::E4M3Load: sign-extend, << 20, mask, * 2^120.)
-  const __m256i v = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(scales)));
+  // (In kBlockOrder; E4M3 decoding as wload::E4M3Load: sign-extend, << 20,
+  // mask, * 2^120.)
+  const __m128i bytes = _mm_shuffle_epi8(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(scales)), c.block_order);
+  const __m256i v = _mm256_cvtepi8_epi32(bytes);
   s.scale = _mm256_mul_ps(_mm256_castsi256_ps(_mm256_and_si256(_mm256_slli_epi32(v, 20), c.e4m3_bits)), c.e4m3_unit);
   return s;
 }
@@ -180,8 +188,8 @@ HWY_INLINE __m256 StepDot(const Consts& c, const WStep& w, const PreparedStep& p
   const __m256 s = _mm256_mul_ps(w.scale, _mm256_load_ps(p.step));
   const __m256i d0 = GroupSums(c, w.ue[0], w.uo[0], p.x[0], p.c[0]);
   const __m256i d1 = GroupSums(c, w.ue[1], w.uo[1], p.x[1], p.c[1]);
-  acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d0), _mm256_permutevar8x32_ps(s, c.idx0), acc);
-  return _mm256_fmadd_ps(_mm256_cvtepi32_ps(d1), _mm256_permutevar8x32_ps(s, c.idx1), acc);
+  // Block sums (|sum| <= 16 * 12 * 2^23 < 2^31), in kBlockOrder as s.
+  return _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_hadd_epi32(d0, d1)), s, acc);
 }
 
 inline float HorizontalSum(__m256 v) {
