@@ -22,6 +22,16 @@ struct Consts {
     e4m3_bits = _mm256_set1_epi32(int32_t(0x87F00000u)); e4m3_unit = _mm256_set1_ps(0x1p120f);
   }
 };
+// The kernel's three x bit planes against u (even and odd elements).
+static inline __m256i Planes(const Consts& c, __m256i ue, __m256i uo, const uint8_t (*x)[32], const int32_t* corr) {
+  auto ld = [&](int i) { return _mm256_load_si256((const __m256i*)x[i]); };
+  const __m256i lo = _mm256_add_epi16(_mm256_maddubs_epi16(ld(0), ue), _mm256_maddubs_epi16(ld(3), uo));
+  const __m256i mid = _mm256_add_epi16(_mm256_maddubs_epi16(ld(1), ue), _mm256_maddubs_epi16(ld(4), uo));
+  const __m256i hi = _mm256_add_epi16(_mm256_maddubs_epi16(ue, ld(2)), _mm256_maddubs_epi16(uo, ld(5)));
+  const __m256i top = _mm256_add_epi32(_mm256_madd_epi16(hi, c.k256), _mm256_madd_epi16(mid, c.ones));
+  const __m256i d = _mm256_add_epi32(_mm256_slli_epi32(top, 8), _mm256_madd_epi16(lo, c.ones));
+  return _mm256_sub_epi32(d, _mm256_load_si256((const __m256i*)corr));
+}
 template <int V>
 static inline __m256i GroupSums(const Consts& c, __m256i w, const uint8_t (*x)[32], const int32_t* corr) {
   const __m256i ue = _mm256_shuffle_epi8(c.table, _mm256_and_si256(w, c.mask));
@@ -30,15 +40,7 @@ static inline __m256i GroupSums(const Consts& c, __m256i w, const uint8_t (*x)[3
   if (V == 4) {  // decode only
     return _mm256_add_epi32(ue, uo);
   }
-  if (V == 5) {  // no decode: W used raw as u (full multiply work)
-    const __m256i ue2 = _mm256_and_si256(w, c.mask), uo2 = w;
-    const __m256i lo = _mm256_add_epi16(_mm256_maddubs_epi16(ld(0), ue2), _mm256_maddubs_epi16(ld(3), uo2));
-    const __m256i mid = _mm256_add_epi16(_mm256_maddubs_epi16(ld(1), ue2), _mm256_maddubs_epi16(ld(4), uo2));
-    const __m256i hi = _mm256_add_epi16(_mm256_maddubs_epi16(ue2, ld(2)), _mm256_maddubs_epi16(uo2, ld(5)));
-    const __m256i top = _mm256_add_epi32(_mm256_madd_epi16(hi, c.k256), _mm256_madd_epi16(mid, c.ones));
-    const __m256i d = _mm256_add_epi32(_mm256_slli_epi32(top, 8), _mm256_madd_epi16(lo, c.ones));
-    return _mm256_sub_epi32(d, _mm256_load_si256((const __m256i*)corr));
-  }
+  if (V == 5) return Planes(c, _mm256_and_si256(w, c.mask), w, x, corr);  // no decode: W bytes as u (all the multiplies)
   if (V == 6) {  // multiplies only: 6 maddubs 3 madd, no adds
     __m256i a = _mm256_maddubs_epi16(ld(0), w), b = _mm256_maddubs_epi16(ld(3), w), e = _mm256_maddubs_epi16(ld(1), w);
     __m256i f = _mm256_maddubs_epi16(ld(4), w), g = _mm256_maddubs_epi16(w, ld(2)), h = _mm256_maddubs_epi16(w, ld(5));
@@ -48,12 +50,7 @@ static inline __m256i GroupSums(const Consts& c, __m256i w, const uint8_t (*x)[3
     const __m256i lo = _mm256_add_epi16(_mm256_maddubs_epi16(ld(0), ue), _mm256_maddubs_epi16(ld(3), uo));
     return _mm256_madd_epi16(lo, c.ones);
   }
-  const __m256i lo = _mm256_add_epi16(_mm256_maddubs_epi16(ld(0), ue), _mm256_maddubs_epi16(ld(3), uo));
-  const __m256i mid = _mm256_add_epi16(_mm256_maddubs_epi16(ld(1), ue), _mm256_maddubs_epi16(ld(4), uo));
-  const __m256i hi = _mm256_add_epi16(_mm256_maddubs_epi16(ue, ld(2)), _mm256_maddubs_epi16(uo, ld(5)));
-  const __m256i top = _mm256_add_epi32(_mm256_madd_epi16(hi, c.k256), _mm256_madd_epi16(mid, c.ones));
-  const __m256i d = _mm256_add_epi32(_mm256_slli_epi32(top, 8), _mm256_madd_epi16(lo, c.ones));
-  return _mm256_sub_epi32(d, _mm256_load_si256((const __m256i*)corr));
+  return Planes(c, ue, uo, x, corr);
 }
 static inline __m256 StepScales(const Consts& c, const uint8_t* scales, const float* xstep) {
   const __m256i v = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i*)scales));

@@ -22,7 +22,8 @@
 //   sum u * x24 = 256 * (256 * maddubs(u, hi) + maddubs(mid, u)) + maddubs(lo, u)
 // with no i16 overflow (|pair| <= 2 * 24 * 255, even+odd <= 24480) nor i32
 // (8 * 24 * 2^23 < 2^31), and sum 2v * x24 = sum u * x24 - 12 * sum x24, the
-// second term precomputed per x. Each lane's integer sum is converted to f32
+// second term precomputed per x. The two lanes of a block are added in i32
+// (|sum 2v * x24| <= 16 * 12 * 2^23 < 2^31), the block's sum converted to f32
 // (rounding it to 2^-24), scaled by its W block scale times its x step, and
 // accumulated in f32. NaN or infinite x in a block makes the block's step
 // NaN, so the outputs are NaN, as the f32 kernels give.
@@ -188,7 +189,7 @@ HWY_INLINE __m256 StepDot(const Consts& c, const WStep& w, const PreparedStep& p
   const __m256 s = _mm256_mul_ps(w.scale, _mm256_load_ps(p.step));
   const __m256i d0 = GroupSums(c, w.ue[0], w.uo[0], p.x[0], p.c[0]);
   const __m256i d1 = GroupSums(c, w.ue[1], w.uo[1], p.x[1], p.c[1]);
-  // Block sums (|sum| <= 16 * 12 * 2^23 < 2^31), in kBlockOrder as s.
+  // Block sums in kBlockOrder, as s.
   return _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_hadd_epi32(d0, d1)), s, acc);
 }
 
