@@ -22,12 +22,19 @@ TestFn FindTest(std::string_view name);
 // cycler, joiner); undefined when `name` is not one.
 Value FindGlobal(std::string_view name);
 
-// Methods: returns true and sets *out when `name` is a method of obj's type.
+// Methods: returns true and sets *out when `name` is a method of obj's type
+// (the callers go through CallBuiltinMethod).
 bool CallStrMethod(Evaluator& ev, const Value& obj, std::string_view name, CallArgs& args, Value* out);
 bool CallDictMethod(Evaluator& ev, const Value& obj, std::string_view name, CallArgs& args, Value* out);
 bool CallListMethod(Evaluator& ev, const Value& obj, std::string_view name, CallArgs& args, Value* out);
-// Whether `name` is a method of the type (attribute access yields a bound method).
-bool IsMethodName(Kind kind, std::string_view name);
+// Whether `name` is a method of obj's type (str, dict but not namespace, list,
+// tuple): attribute access then yields a bound method.
+bool IsMethodName(const Value& obj, std::string_view name);
+// Calls method `name` of a str, dict or list value. Never falls back to
+// attribute lookup: a name IsMethodName lists but Call*Method does not handle
+// (str.encode: tern has no bytes) is the render error "str.encode is not
+// supported", as is any name that is not a method of the type.
+Value CallBuiltinMethod(Evaluator& ev, const Value& obj, std::string_view name, CallArgs& args);
 // obj.name as a first-class value (bound method object).
 Value MakeBoundMethod(const Value& obj, std::string_view name);
 

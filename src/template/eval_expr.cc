@@ -173,22 +173,12 @@ Value Evaluator::Call(const Value& callee, CallArgs& args) {
 }
 
 Value Evaluator::CallMethod(const Value& obj, const std::string& name, CallArgs& args) {
-  Value out;
-  switch (obj.kind()) {
-    case Kind::kString:
-      if (CallStrMethod(*this, obj, name, args, &out)) return out;
-      break;
-    case Kind::kDict:
-      if (!obj.is_namespace() && CallDictMethod(*this, obj, name, args, &out)) return out;
-      break;
-    case Kind::kList:
-      if (CallListMethod(*this, obj, name, args, &out)) return out;
-      break;
-    case Kind::kObject:
-      if (obj.obj().CallMethod(*this, name, args, &out)) return out;
-      break;
-    default:
-      break;
+  // A method of str/dict/list is called, or fails, here: falling back to
+  // GetAttr + Call for it would make a bound method that calls back here.
+  if (IsMethodName(obj, name)) return CallBuiltinMethod(*this, obj, name, args);
+  if (obj.is_object()) {
+    Value out;
+    if (obj.obj().CallMethod(*this, name, args, &out)) return out;
   }
   return Call(GetAttr(obj, name, &name), args);
 }
@@ -198,13 +188,13 @@ Value Evaluator::GetAttr(const Value& obj, std::string_view name, const std::str
     case Kind::kUndefined:
       FailUndefined(obj);
     case Kind::kDict: {
-      if (!obj.is_namespace() && IsMethodName(Kind::kDict, name)) return MakeBoundMethod(obj, name);
+      if (IsMethodName(obj, name)) return MakeBoundMethod(obj, name);
       if (const Value* v = obj.dict().Find(name)) return *v;
       break;
     }
     case Kind::kString:
     case Kind::kList:
-      if (IsMethodName(obj.kind(), name)) return MakeBoundMethod(obj, name);
+      if (IsMethodName(obj, name)) return MakeBoundMethod(obj, name);
       break;
     case Kind::kObject:
       return obj.obj().GetAttr(name);
@@ -230,7 +220,7 @@ Value Evaluator::GetItem(const Value& obj, const Value& key) {
       if (key.is_string()) {
         if (const Value* v = obj.dict().Find(key.str())) return *v;
         if (obj.is_namespace()) return Value();
-        if (IsMethodName(Kind::kDict, key.str())) return MakeBoundMethod(obj, key.str());
+        if (IsMethodName(obj, key.str())) return MakeBoundMethod(obj, key.str());
       } else if (key.is_undefined()) {
         FailUndefined(key);
       }

@@ -399,7 +399,7 @@ Value Attr(Evaluator& ev, const Value& v, CallArgs& args) {
     const Value* x = v.dict().Find(n);
     return x ? *x : Value();
   }
-  if (IsMethodName(v.kind(), n)) return MakeBoundMethod(v, n);
+  if (IsMethodName(v, n)) return MakeBoundMethod(v, n);
   CheckDefined(v);
   return Value();
 }

@@ -2,6 +2,7 @@
 // (tool.items(), message.get(...), list.index(...)), bound methods, and the
 // argument-binding helpers every builtin uses.
 #include <algorithm>
+#include <unordered_set>
 
 #include <fmt/format.h>
 
@@ -62,7 +63,9 @@ class BoundMethod : public Object {
       if (self_.obj().CallMethod(ev, name_, args, &out)) return out;
       ThrowRender("'" + name_ + "' is not callable");
     }
-    return ev.CallMethod(self_, name_, args);
+    // Never ev.CallMethod: that falls back to GetAttr, which would make this
+    // bound method again for a listed name that has no implementation.
+    return CallBuiltinMethod(ev, self_, name_, args);
   }
   std::string Str() const override {
     return "<built-in method " + name_ + " of " + std::string(jinja::TypeName(self_)) + " object>";
@@ -84,6 +87,7 @@ constexpr std::string_view kDictMethods[] = {"clear", "copy", "fromkeys", "get",
                                              "popitem", "setdefault", "update", "values"};
 constexpr std::string_view kListMethods[] = {"append", "clear", "copy", "count", "extend", "index",
                                              "insert", "pop", "remove", "reverse", "sort"};
+constexpr std::string_view kTupleMethods[] = {"count", "index"};
 
 template <size_t N>
 bool In(const std::string_view (&names)[N], std::string_view n) {
@@ -96,17 +100,42 @@ bool In(const std::string_view (&names)[N], std::string_view n) {
 
 }  // namespace
 
-bool IsMethodName(Kind kind, std::string_view name) {
-  switch (kind) {
+bool IsMethodName(const Value& obj, std::string_view name) {
+  switch (obj.kind()) {
     case Kind::kString:
       return In(kStrMethods, name);
     case Kind::kDict:
-      return In(kDictMethods, name);
+      return !obj.is_namespace() && In(kDictMethods, name);
     case Kind::kList:
-      return In(kListMethods, name);
+      return obj.is_tuple() ? In(kTupleMethods, name) : In(kListMethods, name);
     default:
       return false;
   }
+}
+
+Value CallBuiltinMethod(Evaluator& ev, const Value& obj, std::string_view name, CallArgs& args) {
+  CheckDefined(obj);
+  Value out;
+  bool done = false;
+  if (IsMethodName(obj, name)) {
+    switch (obj.kind()) {
+      case Kind::kString:
+        done = CallStrMethod(ev, obj, name, args, &out);
+        break;
+      case Kind::kDict:
+        done = CallDictMethod(ev, obj, name, args, &out);
+        break;
+      case Kind::kList:
+        done = CallListMethod(ev, obj, name, args, &out);
+        break;
+      default:
+        break;
+    }
+  }
+  // A listed name without an implementation (str.encode: tern has no bytes)
+  // or a value without methods.
+  if (!done) ThrowRender(fmt::format("{}.{} is not supported", TypeName(obj), name));
+  return out;
 }
 
 Value MakeBoundMethod(const Value& obj, std::string_view name) {
@@ -134,6 +163,24 @@ bool CallDictMethod(Evaluator& ev, const Value& obj, std::string_view name, Call
     }
     ev.Tick(static_cast<int64_t>(r.size()));
     *out = Value::List(std::move(r));
+    return true;
+  }
+  if (name == "fromkeys") {
+    // A class method: the new dict does not start from obj's entries. Every
+    // key maps to the same value, so a repeated key changes nothing.
+    ArgBinder a(name, args, {"iterable", "value"}, 1);
+    const Value v = a.has(1) ? a[1] : Value::None();
+    Value r = Value::NewDict();
+    std::unordered_set<std::string> seen;
+    for (const auto& k : ev.Iterate(a[0])) {
+      if (k.is_list() && !k.is_tuple()) ThrowRender("unhashable type: 'list'");
+      if (k.is_dict()) ThrowRender("unhashable type: 'dict'");
+      CheckDefined(k);
+      // Keys are strings, as in a dict literal (see README, known differences).
+      std::string key = k.is_string() ? k.str() : PyStr(k);
+      if (seen.insert(key).second) r.dict().Add(std::move(key), v);
+    }
+    *out = std::move(r);
     return true;
   }
   if (name == "copy") {
@@ -265,8 +312,18 @@ bool CallListMethod(Evaluator& ev, const Value& obj, std::string_view name, Call
       std::reverse(mut.begin(), mut.end());
     } else if (name == "clear") {
       mut.clear();
+    } else if (name == "sort") {
+      // list.sort(*, key=None, reverse=False): the sort filter's stable sort,
+      // case-sensitive as Python compares strings.
+      if (!args.pos.empty()) ThrowRender("sort() takes no positional arguments");
+      ArgBinder a(name, args, {"key", "reverse"});
+      if (a.has(0) && !a[0].is_none()) ThrowRender("list.sort(key=...) is not supported; use the sort filter");
+      CallArgs fa;
+      fa.kw = {{"reverse", Value::Bool(a[1].Truthy())}, {"case_sensitive", Value::Bool(true)}};
+      Value sorted = ev.ApplyFilter("sort", obj, fa);
+      mut = sorted.list().items;
     } else {
-      return false;  // sort: use the sort filter
+      return false;
     }
     *out = Value::None();
     return true;

@@ -2,6 +2,8 @@
 // .split('</think>'), .strip('\n'), .format(...), ... Indices and lengths
 // count code points.
 #include <algorithm>
+#include <string>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -138,6 +140,166 @@ std::string Pad(Evaluator& ev, const std::string& s, int64_t width, const Value&
   out += s;
   for (int64_t i = 0; i < total - left; ++i) out += f;
   return out;
+}
+
+// A translate table's keys are code points; tern's dict keys are strings, so
+// an int key (a literal {97: 'x'}, or what maketrans returns) is its decimal
+// form. Returns false for other keys, which can never match.
+bool ParseCodePointKey(std::string_view k, char32_t* out) {
+  if (k.empty() || k.size() > 7 || (k.size() > 1 && k[0] == '0')) return false;
+  uint32_t v = 0;
+  for (char c : k) {
+    if (c < '0' || c > '9') return false;
+    v = v * 10 + static_cast<uint32_t>(c - '0');
+  }
+  *out = v;
+  return true;
+}
+
+std::string CodePointKey(char32_t c) { return std::to_string(static_cast<uint32_t>(c)); }
+
+// str.maketrans(x[, y[, z]]) (a static method, called on any string).
+Value MakeTrans(CallArgs& args) {
+  if (!args.kw.empty()) ThrowRender("maketrans() takes no keyword arguments");
+  ArgBinder a("maketrans", args, {"x", "y", "z"}, 1);
+  Value table = Value::NewDict();
+  DictObj& t = table.dict();
+  if (!a.has(1)) {
+    if (!a[0].is_dict() || a[0].is_namespace()) {
+      ThrowRender("if you give only one argument to maketrans it must be a dict");
+    }
+    for (const auto& [k, v] : a[0].dict().entries) {
+      // A one-character key is that character; a longer one must be the
+      // decimal form of an int key (see ParseCodePointKey).
+      char32_t cp;
+      size_t len = 0;
+      if (!k.empty()) cp = utf8::Decode(k, 0, &len);
+      if (len == k.size() && !k.empty()) {
+        t.Set(CodePointKey(cp), v);
+      } else if (ParseCodePointKey(k, &cp)) {
+        t.Set(k, v);
+      } else {
+        ThrowRender("string keys in translate table must be of length 1");
+      }
+    }
+    return table;
+  }
+  const std::string& x = RequireString(a[0], "maketrans() argument 1");
+  const std::string& y = RequireString(a[1], "maketrans() argument 2");
+  if (utf8::Length(x) != utf8::Length(y)) ThrowRender("the first two maketrans arguments must have equal length");
+  for (size_t i = 0, j = 0; i < x.size();) {
+    size_t lx, ly;
+    const char32_t cx = utf8::Decode(x, i, &lx), cy = utf8::Decode(y, j, &ly);
+    t.Set(CodePointKey(cx), Value::Int(cy));
+    i += lx;
+    j += ly;
+  }
+  if (a.has(2)) {
+    const std::string& z = RequireString(a[2], "maketrans() argument 3");
+    for (size_t i = 0; i < z.size();) {
+      size_t len;
+      t.Set(CodePointKey(utf8::Decode(z, i, &len)), Value::None());
+      i += len;
+    }
+  }
+  return table;
+}
+
+// str.translate(table): table[ord(c)] for each character, where a missing
+// entry keeps the character, None deletes it, an int is a code point and a
+// str replaces it. Tables may be dicts, lists or strings (anything Python
+// can index by int).
+std::string Translate(Evaluator& ev, const std::string& s, const Value& table) {
+  CheckDefined(table);
+  std::unordered_map<char32_t, const Value*> map;
+  std::vector<size_t> offs;
+  if (table.is_dict() && !table.is_namespace()) {
+    for (const auto& [k, v] : table.dict().entries) {
+      char32_t cp;
+      if (ParseCodePointKey(k, &cp)) map.emplace(cp, &v);
+    }
+    ev.Tick(static_cast<int64_t>(map.size()));
+  } else if (table.is_string()) {
+    offs = utf8::Offsets(table.str());
+  } else if (!table.is_list()) {
+    ThrowRender(fmt::format("'{}' object is not subscriptable", TypeName(table)));
+  }
+  std::string r;
+  for (size_t i = 0; i < s.size();) {
+    size_t len;
+    const char32_t c = utf8::Decode(s, i, &len);
+    Value from_str;
+    const Value* m = nullptr;
+    if (table.is_list()) {
+      if (c < table.list().items.size()) m = &table.list().items[c];
+    } else if (table.is_string()) {
+      if (c + 1 < offs.size()) {
+        from_str = Value::String(table.str().substr(offs[c], offs[c + 1] - offs[c]));
+        m = &from_str;
+      }
+    } else if (auto it = map.find(c); it != map.end()) {
+      m = it->second;
+    }
+    if (m == nullptr) {
+      r.append(s, i, len);
+    } else if (m->is_int() || m->is_bool()) {
+      const int64_t v = m->as_int();
+      if (v < 0 || v > 0x10FFFF) ThrowRender("character mapping must be in range(0x110000)");
+      utf8::Append(r, static_cast<char32_t>(v));
+    } else if (m->is_string()) {
+      r += m->str();
+    } else if (!m->is_none()) {
+      CheckDefined(*m);
+      ThrowRender("character mapping must return integer, None or str");
+    }
+    ev.CheckSize(r.size());
+    i += len;
+  }
+  return r;
+}
+
+// Python's str.istitle(): upper/titlecase letters only after uncased
+// characters, lowercase only after cased ones, and at least one cased.
+bool IsTitle(const std::string& s) {
+  bool cased = false, prev_cased = false;
+  for (size_t i = 0; i < s.size();) {
+    size_t len;
+    const char32_t c = utf8::Decode(s, i, &len);
+    i += len;
+    if (utf8::IsUpper(c)) {  // Lu and Lt
+      if (prev_cased) return false;
+      prev_cased = cased = true;
+    } else if (utf8::IsLower(c)) {
+      if (!prev_cased) return false;
+      prev_cased = cased = true;
+    } else {
+      prev_cased = false;
+    }
+  }
+  return cased;
+}
+
+// str.expandtabs(tabsize=8): columns count code points; \n and \r reset them.
+std::string ExpandTabs(Evaluator& ev, const std::string& s, int64_t tab) {
+  std::string r;
+  int64_t col = 0;
+  for (size_t i = 0; i < s.size();) {
+    size_t len;
+    const char32_t c = utf8::Decode(s, i, &len);
+    if (c == '\t') {
+      if (tab > 0) {
+        const int64_t n = tab - col % tab;
+        ev.CheckSize(r.size() + static_cast<size_t>(n));
+        r.append(static_cast<size_t>(n), ' ');
+        col += n;
+      }
+    } else {
+      r.append(s, i, len);
+      col = (c == '\n' || c == '\r') ? 0 : col + 1;
+    }
+    i += len;
+  }
+  return r;
 }
 
 }  // namespace
@@ -357,6 +519,49 @@ bool CallStrMethod(Evaluator& ev, const Value& obj, std::string_view name, CallA
     str(std::move(r));
     return true;
   }
+  if (name == "expandtabs") {
+    ArgBinder a(name, args, {"tabsize"});
+    str(ExpandTabs(ev, s, a.has(0) ? ToInt(a[0], "tabsize") : 8));
+    return true;
+  }
+  if (name == "isidentifier" || name == "isprintable" || name == "istitle") {
+    ArgBinder(name, args, {});
+    bool r = name != "isidentifier" || !s.empty();
+    if (name == "istitle") {
+      r = IsTitle(s);
+    } else {
+      for (size_t i = 0; r && i < s.size();) {
+        size_t len;
+        const char32_t c = utf8::Decode(s, i, &len);
+        r = name == "isprintable" ? utf8::IsPrintable(c)
+            : i == 0              ? utf8::IsIdentifierStart(c)
+                                  : utf8::IsIdentifierContinue(c);
+        i += len;
+      }
+    }
+    *out = Value::Bool(r);
+    return true;
+  }
+  if (name == "format_map") {
+    // Jinja2's sandbox formats format_map(m) as format(**m), safely.
+    if (args.pos.size() != 1 || !args.kw.empty()) ThrowRender("format_map() takes exactly one argument");
+    const Value& m = args.pos[0];
+    CallArgs fa;
+    // Any other mapping argument fails at its first named field, as in Python.
+    if (m.is_dict() && !m.is_namespace()) fa.kw = m.dict().entries;
+    str(PyStrFormat(ev, s, fa));
+    return true;
+  }
+  if (name == "maketrans") {
+    *out = MakeTrans(args);
+    return true;
+  }
+  if (name == "translate") {
+    ArgBinder a(name, args, {"table"}, 1);
+    str(Translate(ev, s, a[0]));
+    return true;
+  }
+  // encode: tern has no bytes type (CallBuiltinMethod reports it unsupported).
   return false;
 }
 

@@ -1,5 +1,7 @@
 #include "template/utf8.h"
 
+#include <initializer_list>
+
 #include <utf8proc.h>
 
 namespace tern::jinja::utf8 {
@@ -114,6 +116,71 @@ bool IsLower(char32_t c) { return Category(c) == UTF8PROC_CATEGORY_LL; }
 bool IsCased(char32_t c) {
   const auto cat = Category(c);
   return cat == UTF8PROC_CATEGORY_LU || cat == UTF8PROC_CATEGORY_LL || cat == UTF8PROC_CATEGORY_LT;
+}
+
+bool IsPrintable(char32_t c) {
+  if (c == ' ') return true;
+  switch (Category(c)) {
+    case UTF8PROC_CATEGORY_CC:
+    case UTF8PROC_CATEGORY_CF:
+    case UTF8PROC_CATEGORY_CS:
+    case UTF8PROC_CATEGORY_CO:
+    case UTF8PROC_CATEGORY_CN:
+    case UTF8PROC_CATEGORY_ZL:
+    case UTF8PROC_CATEGORY_ZP:
+    case UTF8PROC_CATEGORY_ZS:
+      return false;
+    default:
+      return true;
+  }
+}
+
+// Unicode's XID_Start/XID_Continue (DerivedCoreProperties.txt) from the
+// general categories: ID_Start is L* + Nl + Other_ID_Start minus
+// Pattern_Syntax; ID_Continue adds Mn, Mc, Nd, Pc and Other_ID_Continue; the
+// XID forms drop the few code points whose NFKC form is not an identifier.
+static bool InList(char32_t c, std::initializer_list<char32_t> l) {
+  for (char32_t x : l) {
+    if (x == c) return true;
+  }
+  return false;
+}
+static bool NotXid(char32_t c, bool start) {
+  if (InList(c, {0x037A, 0x309B, 0x309C, 0xFDFA, 0xFDFB})) return true;
+  if (c >= 0xFC5E && c <= 0xFC63) return true;
+  if (c >= 0xFE70 && c <= 0xFE7E && c % 2 == 0) return true;
+  return start && InList(c, {0x0E33, 0x0EB3, 0xFF9E, 0xFF9F});
+}
+static bool IdStart(char32_t c) {
+  switch (Category(c)) {
+    case UTF8PROC_CATEGORY_LU:
+    case UTF8PROC_CATEGORY_LL:
+    case UTF8PROC_CATEGORY_LT:
+    case UTF8PROC_CATEGORY_LM:
+    case UTF8PROC_CATEGORY_LO:
+    case UTF8PROC_CATEGORY_NL:
+      return c != 0x2E2F;  // VERTICAL TILDE is Pattern_Syntax
+    default:
+      return InList(c, {0x1885, 0x1886, 0x2118, 0x212E, 0x309B, 0x309C});
+  }
+}
+bool IsIdentifierStart(char32_t c) {
+  if (c < 0x80) return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+  return IdStart(c) && !NotXid(c, true);
+}
+bool IsIdentifierContinue(char32_t c) {
+  if (c < 0x80) return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+  if (NotXid(c, false)) return false;
+  if (IdStart(c)) return true;
+  switch (Category(c)) {
+    case UTF8PROC_CATEGORY_MN:
+    case UTF8PROC_CATEGORY_MC:
+    case UTF8PROC_CATEGORY_ND:
+    case UTF8PROC_CATEGORY_PC:
+      return true;
+    default:
+      return InList(c, {0x00B7, 0x0387, 0x19DA}) || (c >= 0x1369 && c <= 0x1371);
+  }
 }
 
 static char32_t ToUpper(char32_t c) {

@@ -34,6 +34,12 @@ bool IsAlnum(char32_t cp);
 bool IsUpper(char32_t cp);
 bool IsLower(char32_t cp);
 bool IsCased(char32_t cp);
+// str.isprintable(): not in categories Cc, Cf, Cs, Co, Cn, Zl, Zp, Zs, except ' '.
+bool IsPrintable(char32_t cp);
+// str.isidentifier(): XID_Start or '_' first, XID_Continue after (from the
+// general category plus Unicode's Other_ID_* and XID exception lists).
+bool IsIdentifierStart(char32_t cp);
+bool IsIdentifierContinue(char32_t cp);
 
 std::string Upper(std::string_view s);
 std::string Lower(std::string_view s);
