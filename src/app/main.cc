@@ -1,6 +1,8 @@
 // tern: one binary, one subcommand per job.
 #include <cstdio>
+#include <exception>
 #include <map>
+#include <new>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -39,7 +41,18 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
-  for (auto& [sub, run] : commands)
-    if (sub->parsed()) return run();
+  // Library code reports errors as Status; what still throws (a thread the OS
+  // refuses, memory exhausted at start-up) ends the command with a message and
+  // exit status 1, never an uncaught-exception abort.
+  for (auto& [sub, run] : commands) {
+    if (!sub->parsed()) continue;
+    try {
+      return run();
+    } catch (const std::bad_alloc&) {
+      return Fail(fmt::format("{}: out of memory", sub->get_name()));
+    } catch (const std::exception& e) {
+      return Fail(fmt::format("{}: {}", sub->get_name(), e.what()));
+    }
+  }
   return 2;
 }

@@ -22,6 +22,9 @@ class MtpTap final : public Model {
   // One sequence per batch: the main model (its logits unchanged), then the head
   // over the rows whose next token is known.
   Status Forward(std::span<const SequenceChunk> batch, KvCache& cache, std::vector<float>& logits) override;
+  Status CheckBatch(std::span<const SequenceChunk> batch, const KvCache& cache) const override {
+    return inner_.CheckBatch(batch, cache);
+  }
   // The token sampled from the last Forward's logits: the head runs the pending
   // last row (position p, token t_{p+1}); its logits predict t_{p+2}.
   Status OnToken(int32_t token);

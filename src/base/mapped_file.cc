@@ -4,26 +4,46 @@
 #include <cstring>
 #include <fcntl.h>
 #include <fstream>
-#include <sstream>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 namespace tern {
 
-Result<MappedFile> MappedFile::Open(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+namespace {
+
+const char* FileKind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  return "not a regular file";
+}
+
+// Opens `path` for reading only if it is a regular file. O_NONBLOCK makes
+// open() return at once on a FIFO (a blocking open would wait forever for a
+// writer); it changes nothing for a regular file's reads or mmap.
+Result<int> OpenRegular(const std::string& path, struct stat* st) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) return Status::Errorf("cannot open {}: {}", path, std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
+  if (::fstat(fd, st) != 0) {
     const int err = errno;
     ::close(fd);
     return Status::Errorf("cannot stat {}: {}", path, std::strerror(err));
   }
-  if (!S_ISREG(st.st_mode)) {
+  if (!S_ISREG(st->st_mode)) {
     ::close(fd);
-    return Status::Errorf("{} is not a regular file", path);
+    return Status::Errorf("{} is {}, not a regular file", path, FileKind(st->st_mode));
   }
+  return fd;
+}
+
+}  // namespace
+
+Result<MappedFile> MappedFile::Open(const std::string& path) {
+  struct stat st {};
+  TERN_ASSIGN_OR_RETURN(const int fd, OpenRegular(path, &st));
   MappedFile f;
   f.path_ = path;
   f.size_ = size_t(st.st_size);
@@ -56,13 +76,30 @@ MappedFile::~MappedFile() {
   if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
 }
 
-Result<std::string> ReadFileToString(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::Errorf("cannot open {}: {}", path, std::strerror(errno));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return Status::Errorf("error reading {}", path);
-  return ss.str();
+Result<std::string> ReadFileToString(const std::string& path, size_t max_bytes) {
+  struct stat st {};
+  TERN_ASSIGN_OR_RETURN(const int fd, OpenRegular(path, &st));
+  if (uint64_t(st.st_size) > max_bytes) {
+    ::close(fd);
+    return Status::Errorf("{} is {} bytes, more than the {} bytes accepted for it", path, uint64_t(st.st_size),
+                          max_bytes);
+  }
+  std::string out(size_t(st.st_size), '\0');
+  size_t got = 0;
+  while (got < out.size()) {
+    const ssize_t n = ::read(fd, out.data() + got, out.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;
+      ::close(fd);
+      return Status::Errorf("error reading {}: {}", path, std::strerror(err));
+    }
+    if (n == 0) break;  // the file shrank while being read
+    got += size_t(n);
+  }
+  ::close(fd);
+  out.resize(got);
+  return out;
 }
 
 Status WriteStringToFile(const std::string& path, std::string_view contents) {

@@ -12,7 +12,8 @@ namespace tern {
 
 class MappedFile {
  public:
-  // Maps `path` read-only. Errors name the path and the OS reason.
+  // Maps `path` read-only. Only regular files: a FIFO, device or directory is
+  // an error at once (never a blocking open). Errors name the path and the OS reason.
   static Result<MappedFile> Open(const std::string& path);
 
   MappedFile() = default;
@@ -33,8 +34,10 @@ class MappedFile {
   std::string path_;
 };
 
-// Reads a whole (small) file into a string.
-Result<std::string> ReadFileToString(const std::string& path);
+// Reads a whole (small) regular file into a string; a FIFO, device or
+// directory, or a file over `max_bytes`, is an error naming the path.
+inline constexpr size_t kMaxTextFileBytes = size_t(1) << 30;
+Result<std::string> ReadFileToString(const std::string& path, size_t max_bytes = kMaxTextFileBytes);
 // Writes a string to a file, replacing it.
 Status WriteStringToFile(const std::string& path, std::string_view contents);
 

@@ -1,5 +1,7 @@
 #include "base/thread_pool.h"
 
+#include <fmt/format.h>
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #define TERN_CPU_RELAX() _mm_pause()
@@ -16,15 +18,28 @@ size_t ThreadPool::HardwareThreads() {
 
 ThreadPool::ThreadPool(size_t num_threads) {
   if (num_threads == 0) num_threads = HardwareThreads();
-  workers_.reserve(num_threads - 1);
-  for (size_t i = 1; i < num_threads; ++i) workers_.emplace_back([this, i] { WorkerLoop(i); });
+  try {
+    workers_.reserve(num_threads - 1);
+    for (size_t i = 1; i < num_threads; ++i) workers_.emplace_back([this, i] { WorkerLoop(i); });
+  } catch (const std::exception& e) {
+    // Thread creation fails under a memory or process limit. The destructor
+    // does not run for a half-built object, and a joinable std::thread left
+    // behind would call std::terminate: stop the workers already started.
+    const size_t started = workers_.size();
+    StopWorkers();
+    throw ThreadStartError(fmt::format("cannot start {} worker threads ({} started): {}", num_threads - 1,
+                                       started, e.what()));
+  }
 }
 
-ThreadPool::~ThreadPool() {
+ThreadPool::~ThreadPool() { StopWorkers(); }
+
+void ThreadPool::StopWorkers() {
   stop_.store(true, std::memory_order_release);
   epoch_.fetch_add(1, std::memory_order_acq_rel);
   epoch_.notify_all();
   for (auto& t : workers_) t.join();
+  workers_.clear();
 }
 
 void ThreadPool::Drain(Loop& loop, size_t thread_index) {

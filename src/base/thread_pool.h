@@ -16,15 +16,24 @@
 
 #include <atomic>
 #include <cstddef>
+#include <stdexcept>
 #include <thread>
 #include <type_traits>
 #include <vector>
 
 namespace tern {
 
+// Thrown by ThreadPool's constructor when the OS refuses a thread (memory or
+// process limits); the workers already started have been stopped and joined.
+class ThreadStartError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 class ThreadPool {
  public:
   // num_threads: total threads including the caller (>= 1). 0 means all cores.
+  // Throws ThreadStartError when a worker cannot be started.
   explicit ThreadPool(size_t num_threads);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
@@ -62,6 +71,7 @@ class ThreadPool {
   using TaskFn = void (*)(void*, size_t, size_t);
   void RunErased(size_t num_tasks, TaskFn fn, void* ctx);
   void WorkerLoop(size_t thread_index);
+  void StopWorkers();
 
   // One loop, living on Run's stack. Workers reach it only through current_
   // and only while counted in inside_, which Run waits to drop to zero after

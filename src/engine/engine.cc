@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -32,6 +33,22 @@ TokenOutput MakeTokenOutput(int32_t id, std::span<const float> logits, int32_t t
   }
   return t;
 }
+
+// The first id outside [0, vocab), as a client-facing message; empty when all fit.
+std::string OutOfVocabulary(std::span<const int32_t> ids, int64_t vocab) {
+  for (size_t i = 0; i < ids.size(); ++i)
+    if (ids[i] < 0 || ids[i] >= vocab)
+      return fmt::format("Token id {} at index {} of the input is outside the vocabulary [0, {}).", ids[i], i, vocab);
+  return {};
+}
+
+// Whether a logits row holds only finite values. A NaN would also break the
+// sampler's sort (no strict weak order), so this runs before it.
+bool AllFinite(std::span<const float> row) {
+  bool ok = true;
+  for (float v : row) ok &= std::abs(v) <= std::numeric_limits<float>::max();  // false for NaN and +-Inf
+  return ok;
+}
 }  // namespace
 
 // The choices of one n > 1 request: followers wait until the leader's prompt is cached.
@@ -54,6 +71,7 @@ struct Engine::Sequence {
   Sampler sampler;
   Clock::time_point arrival, last_token;
   bool has_first = false;
+  bool finished = false;  // FinishSequence ran (it may still sit in running_ until the step ends)
 
   explicit Sequence(EngineRequest r) : req(std::move(r)), sampler(req.sampling) {}
   int64_t generated() const { return int64_t(tokens.size()) - num_prompt; }
@@ -116,9 +134,13 @@ SubmitGroupResult Engine::SubmitGroup(std::vector<EngineRequest> reqs) {
   auto group = reqs.size() > 1 && prefix_.enabled() ? std::make_shared<Group>() : nullptr;
   std::vector<std::unique_ptr<Sequence>> seqs;
   uint64_t prompt_tokens = 0;
+  const int64_t vocab = model_.config().vocab_size;
   for (EngineRequest& req : reqs) {
     const int64_t n = int64_t(req.prompt.size());
     if (n == 0) return {{}, 400, "The input is empty."};
+    // Checked here, not in the forward: a bad id fails this request alone, never the batch it would join.
+    if (std::string bad = OutOfVocabulary(req.prompt, vocab); !bad.empty()) return {{}, 400, std::move(bad)};
+    if (req.max_tokens < 0) return {{}, 400, fmt::format("max_tokens must be >= 0, got {}.", req.max_tokens)};
     if (n >= opts_.context_length)
       return {{}, 400,
               fmt::format("The input ({} tokens) is longer than the model's context length ({} tokens).", n,
@@ -236,8 +258,42 @@ void Engine::Loop() {
       MaybeFlush();
       if (waiting_.empty() && running_.empty()) continue;
     }
-    Step();
+    // The exception barrier: whatever a step throws (memory exhausted, say)
+    // fails the sequences it was running, whose state it may have left half
+    // written, and the loop goes on serving the queue.
+    try {
+      Step();
+    } catch (const std::exception& e) {
+      FailRunning(fmt::format("Internal error in the engine step: {}", e.what()));
+    } catch (...) {
+      FailRunning("Internal error in the engine step.");
+    }
     UpdateGauges();
+  }
+}
+
+void Engine::FailRunning(const std::string& message) {
+  metrics_.engine_errors_total++;
+  for (auto& s : running_)
+    if (!s->finished) FinishSequence(*s, FinishReason::kAbort, -1, message, 500);
+  running_.clear();
+}
+
+void Engine::FailRefusedBatch(std::span<Sequence* const> batch_seqs, std::span<const SequenceChunk> chunks,
+                              const Status& batch_error) {
+  metrics_.engine_errors_total++;
+  // Forward checks the batch before computing anything, so nothing was
+  // written: find the chunks at fault and fail only those; the others stay
+  // running and are computed again next step.
+  std::vector<std::pair<Sequence*, std::string>> faulty;
+  for (size_t i = 0; i < chunks.size(); ++i)
+    if (Status alone = model_.CheckBatch(chunks.subspan(i, 1), *cache_); !alone.ok())
+      faulty.emplace_back(batch_seqs[i], alone.message());
+  if (faulty.empty())  // a fault of the batch as a whole: nothing tells which sequence, so all of it fails
+    for (Sequence* s : batch_seqs) faulty.emplace_back(s, batch_error.message());
+  for (auto& [s, why] : faulty) {
+    FinishSequence(*s, FinishReason::kAbort, -1, "Internal error: " + why, 500);
+    running_.erase(std::find_if(running_.begin(), running_.end(), [&](const auto& p) { return p.get() == s; }));
   }
 }
 
@@ -253,6 +309,8 @@ void Engine::ReleaseBlocks(Sequence& s) {
 }
 
 void Engine::FinishSequence(Sequence& s, FinishReason reason, int32_t matched, std::string message, int status) {
+  if (s.finished) return;
+  s.finished = true;
   ReleaseBlocks(s);
   if (reason == FinishReason::kAbort) metrics_.aborted_requests_total++;
   metrics_.e2e.Observe(Secs(s.arrival, Clock::now()));
@@ -408,15 +466,7 @@ void Engine::Step() {
   const auto t0 = Clock::now();
   Status st = model_.Forward(chunks, *cache_, logits_);
   if (!st.ok()) {
-    for (Sequence* s : batch_seqs) s->stream->Abort();
-    for (auto it = running_.begin(); it != running_.end();) {
-      if (std::find(batch_seqs.begin(), batch_seqs.end(), it->get()) != batch_seqs.end()) {
-        FinishSequence(**it, FinishReason::kAbort, -1, "Internal error: " + st.message(), 500);
-        it = running_.erase(it);
-      } else {
-        ++it;
-      }
-    }
+    FailRefusedBatch(batch_seqs, chunks, st);
     return;
   }
 
@@ -433,6 +483,18 @@ void Engine::Step() {
     if (chunks[i].skip_logits) continue;
     std::span<float> l(logits_.data() + row * V, size_t(V));
     ++row;
+    // The NaN guard: a broken kernel or non-finite weights must not stream
+    // garbage. This sequence ends with an error that says so; the others go on.
+    if (!AllFinite(l)) {
+      metrics_.nonfinite_logits_total++;
+      FinishSequence(*s, FinishReason::kAbort, -1,
+                     fmt::format("The model produced non-finite logits (NaN or Inf) at position {}; generation was "
+                                 "stopped.",
+                                 s->tokens.size() - 1),
+                     500);
+      done.push_back(s);
+      continue;
+    }
     TokenOutput out;
     if (s->req.top_logprobs >= 0) {
       std::vector<float> raw(l.begin(), l.end());

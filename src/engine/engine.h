@@ -111,6 +111,11 @@ class Engine {
   bool EnsureBlocks(Sequence& s, int64_t positions);
   void Retract(Sequence& s);
   void FinishSequence(Sequence& s, FinishReason reason, int32_t matched, std::string message, int status);
+  // Fails every running sequence (after a step threw).
+  void FailRunning(const std::string& message);
+  // After Forward refused a batch: fails the sequences at fault, keeps the rest.
+  void FailRefusedBatch(std::span<Sequence* const> batch_seqs, std::span<const SequenceChunk> chunks,
+                        const Status& batch_error);
   void ReleaseBlocks(Sequence& s);
   void UpdateGauges();
   void MaybeFlush();

@@ -36,6 +36,9 @@ struct EngineMetrics {
   // first admission) and those found there: cache_hit_rate = cached / looked up.
   std::atomic<uint64_t> cache_lookup_tokens_total{0}, cached_tokens_total{0};
   std::atomic<uint64_t> requests_total{0}, aborted_requests_total{0}, retractions_total{0};
+  // Sequences stopped because their logits were not finite (the NaN guard),
+  // and engine steps that failed (a refused batch, an exception in a step).
+  std::atomic<uint64_t> nonfinite_logits_total{0}, engine_errors_total{0};
   std::atomic<int64_t> running{0}, queued{0}, total_blocks{0}, block_size{0};
   // KV blocks: used by requests (SGLang's num_used_tokens counts these),
   // held only by the prefix cache (evictable), and free; they sum to total_blocks.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <limits>
 
 #include <nlohmann/json.hpp>
 
@@ -27,6 +28,9 @@ class Reader {
       if (!it->is_boolean()) return Fail(fmt::format("\"{}\" must be a boolean", key));
     } else if constexpr (std::is_integral_v<T>) {
       if (!it->is_number_integer()) return Fail(fmt::format("\"{}\" must be an integer", key));
+      // An unsigned JSON value past T's range would wrap (to a negative size, say).
+      if (it->is_number_unsigned() && it->template get<uint64_t>() > uint64_t(std::numeric_limits<T>::max()))
+        return Fail(fmt::format("\"{}\" value {} is out of range", key, it->dump()));
     } else if constexpr (std::is_floating_point_v<T>) {
       if (!it->is_number()) return Fail(fmt::format("\"{}\" must be a number", key));
     } else if constexpr (std::is_same_v<T, std::string>) {
@@ -39,13 +43,20 @@ class Reader {
     auto it = j_.find(key);
     if (it == j_.end() || it->is_null()) return;
     out.clear();
+    // Token ids are int32 everywhere downstream: a larger value must not wrap into range.
+    auto push = [&](const json& v) {
+      if (!v.is_number_integer()) return Fail(fmt::format("\"{}\" must hold integers", key)), false;
+      const bool fits = v.is_number_unsigned() ? v.get<uint64_t>() <= uint64_t(INT32_MAX)
+                                               : v.get<int64_t>() >= 0 && v.get<int64_t>() <= INT32_MAX;
+      if (!fits) return Fail(fmt::format("\"{}\" value {} is not a token id (0 to {})", key, v.dump(), INT32_MAX)), false;
+      out.push_back(int32_t(v.get<int64_t>()));
+      return true;
+    };
     if (it->is_number_integer()) {
-      out.push_back(it->get<int32_t>());
+      push(*it);
     } else if (it->is_array()) {
-      for (const auto& v : *it) {
-        if (!v.is_number_integer()) return Fail(fmt::format("\"{}\" must hold integers", key));
-        out.push_back(v.get<int32_t>());
-      }
+      for (const auto& v : *it)
+        if (!push(v)) return;
     } else {
       Fail(fmt::format("\"{}\" must be an integer or a list of integers", key));
     }
@@ -165,30 +176,7 @@ Result<ModelConfig> ParseModelConfig(const std::string& json_text, const std::st
   // transformers' Qwen3Config defaults head_dim to 128; other configs derive it.
   if (c.head_dim == 0 && c.model_type == "qwen3") c.head_dim = 128;
   if (c.head_dim == 0 && c.num_attention_heads > 0) c.head_dim = c.hidden_size / c.num_attention_heads;
-  auto positive = [&](const char* name, int64_t v) -> Status {
-    if (v <= 0) return Status::Errorf("{}: \"{}\" must be positive, got {}", source, name, v);
-    return Status::Ok();
-  };
-  TERN_RETURN_IF_ERROR(positive("hidden_size", c.hidden_size));
-  TERN_RETURN_IF_ERROR(positive("num_hidden_layers", c.num_hidden_layers));
-  TERN_RETURN_IF_ERROR(positive("num_attention_heads", c.num_attention_heads));
-  TERN_RETURN_IF_ERROR(positive("num_key_value_heads", c.num_key_value_heads));
-  TERN_RETURN_IF_ERROR(positive("head_dim", c.head_dim));
-  TERN_RETURN_IF_ERROR(positive("vocab_size", c.vocab_size));
-  if (c.num_attention_heads % c.num_key_value_heads != 0)
-    return Status::Errorf("{}: num_attention_heads {} is not a multiple of num_key_value_heads {}", source,
-                          c.num_attention_heads, c.num_key_value_heads);
-  if (c.rms_norm_eps <= 0) return Status::Errorf("{}: rms_norm_eps must be positive", source);
-  if (c.rope_theta <= 0) return Status::Errorf("{}: rope_theta must be positive", source);
-  if (!c.layer_types.empty() && int64_t(c.layer_types.size()) != c.num_hidden_layers)
-    return Status::Errorf("{}: layer_types has {} entries for {} layers", source, c.layer_types.size(),
-                          c.num_hidden_layers);
-  for (const auto& t : c.layer_types)
-    if (t != "linear_attention" && t != "full_attention")
-      return Status::Errorf("{}: unknown layer type \"{}\" (linear_attention, full_attention)", source, t);
-  if (c.num_experts > 0 && (c.num_experts_per_tok <= 0 || c.num_experts_per_tok > c.num_experts))
-    return Status::Errorf("{}: num_experts_per_tok {} must be in [1, num_experts {}]", source, c.num_experts_per_tok,
-                          c.num_experts);
+  TERN_RETURN_IF_ERROR(ValidateModelConfig(c, source));
   return c;
 }
 

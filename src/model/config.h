@@ -72,6 +72,9 @@ struct GenerationDefaults {
   std::optional<bool> do_sample;
 };
 
+// Checks every field that sizes memory or indexes it against its range
+// (config_validate.cc); ParseModelConfig calls it. Errors name `source` and the field.
+Status ValidateModelConfig(const ModelConfig& c, const std::string& source);
 // Parses the text of a config.json. Errors name `source`.
 Result<ModelConfig> ParseModelConfig(const std::string& json_text, const std::string& source);
 // Reads DIR/config.json (and DIR/hf_quant_config.json when present).

@@ -42,6 +42,9 @@ class DecoderModel final : public Model {
   ModelConfig& mutable_config() { return cfg_; }
   CacheSpec cache_spec() const override;
   Status Forward(std::span<const SequenceChunk> batch, KvCache& cache, std::vector<float>& logits) override;
+  Status CheckBatch(std::span<const SequenceChunk> batch, const KvCache& cache) const override {
+    return Validate(batch, cache, /*uses_state=*/true);
+  }
   Status ForwardWithHidden(std::span<const SequenceChunk> batch, KvCache& cache, std::vector<float>& logits,
                            std::vector<float>& hidden) override;
   int64_t mtp_num_layers() const override { return mtp ? int64_t(mtp->layers.size()) : 0; }

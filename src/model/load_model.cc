@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "model/architectures.h"
+#include "model/weight_check.h"
 
 namespace tern {
 
@@ -34,6 +35,14 @@ Result<std::unique_ptr<Model>> LoadModel(const std::string& dir, const LoadOptio
   std::vector<std::string> ignored = {"model.rotary_emb.", "rotary_emb.", "model.visual."};
   if (!m->mtp) ignored.push_back("mtp.");
   TERN_RETURN_IF_ERROR(m->CheckAllTensorsUsed(ignored));
+  if (opts.weight_check != WeightCheck::kSkip) {
+    const std::vector<NonFiniteTensor> bad = FindNonFiniteWeights(m->store(), m->pool());
+    if (!bad.empty() && opts.weight_check == WeightCheck::kError)
+      return Status::Errorf("loading {}: weights hold NaN or Inf: {}", dir, DescribeNonFinite(bad));
+    if (!bad.empty())
+      fmt::print(stderr, "tern: warning: {}: weights hold NaN or Inf (served anyway; --strict-weights refuses): {}\n",
+                 dir, DescribeNonFinite(bad));
+  }
   return std::unique_ptr<Model>(std::move(m));
 }
 

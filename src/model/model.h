@@ -27,9 +27,13 @@ struct SequenceChunk {
   bool skip_logits = false;              // no logits at all (a prefill chunk that does not end the prompt)
 };
 
+// What loading does about weights that hold NaN or Inf (model/weight_check.h).
+enum class WeightCheck { kSkip, kWarn, kError };
+
 struct LoadOptions {
   size_t threads = 0;  // 0: all cores
   ActivationNumerics numerics = ActivationNumerics::kFull;  // for quantized layers
+  WeightCheck weight_check = WeightCheck::kWarn;  // kWarn: a warning on stderr naming each tensor
 };
 
 class Model {
@@ -40,9 +44,13 @@ class Model {
 
   // Runs the batch, writing the new tokens' keys/values into `cache`.
   // logits: resized to [rows, vocab] f32, rows = sum over chunks of (skip_logits ? 0 : all_logits ? n : 1),
-  // in batch order. Errors (token id out of range, block table too short) leave the cache
-  // contents of this batch undefined but the model usable.
+  // in batch order. The whole batch is checked (CheckBatch) before anything is
+  // computed: an error (token id out of range, block table too short) means
+  // nothing was written, neither KV nor recurrent state, and the model stays usable.
   virtual Status Forward(std::span<const SequenceChunk> batch, KvCache& cache, std::vector<float>& logits) = 0;
+  // The checks Forward makes before computing, alone: lets the engine find
+  // which sequences of a refused batch are at fault, so only those fail.
+  virtual Status CheckBatch(std::span<const SequenceChunk> batch, const KvCache& cache) const = 0;
 
   // Bytes of weights read to decode one token of one sequence (for `tern bench`).
   virtual int64_t WeightBytesPerToken() const = 0;

@@ -63,7 +63,10 @@ Result<std::vector<TensorView>> SafetensorsFile::ParseHeader(const uint8_t* data
     if (b > e) return bad(fmt::format("data_offsets [{}, {}] are reversed", b, e));
     if (e > body_size)
       return bad(fmt::format("data_offsets [{}, {}] run past the {} byte data section", b, e, body_size));
-    const uint64_t expected = count * DTypeSize(v.dtype);
+    // count <= 2^62, but times an 8-byte dtype it can wrap past 2^64 (to 0 bytes).
+    uint64_t expected = 0;
+    if (__builtin_mul_overflow(count, uint64_t(DTypeSize(v.dtype)), &expected))
+      return bad(fmt::format("shape {} of {} is more than 2^64 bytes", v.ShapeString(), DTypeName(v.dtype)));
     if (e - b != expected)
       return bad(fmt::format("shape {} of {} needs {} bytes but data_offsets span {}", v.ShapeString(),
                              DTypeName(v.dtype), expected, e - b));

@@ -2,6 +2,8 @@
 // names the file and the tensor, never a crash or an out-of-bounds read.
 #include "model/safetensors.h"
 
+#include <sys/stat.h>
+
 #include <filesystem>
 
 #include <gtest/gtest.h>
@@ -62,6 +64,12 @@ TEST(Safetensors, RejectsMalformedFiles) {
   ExpectError(Image(R"({"t":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", std::string(8, '\0')), "non-negative");
   ExpectError(Image(R"({"t":{"dtype":"F32","shape":[2]}})", std::string(8, '\0')), "data_offsets");
   ExpectError(Image(R"({"t":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,8]}})", std::string(8, '\0')), "overflows");
+  // 2^62 elements pass the element-count check, but 2^62 x 4 bytes wraps to 0
+  // (it once loaded as an empty tensor and aborted in warm-up).
+  ExpectError(Image(R"({"t":{"dtype":"F32","shape":[2147483648,2147483648],"data_offsets":[0,0]}})", ""),
+              "more than 2^64 bytes");
+  ExpectError(Image(R"({"t":{"dtype":"BF16","shape":[4611686018427387904,2],"data_offsets":[0,0]}})", ""),
+              "overflows");
   ExpectError(Image(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})", std::string(12, '\0')), "overlaps");
   ExpectError(Image(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", std::string(8, '\0')), "gap of 4 bytes");
   ExpectError(Image(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", std::string(8, '\0')), "data section has 8 bytes");
@@ -87,6 +95,24 @@ TEST(Safetensors, WriterRoundTripsAndStoreChecksShapes) {
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.status().message().find("missing tensor 'nope'"), std::string::npos);
   EXPECT_EQ(store->Unused(), std::vector<std::string>{"b"});
+}
+
+// A FIFO (or any non-regular file) in the model folder once blocked loading
+// forever in open(); now it is an error at once naming the path.
+TEST(Safetensors, NonRegularFilesAreErrorsNotHangs) {
+  const std::string dir = ::testing::TempDir() + "/st_fifo";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  ASSERT_EQ(::mkfifo((dir + "/model.safetensors").c_str(), 0600), 0);
+  auto s = TensorStore::OpenDir(dir);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("model.safetensors is a FIFO, not a regular file"), std::string::npos)
+      << s.status().message();
+  std::filesystem::remove(dir + "/model.safetensors");
+  std::filesystem::create_directories(dir + "/model.safetensors");  // a directory by that name
+  s = TensorStore::OpenDir(dir);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("is a directory"), std::string::npos) << s.status().message();
 }
 
 TEST(Safetensors, MissingDirectoryAndBadIndex) {
