@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "chat/chat_prompt.h"
+#include "chat/vocab_check.h"
 
 namespace tern::app {
 
@@ -21,6 +22,7 @@ Result<std::unique_ptr<Session>> Session::Open(const std::string& dir, size_t th
   }
   TERN_ASSIGN_OR_RETURN(s->generation, LoadGenerationDefaults(dir));
   TERN_ASSIGN_OR_RETURN(s->model, LoadModel(dir, LoadOptions{.threads = threads, .numerics = numerics}));
+  if (s->tokenizer) TERN_RETURN_IF_ERROR(CheckTokenizerFitsModel(*s->tokenizer, s->model->config().vocab_size, dir));
   s->eos_token_ids = s->generation.eos_token_ids.empty() ? s->model->config().eos_token_ids : s->generation.eos_token_ids;
   return s;
 }

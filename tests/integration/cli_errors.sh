@@ -33,6 +33,44 @@ h = json.dumps(header).encode(); h += b" " * ((8 - len(h) % 8) % 8)
 with open(os.path.join(d, "model.safetensors"), "wb") as f:
     f.write(struct.pack("<Q", len(h)) + h + data + b"\0\0\0\0")
 PY
+# Hostile model folders (issue 16): each a load error naming what is wrong, never a crash or a hang.
+here=$(cd "$(dirname "$0")" && pwd)
+edit_config() {  # edit_config DIR PYTHON-STATEMENT-ON-c
+  /usr/bin/python3 -c "import json,sys; p=sys.argv[1]+'/config.json'; c=json.load(open(p)); $2; json.dump(c, open(p,'w'))" "$1"
+}
+cp -r "$work/ok" "$work/rope4"; edit_config "$work/rope4" 'c["partial_rotary_factor"]=4.0'
+cp -r "$work/ok" "$work/ropeneg"; edit_config "$work/ropeneg" 'c["partial_rotary_factor"]=-1.0'
+cp -r "$work/ok" "$work/eos"; edit_config "$work/eos" 'c["eos_token_id"]=2**32+5'
+cp -r "$work/ok" "$work/fifo"; rm "$work/fifo/config.json"; mkfifo "$work/fifo/config.json"
+cp -r "$work/ok" "$work/fifoweights"; rm "$work/fifoweights/model.safetensors"; mkfifo "$work/fifoweights/model.safetensors"
+cp -r "$work/ok" "$work/bigtok"; cp "$here/../../models/demo/tokenizer.json" "$work/bigtok/tokenizer.json"
+cp -r "$work/ok" "$work/nan"; /usr/bin/python3 - "$work/nan" <<'PY'
+import json, struct, sys, os
+p = os.path.join(sys.argv[1], "model.safetensors")
+b = bytearray(open(p, "rb").read())
+n = struct.unpack("<Q", b[:8])[0]; header = json.loads(b[8:8 + n])
+t = header["model.layers.1.mlp.down_proj.weight"]; assert t["dtype"] == "F32"
+struct.pack_into("<f", b, 8 + n + t["data_offsets"][0] + 4 * 5, float("nan"))
+open(p, "wb").write(b)
+PY
+expect_error "partial_rotary_factor must be in (0, 1], got 4" "$tern" generate --model "$work/rope4" --prompt-ids 1,2
+expect_error "partial_rotary_factor must be in (0, 1], got -1" "$tern" generate --model "$work/ropeneg" --prompt-ids 1,2
+expect_error '"eos_token_id" value 4294967301 is not a token id' "$tern" generate --model "$work/eos" --prompt-ids 1,2
+# (timeout: the FIFO once blocked the open forever)
+expect_error "config.json is a FIFO, not a regular file" timeout 60 "$tern" generate --model "$work/fifo" --prompt-ids 1,2
+expect_error "model.safetensors is a FIFO, not a regular file" timeout 60 "$tern" generate --model "$work/fifoweights" --prompt-ids 1,2
+expect_error "tokenizer.json has token id 2047" "$tern" generate --model "$work/bigtok" --prompt hi
+expect_error "weights hold NaN or Inf: 'model.layers.1.mlp.down_proj.weight': 1 non-finite value (first at element 5)" \
+  "$tern" serve --model "$work/nan" --strict-weights --port 1
+# Without --strict-weights the load warns, naming the tensor, and goes on.
+nan_err=$("$tern" generate --model "$work/nan" --prompt-ids 1,2 --max-tokens 1 2>&1 >/dev/null)
+if grep -qF "warning: $work/nan: weights hold NaN or Inf" <<<"$nan_err"; then
+  pass=$((pass + 1))
+else
+  echo "FAIL: no NaN warning loading $work/nan"; fail=$((fail + 1))
+fi
+# Threads the OS refuses (an address-space limit far below 512 thread stacks): a message and exit 1, not an abort.
+expect_error "cannot start 511 worker threads" bash -c 'ulimit -v 1000000; exec "$0" generate --model "$1" --prompt-ids 1,2 --threads 512' "$tern" "$work/ok"
 expect_error "does not exist" "$tern" generate --model "$work/missing" --prompt hi
 expect_error "config.json" "$tern" generate --model "$work/noconfig" --prompt-ids 1,2
 expect_error "unknown architecture model_type \"llama4\"" "$tern" generate --model "$work/arch" --prompt-ids 1,2
