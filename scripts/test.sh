@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds tern, and runs every test: the unit and
 # integration tests in a Release build, then the unit tests again under
-# AddressSanitizer + UndefinedBehaviorSanitizer.
+# AddressSanitizer + UndefinedBehaviorSanitizer, then each libFuzzer target
+# for a short bounded time (scripts/fuzz.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -19,3 +20,6 @@ cmake -S . -B build-asan -G Ninja -DTERN_SANITIZE=ON -DTERN_BUILD_BENCHMARKS=OFF
 cmake --build build-asan -j"$jobs" --target unit_tests
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-asan --output-on-failure -j"$jobs" -L unit
+
+echo "== libFuzzer targets, ${TERN_FUZZ_SECONDS:-20} s each over fuzz/corpus (clang, build-fuzz)"
+scripts/fuzz.sh

@@ -117,7 +117,7 @@ class Parser {
   int depth_ = 0;
   int loop_depth_ = 0;
   std::vector<MacroStmt*> open_macros_;
-  friend class ParserLoopGuard;
+  friend struct ParserLoopGuard;
 };
 
 }  // namespace tern::jinja
