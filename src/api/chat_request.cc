@@ -198,7 +198,7 @@ ApiResult<ChatRequest> ParseChatRequest(const Json& body, const ServerLimits& li
 
   if (auto e = ValidateChat(req, body, limits)) return *e;
   if (auto e = internal::CheckN(req.sampling)) return *e;
-  if (req.top_logprobs < 0) return ApiError::BadRequest("`top_logprobs` must be a positive value.");
+  if (auto e = internal::CheckTopLogprobs("top_logprobs", req.top_logprobs, kMaxTopLogprobs)) return *e;
   if (unsupported) return *unsupported;
   if (auto e = internal::CheckUnsupportedConstraints(body)) return *e;
   // SGLang's _convert_to_internal_request, after the serving-layer checks.

@@ -1,5 +1,7 @@
 #include "api/chat_template_inputs.h"
 
+#include "api/json_parse.h"
+
 #include <cctype>
 #include <cstdlib>
 #include <regex>
@@ -41,9 +43,9 @@ ChatTemplateInputs PrepareChatTemplateInputs(const ChatRequest& req, ContentForm
   ChatTemplateInputs out;
   for (const auto& msg : req.messages) {
     Json m = Json::object();
-    for (const auto& [k, v] : msg.items()) {
-      if (k == "content" && v.is_null()) m[k] = "";  // SGLang: None -> "" in place
-      else if (!v.is_null()) m[k] = v;
+    for (const auto& [k, v] : msg.items()) {  // keys unique: appended (linear in the message's size)
+      if (k == "content" && v.is_null()) AppendNewKey(m, k, "");  // SGLang: None -> "" in place
+      else if (!v.is_null()) AppendNewKey(m, k, v);
     }
     Json& content = m["content"];  // absent -> ""
     if (content.is_null()) content = "";
@@ -73,7 +75,7 @@ ChatTemplateInputs PrepareChatTemplateInputs(const ChatRequest& req, ContentForm
     const double f = std::strtod(e.c_str(), &end);
     out.kwargs["reasoning_effort"] = (!e.empty() && end == e.c_str() + e.size()) ? Json(f) : Json(e);
   }
-  for (const auto& [k, v] : req.chat_template_kwargs.items()) out.kwargs[k] = v;
+  MergeObject(out.kwargs, req.chat_template_kwargs);
   return out;
 }
 

@@ -2,6 +2,7 @@
 // OpenAIServingCompletion._validate_request) and ParseJsonBody.
 #include <fmt/format.h>
 
+#include "api/json_parse.h"
 #include "api/py_text.h"
 #include "api/request_common.h"
 
@@ -61,14 +62,11 @@ void ReadPrompt(FieldReader& r, CompletionRequest* req) {
 ApiResult<Json> ParseJsonBody(std::string_view body) {
   if (JsonNestingDepth(body) > 1000)
     return ApiError::Validation({{"json_invalid", "('body', 0)", "JSON decode error"}});
-  try {
-    return Json::parse(body.begin(), body.end());
-  } catch (const Json::parse_error& e) {
-    const size_t pos = e.byte > 0 ? e.byte - 1 : 0;
-    return ApiError::Validation({{"json_invalid", fmt::format("('body', {})", pos), "JSON decode error"}});
-  } catch (const std::exception&) {
-    return ApiError::Validation({{"json_invalid", "('body', 0)", "JSON decode error"}});
-  }
+  Json out;
+  size_t byte = 0;
+  if (!ParseJsonLinear(body, &out, &byte))
+    return ApiError::Validation({{"json_invalid", fmt::format("('body', {})", byte > 0 ? byte - 1 : 0), "JSON decode error"}});
+  return out;
 }
 
 ApiResult<CompletionRequest> ParseCompletionRequest(const Json& body) {
@@ -105,8 +103,8 @@ ApiResult<CompletionRequest> ParseCompletionRequest(const Json& body) {
   }
   if (empty) return ApiError::BadRequest("Prompt cannot be empty");
   if (auto e = internal::CheckN(req.sampling)) return *e;
-  if (req.logprobs && *req.logprobs < 0)
-    return ApiError::BadRequest("`logprobs` must be a positive value.");
+  if (req.logprobs)
+    if (auto e = internal::CheckTopLogprobs("logprobs", *req.logprobs, kMaxTopLogprobs)) return *e;
   if (auto e = internal::CheckUnsupportedConstraints(body)) return *e;
   return req;
 }

@@ -127,6 +127,9 @@ ApiResult<GenerateRequest> ParseGenerateRequest(const Json& body) {
   if (auto e = internal::CheckN(req.sampling)) return *e;
   if (req.top_logprobs_num < 0)
     return ApiError::BadRequest(fmt::format("top_logprobs_num must be non-negative, got {}.", req.top_logprobs_num));
+  if (req.top_logprobs_num > kMaxTopLogprobsNum)
+    return ApiError::BadRequest(
+        fmt::format("top_logprobs_num must be at most {}, got {}.", kMaxTopLogprobsNum, req.top_logprobs_num));
   return req;
 }
 

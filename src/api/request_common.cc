@@ -155,6 +155,13 @@ std::optional<ApiError> CheckUnsupportedConstraints(const Json& body) {
 
 std::optional<ApiError> CheckN(const SamplingRequest& s) {
   if (s.n < 1) return ApiError::BadRequest(fmt::format("n must be at least 1, got {}.", s.n));
+  if (s.n > kMaxN) return ApiError::BadRequest(fmt::format("n must be at most {}, got {}.", kMaxN, s.n));
+  return std::nullopt;
+}
+
+std::optional<ApiError> CheckTopLogprobs(std::string_view what, int64_t value, int64_t max) {
+  if (value < 0) return ApiError::BadRequest(fmt::format("`{}` must be a positive value.", what));
+  if (value > max) return ApiError::BadRequest(fmt::format("`{}` must be at most {}, got {}.", what, max, value));
   return std::nullopt;
 }
 

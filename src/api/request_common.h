@@ -42,7 +42,12 @@ std::optional<ApiError> CheckUnsupportedConstraints(const Json& body);
 // required); appends FieldErrors.
 void ValidateResponseFormat(FieldReader& r);
 
-// n must be at least 1 (vLLM's message: "n must be at least 1, got 0.").
+// n must be in [1, kMaxN] (vLLM's message below the range: "n must be at
+// least 1, got 0."): each choice is a sequence in the engine.
 std::optional<ApiError> CheckN(const SamplingRequest& s);
+
+// top_logprobs / logprobs (OpenAI's routes) must be in [0, kMaxTopLogprobs];
+// top_logprobs_num (/generate) in [0, kMaxTopLogprobsNum]. `what` names the field.
+std::optional<ApiError> CheckTopLogprobs(std::string_view what, int64_t value, int64_t max);
 
 }  // namespace tern::api::internal

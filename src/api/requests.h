@@ -166,10 +166,32 @@ struct GenerateRequest {
   std::optional<std::string> rid;
 };
 
+// Bounds on counts a client picks, so none can ask for unbounded work (the
+// int64 values also stay far from int32 range once checked).
+inline constexpr int64_t kMaxN = 128;                // choices per request (SGLang/vLLM set none; 128 as vLLM's best_of docs)
+inline constexpr int64_t kMaxTopLogprobs = 20;       // OpenAI's top_logprobs / logprobs maximum (vLLM's max_logprobs)
+inline constexpr int64_t kMaxTopLogprobsNum = 1000;  // /generate top_logprobs_num (SGLang has no bound)
+
 // Server settings the checks need.
 struct ServerLimits {
   std::optional<int64_t> context_length;  // --context-length
   bool allow_auto_truncate = false;       // --allow-auto-truncate
+};
+
+// /v1/tokenize (SGLang's TokenizeRequest: `prompt`, or `text`).
+struct TokenizeRequest {
+  std::string prompt;
+  bool add_special_tokens = true;
+};
+// /v1/detokenize: ids checked against the vocabulary.
+struct DetokenizeRequest {
+  std::vector<int32_t> tokens;
+  bool skip_special_tokens = false;
+};
+// /abort_request: one request id, or all.
+struct AbortRequest {
+  std::string rid;  // empty: none
+  bool abort_all = false;
 };
 
 // Decodes a request body. Invalid JSON is FastAPI's 400 "Bad Request"
@@ -180,5 +202,11 @@ ApiResult<Json> ParseJsonBody(std::string_view body);
 ApiResult<ChatRequest> ParseChatRequest(const Json& body, const ServerLimits& limits = {});
 ApiResult<CompletionRequest> ParseCompletionRequest(const Json& body);
 ApiResult<GenerateRequest> ParseGenerateRequest(const Json& body);
+// Field types are checked as pydantic does (400 "Bad Request" listing each
+// bad field); a token id outside [0, vocab_size) is a 400 naming its index
+// and the bound.
+ApiResult<TokenizeRequest> ParseTokenizeRequest(const Json& body);
+ApiResult<DetokenizeRequest> ParseDetokenizeRequest(const Json& body, int64_t vocab_size);
+ApiResult<AbortRequest> ParseAbortRequest(const Json& body);
 
 }  // namespace tern::api

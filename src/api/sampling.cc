@@ -48,6 +48,12 @@ std::optional<int64_t> PyIntLiteral(const std::string& s) {
   return neg ? -value : value;
 }
 
+int64_t SaturatingAdd(int64_t a, int64_t b) {
+  int64_t out;
+  if (__builtin_add_overflow(a, b, &out)) return b > 0 ? INT64_MAX : INT64_MIN;
+  return out;
+}
+
 }  // namespace
 
 std::string PyNumber::Repr() const {
@@ -136,14 +142,15 @@ ContextCheck CheckContextLength(int64_t input_tokens, std::optional<int64_t> max
     }
     c.input_tokens = context_length;
   }
-  if (max_new_tokens && *max_new_tokens + c.input_tokens > context_length) {
+  // Compared without the sum: max_new_tokens may be near INT64_MAX.
+  if (max_new_tokens && *max_new_tokens > context_length - c.input_tokens) {
     if (!allow_auto_truncate) {
       c.error = ApiError::BadRequest(fmt::format(
           "Requested token count exceeds the model's maximum context length of {} tokens. You "
           "requested a total of {} tokens: {} tokens from the input messages and {} tokens for "
           "the completion. Please reduce the number of tokens in the input messages or the "
           "completion to fit within the limit.",
-          context_length, *max_new_tokens + c.input_tokens, c.input_tokens, *max_new_tokens));
+          context_length, SaturatingAdd(*max_new_tokens, c.input_tokens), c.input_tokens, *max_new_tokens));
       return c;
     }
     c.max_new_tokens = std::max<int64_t>(0, context_length - c.input_tokens);

@@ -15,8 +15,9 @@ Command RegisterServe(CLI::App& app) {
   app.add_option("--api-key", o->api_key, "require 'Authorization: Bearer KEY' (health and metrics exempt)");
   app.add_option("--context-length", o->context_length, "maximum context length (default: the model's)");
   app.add_option("--max-running-requests", o->max_running_requests, "sequences decoded together")->default_val(64);
-  app.add_option("--max-queued-requests", o->max_queued_requests, "waiting requests before 503 (-1: unbounded)")
-      ->default_val(-1);
+  app.add_option("--max-queued-requests", o->max_queued_requests,
+                 "waiting sequences (a request with n choices counts n) before 503 (-1: unbounded)")
+      ->default_val(server::kDefaultMaxQueuedRequests);
   app.add_option("--chunked-prefill-size", o->chunked_prefill_size, "prompt tokens processed per step")->default_val(512);
   app.add_option("--kv-cache-dtype", o->kv_cache_dtype, "auto, bf16, fp16, fp32, fp8_e4m3")->default_val("auto");
   app.add_option("--max-total-tokens", o->max_total_tokens, "KV cache capacity in tokens");
@@ -32,17 +33,33 @@ Command RegisterServe(CLI::App& app) {
   app.add_flag("--enable-cache-report", o->enable_cache_report,
                "report cached prompt tokens in usage.prompt_tokens_details (OpenAI routes)");
   app.add_flag("--skip-server-warmup", o->skip_server_warmup, "report healthy without a warm-up generation");
+  app.add_flag("--strict-weights", o->strict_weights,
+               "refuse to load weights that hold NaN or Inf (by default: a warning naming each tensor)");
   app.add_option("--threads", o->threads, "compute threads (0: all cores)")->default_val(0);
   auto numerics = AddQuantNumericsOption(app);
   app.add_option("--log-level", o->log_level, "info, warning, error")->default_val("info");
+  app.add_option("--http-read-timeout", o->http_read_timeout_s,
+                 "seconds a request's line, headers and body may take to arrive")
+      ->default_val(60);
+  app.add_option("--http-write-timeout", o->http_write_timeout_s,
+                 "seconds each write of a response may wait for the client to read")
+      ->default_val(60);
+  app.add_option("--max-connections", o->max_connections,
+                 "client connections served at once (one thread each); more are answered 503")
+      ->default_val(256);
   app.add_option("--shutdown-grace", o->shutdown_grace_s, "seconds running requests get to finish on SIGTERM")
       ->default_val(30);
-  return [o, numerics]() {
+  return [o, numerics, &app]() {
     auto num = numerics();
     if (!num.ok()) return Fail("serve: " + num.status().message());
     o->quant_numerics = *num;
     if (o->page_size <= 0 || o->max_running_requests <= 0 || o->chunked_prefill_size <= 0)
       return Fail("serve: --page-size, --max-running-requests and --chunked-prefill-size must be positive");
+    // An empty key would silently turn authentication off.
+    if (app.count("--api-key") > 0 && o->api_key.empty())
+      return Fail("serve: --api-key is empty; give a key, or leave the flag out to serve without one");
+    if (!(o->http_read_timeout_s > 0) || !(o->http_write_timeout_s > 0) || o->max_connections <= 0)
+      return Fail("serve: --http-read-timeout, --http-write-timeout and --max-connections must be positive");
     return server::RunServer(*o);
   };
 }

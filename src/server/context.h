@@ -74,6 +74,7 @@ struct ServerContext {
 // Loads the model, tokenizer, chat template and generation defaults into ctx.
 Status LoadServerModel(ServerContext& ctx);
 // Auth (--api-key), response counting, JSON bodies for 404/413/500.
-void InstallMiddleware(httplib::Server& http, ServerContext& ctx);
+class HttpServer;
+void InstallMiddleware(HttpServer& http, ServerContext& ctx);
 
 }  // namespace tern::server

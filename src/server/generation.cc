@@ -121,10 +121,20 @@ bool GenerationRun::Next(Step& out, std::chrono::milliseconds timeout) {
   return true;
 }
 
-GenerationRun::Step GenerationRun::RunToEnd() {
+GenerationRun::Step GenerationRun::RunToEnd(const std::function<bool()>& keep_going) {
   Step all, s;
+  auto next_check = std::chrono::steady_clock::now();
   while (!all.finished) {
-    if (!Next(s, std::chrono::milliseconds(1000))) continue;
+    if (keep_going && std::chrono::steady_clock::now() >= next_check) {
+      next_check = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
+      if (!keep_going()) {
+        Abort();
+        all.finished = true;
+        all.finish = api::FinishReason::Abort("The client disconnected.", std::nullopt);
+        return all;
+      }
+    }
+    if (!Next(s, std::chrono::milliseconds(100))) continue;
     all.text += s.text;
     for (auto& t : s.tokens) all.tokens.push_back(std::move(t));
     if (s.finished) {

@@ -19,6 +19,7 @@
 #include "api/sampling.h"
 #include "engine/stop_strings.h"
 #include "server/context.h"
+#include "server/http_connection.h"
 #include "tokenize/stream_decoder.h"
 
 namespace tern::server {
@@ -48,9 +49,11 @@ class GenerationRun {
   };
   // Waits up to `timeout` for news; false on timeout.
   bool Next(Step& out, std::chrono::milliseconds timeout);
-  // Runs to the end, collecting everything (non-stream replies); stops early if
-  // `keep_going` returns false (client gone).
-  Step RunToEnd();
+  // Runs to the end, collecting everything (non-stream replies). `keep_going`
+  // is asked every 100 ms; once it says false (the client hung up) the run is
+  // aborted, its KV blocks go back within one engine step, and the step
+  // returned is an abort.
+  Step RunToEnd(const std::function<bool()>& keep_going = ClientConnected);
   void Abort();
 
   int64_t prompt_tokens() const { return int64_t(spec_.prompt.size()); }

@@ -83,7 +83,7 @@ bool ProbeEngine(ServerContext& ctx) {
   return false;
 }
 
-void AddInfoRoutes(httplib::Server& http, ServerContext& ctx) {
+void AddInfoRoutes(HttpServer& http, ServerContext& ctx) {
   auto health = [&ctx](const httplib::Request&, httplib::Response& res) {
     const Health h = ctx.health.load();
     if (h != Health::kUp && h != Health::kUnhealthy) {

@@ -16,6 +16,11 @@ void ReplyGenerateError(httplib::Response& res, const api::ApiError& e) {
   res.set_content(api::GenerateErrorBody(e), "application/json");
 }
 
+void ReplyApiError(httplib::Response& res, const api::ApiError& e) {
+  res.status = e.status;
+  res.set_content(api::ErrorBody(e), "application/json");
+}
+
 void HandleGenerate(ServerContext& ctx, const httplib::Request& http_req, httplib::Response& res) {
   auto body = api::ParseJsonBody(http_req.body);
   if (!body.ok()) return ReplyGenerateError(res, body.error());
@@ -110,47 +115,41 @@ void HandleGenerate(ServerContext& ctx, const httplib::Request& http_req, httpli
 
 }  // namespace
 
-void AddGenerateRoutes(httplib::Server& http, ServerContext& ctx) {
+void AddGenerateRoutes(HttpServer& http, ServerContext& ctx) {
   auto gen = [&ctx](const httplib::Request& req, httplib::Response& res) { HandleGenerate(ctx, req, res); };
   http.Post("/generate", gen);
   http.Put("/generate", gen);
-  http.Post("/abort_request", [&ctx](const httplib::Request& req, httplib::Response& res) {
-    Json body = Json::parse(req.body, nullptr, false);
-    if (body.is_discarded() || !body.is_object()) return ReplyNativeError(res, 400, "expected a JSON object");
-    const bool all = body.value("abort_all", false);
-    const std::string rid = body.contains("rid") && body["rid"].is_string() ? body["rid"].get<std::string>() : "";
+  http.Post("/abort_request", [&ctx](const httplib::Request& http_req, httplib::Response& res) {
+    auto body = api::ParseJsonBody(http_req.body);
+    if (!body.ok()) return ReplyGenerateError(res, body.error());
+    auto req = api::ParseAbortRequest(*body);
+    if (!req.ok()) return ReplyGenerateError(res, req.error());
     std::lock_guard lock(ctx.streams_mu);
     for (auto& [id, weak] : ctx.streams)
-      if (all || id == rid)
+      if (req->abort_all || (!req->rid.empty() && id == req->rid))
         if (auto s = weak.lock()) s->Abort();
     res.status = 200;
   });
 }
 
-void AddTokenizeRoutes(httplib::Server& http, ServerContext& ctx) {
-  auto tokenize = [&ctx](const httplib::Request& req, httplib::Response& res) {
-    Json body = Json::parse(req.body, nullptr, false);
-    if (body.is_discarded() || !body.is_object()) return ReplyFlatError(res, 400, "expected a JSON object");
-    const bool add_special = body.value("add_special_tokens", true);
-    std::vector<Json> prompts;
-    const Json p = body.contains("prompt") ? body["prompt"] : body.value("text", Json());
-    if (!p.is_string()) return ReplyFlatError(res, 400, "\"prompt\" must be a string");
-    auto ids = ctx.tokenizer->Encode(p.get<std::string>(), add_special);
+void AddTokenizeRoutes(HttpServer& http, ServerContext& ctx) {
+  auto tokenize = [&ctx](const httplib::Request& http_req, httplib::Response& res) {
+    auto body = api::ParseJsonBody(http_req.body);
+    if (!body.ok()) return ReplyApiError(res, body.error());
+    auto req = api::ParseTokenizeRequest(*body);
+    if (!req.ok()) return ReplyApiError(res, req.error());
+    auto ids = ctx.tokenizer->Encode(req->prompt, req->add_special_tokens);
     if (!ids.ok()) return ReplyFlatError(res, 400, ids.status().message());
     ReplyJson(res, 200, {{"tokens", *ids}, {"count", ids->size()}, {"max_model_len", ctx.engine->context_length()}});
   };
   http.Post("/v1/tokenize", tokenize);
   http.Post("/tokenize", tokenize);
-  auto detokenize = [&ctx](const httplib::Request& req, httplib::Response& res) {
-    Json body = Json::parse(req.body, nullptr, false);
-    if (body.is_discarded() || !body.is_object() || !body.contains("tokens") || !body["tokens"].is_array())
-      return ReplyFlatError(res, 400, "\"tokens\" must be a list of token ids");
-    std::vector<int32_t> ids;
-    for (const auto& t : body["tokens"]) {
-      if (!t.is_number_integer()) return ReplyFlatError(res, 400, "\"tokens\" must be a list of token ids");
-      ids.push_back(t.get<int32_t>());
-    }
-    auto text = ctx.tokenizer->Decode(ids, body.value("skip_special_tokens", false));
+  auto detokenize = [&ctx](const httplib::Request& http_req, httplib::Response& res) {
+    auto body = api::ParseJsonBody(http_req.body);
+    if (!body.ok()) return ReplyApiError(res, body.error());
+    auto req = api::ParseDetokenizeRequest(*body, ctx.tokenizer->vocab_size());
+    if (!req.ok()) return ReplyApiError(res, req.error());
+    auto text = ctx.tokenizer->Decode(req->tokens, req->skip_special_tokens);
     if (!text.ok()) return ReplyFlatError(res, 400, text.status().message());
     ReplyJson(res, 200, {{"text", *text}});
   };

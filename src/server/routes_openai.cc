@@ -285,7 +285,7 @@ void HandleCompletion(ServerContext& ctx, const httplib::Request& http_req, http
 
 }  // namespace
 
-void AddOpenAiRoutes(httplib::Server& http, ServerContext& ctx) {
+void AddOpenAiRoutes(HttpServer& http, ServerContext& ctx) {
   http.Post("/v1/chat/completions", [&ctx](const httplib::Request& req, httplib::Response& res) { HandleChat(ctx, req, res); });
   http.Post("/invocations", [&ctx](const httplib::Request& req, httplib::Response& res) { HandleChat(ctx, req, res); });
   http.Post("/v1/completions", [&ctx](const httplib::Request& req, httplib::Response& res) { HandleCompletion(ctx, req, res); });

@@ -14,35 +14,59 @@
 #include <httplib.h>
 
 #include "server/context.h"
+#include "server/http_server.h"
 #include "server/http_util.h"
 #include "server/routes.h"
 
 namespace tern::server {
 namespace {
 
-std::atomic<int> g_signal{0};
-void OnSignal(int sig) { g_signal.store(sig); }
+constexpr int64_t kMaxContextLength = (int64_t(1) << 31) - 1;
+constexpr int64_t kMaxPageSize = 1 << 16;
 
-// KV cache capacity: --max-total-tokens, else --kv-cache-memory-gb, else a
-// default of enough blocks for max_running_requests full-length sequences,
-// capped at a quarter of physical memory.
-int64_t KvBlocks(const ServeOptions& o, const Model& m, DType kv_dtype, int64_t context) {
-  const int64_t per_token = KvCache::BytesPerToken(m.cache_spec(), kv_dtype);
-  int64_t tokens = o.max_total_tokens;
-  // The budget also holds the recurrent state of every running sequence (hybrid models).
-  const int64_t state = m.cache_spec().recurrent_state_bytes * std::max<int64_t>(o.max_running_requests, 1);
-  if (tokens <= 0 && o.kv_cache_memory_gb > 0)
-    tokens = std::max<int64_t>(int64_t(o.kv_cache_memory_gb * 1e9) - state, per_token) / per_token;
-  if (tokens <= 0) {
-    const int64_t phys = int64_t(sysconf(_SC_PHYS_PAGES)) * int64_t(sysconf(_SC_PAGE_SIZE));
-    tokens = std::min<int64_t>(context * std::max<int64_t>(o.max_running_requests, 1), (phys / 4) / per_token);
-    tokens = std::max<int64_t>(tokens, std::min<int64_t>(context, 4096));
-  }
-  return (tokens + o.page_size - 1) / o.page_size;
+std::atomic<int> g_signal{0};
+std::atomic<int> g_signal_count{0};
+void OnSignal(int sig) {
+  g_signal.store(sig);
+  g_signal_count.fetch_add(1);
 }
 
-// SGLang's warmup: one short greedy generation through the engine.
-bool Warmup(ServerContext& ctx) {
+// a*b, or INT64_MAX when it does not fit (a, b >= 0).
+int64_t SaturatingMul(int64_t a, int64_t b) {
+  int64_t out;
+  return __builtin_mul_overflow(a, b, &out) ? INT64_MAX : out;
+}
+
+// KV cache capacity in blocks: --max-total-tokens, else --kv-cache-memory-gb,
+// else a default of enough blocks for max_running_requests full-length
+// sequences, capped at a quarter of physical memory. Every product is
+// checked: a flag too large for the machine is an error naming it, never a
+// wrapped (smaller) cache.
+Result<int64_t> KvBlocks(const ServeOptions& o, const Model& m, DType kv_dtype, int64_t context) {
+  const int64_t per_token = std::max<int64_t>(KvCache::BytesPerToken(m.cache_spec(), kv_dtype), 1);
+  const int64_t running = std::max<int64_t>(o.max_running_requests, 1);
+  // The budget also holds the recurrent state of every running sequence (hybrid models).
+  const int64_t state = SaturatingMul(m.cache_spec().recurrent_state_bytes, running);
+  if (state == INT64_MAX) return Status::Errorf("--max-running-requests {} needs more recurrent-state memory than can be addressed", running);
+  int64_t tokens = o.max_total_tokens;
+  if (tokens > 0 && SaturatingMul(tokens, per_token) == INT64_MAX)
+    return Status::Errorf("--max-total-tokens {} needs more than 2^63 bytes of KV cache", tokens);
+  if (tokens <= 0 && o.kv_cache_memory_gb > 0) {
+    if (!(o.kv_cache_memory_gb * 1e9 < 9.2e18))
+      return Status::Errorf("--kv-cache-memory-gb {} is larger than any machine's memory", o.kv_cache_memory_gb);
+    tokens = std::max<int64_t>(int64_t(o.kv_cache_memory_gb * 1e9) - state, per_token) / per_token;
+  }
+  if (tokens <= 0) {
+    const int64_t phys = SaturatingMul(int64_t(sysconf(_SC_PHYS_PAGES)), int64_t(sysconf(_SC_PAGE_SIZE)));
+    tokens = std::min<int64_t>(SaturatingMul(context, running), (phys / 4) / per_token);
+    tokens = std::max<int64_t>(tokens, std::min<int64_t>(context, 4096));
+  }
+  return tokens / o.page_size + (tokens % o.page_size != 0);
+}
+
+// SGLang's warmup: one short greedy generation through the engine. Returns
+// why it failed (the engine's own words: non-finite logits, say), or "".
+std::string Warmup(ServerContext& ctx) {
   std::vector<int32_t> prompt;
   if (ctx.tokenizer) {
     auto ids = ctx.tokenizer->Encode("The capital city of France is", false);
@@ -52,12 +76,13 @@ bool Warmup(ServerContext& ctx) {
   EngineRequest req{.id = "warmup", .prompt = prompt, .max_tokens = 8};
   req.sampling.temperature = 0;
   SubmitResult sub = ctx.engine->Submit(req);
-  if (!sub.stream) return false;
+  if (!sub.stream) return sub.error;
   RequestUpdate u;
   for (int i = 0; i < 6000; ++i) {  // up to 600 s, as SGLang
-    if (sub.stream->Next(u, std::chrono::milliseconds(100)) && u.finished) return u.reason != FinishReason::kAbort;
+    if (sub.stream->Next(u, std::chrono::milliseconds(100)) && u.finished)
+      return u.reason != FinishReason::kAbort ? "" : u.message.empty() ? "aborted" : u.message;
   }
-  return false;
+  return "no result within 600 s";
 }
 
 }  // namespace
@@ -88,12 +113,19 @@ int RunServer(const ServeOptions& opts) {
                        "uses 1.0 there\n");
   const int64_t context = opts.context_length > 0 ? opts.context_length : ctx->model->config().max_position_embeddings;
   if (context <= 0) return fail("the model's config has no max_position_embeddings; give --context-length");
+  // Positions are int32 in the engine; a larger context cannot be served.
+  if (context > kMaxContextLength)
+    return fail(fmt::format("--context-length {} is larger than the largest supported ({})", context, kMaxContextLength));
+  if (opts.page_size > kMaxPageSize)
+    return fail(fmt::format("--page-size {} is larger than the largest supported ({})", opts.page_size, kMaxPageSize));
+  auto kv_blocks = KvBlocks(opts, *ctx->model, *kv_dtype, context);
+  if (!kv_blocks.ok()) return fail(kv_blocks.status().message());
   EngineOptions eo{.max_running_requests = opts.max_running_requests,
                    .max_queued_requests = opts.max_queued_requests,
                    .chunked_prefill_size = opts.chunked_prefill_size,
                    .context_length = context,
                    .kv = {.block_size = int32_t(opts.page_size),
-                          .num_blocks = KvBlocks(opts, *ctx->model, *kv_dtype, context),
+                          .num_blocks = *kv_blocks,
                           .dtype = *kv_dtype},
                    .enable_prefix_cache = !opts.disable_radix_cache};
   auto engine = Engine::Create(*ctx->model, eo);
@@ -106,18 +138,18 @@ int RunServer(const ServeOptions& opts) {
              double(ctx->engine->max_total_tokens() * KvCache::BytesPerToken(ctx->model->cache_spec(), *kv_dtype)) / 1e9,
              ctx->engine->prefix_cache_enabled() ? "on" : "off", context, ctx->model->pool().size());
 
-  httplib::Server http;
-  // Streaming requests hold a worker each: allow many concurrent clients.
-  http.new_task_queue = [] { return new httplib::ThreadPool(256); };
-  http.set_payload_max_length(size_t(opts.max_request_bytes));
-  http.set_keep_alive_timeout(5);
-  http.set_read_timeout(600);
-  http.set_write_timeout(600);
+  // Streaming requests hold a connection (and its worker thread) each.
+  HttpServer http(HttpLimits{
+      .max_body_bytes = size_t(opts.max_request_bytes),
+      .read_timeout = std::chrono::milliseconds(int64_t(opts.http_read_timeout_s * 1000)),
+      .write_timeout = std::chrono::milliseconds(int64_t(opts.http_write_timeout_s * 1000)),
+      .max_connections = size_t(opts.max_connections)});
   InstallMiddleware(http, *ctx);
   AddInfoRoutes(http, *ctx);
   AddTokenizeRoutes(http, *ctx);
   AddGenerateRoutes(http, *ctx);
   AddOpenAiRoutes(http, *ctx);
+  http.AddBodyFallbacks();
 
   // Debian's cpp-httplib is a compiled library that listens with a backlog of
   // 5: a burst of new connections (32 clients each reconnecting as a batch of
@@ -143,22 +175,41 @@ int RunServer(const ServeOptions& opts) {
     ctx->health = Health::kUp;
   } else {
     fmt::print(stderr, "tern serve: warming up\n");
-    ctx->health = Warmup(*ctx) ? Health::kUp : Health::kUnhealthy;
+    const std::string warmup_error = Warmup(*ctx);
+    ctx->health = warmup_error.empty() ? Health::kUp : Health::kUnhealthy;
     if (ctx->health != Health::kUp) {
       http.stop();
       listener.join();
-      return fail("the warmup generation failed");
+      return fail("the warmup generation failed: " + warmup_error);
     }
   }
   fmt::print(stderr, "tern serve: listening on http://{}:{} (model \"{}\")\n", opts.host, opts.port, ctx->model_name);
 
-  while (g_signal.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  while (g_signal_count.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   fmt::print(stderr, "tern serve: signal {} received; draining (grace {:.0f} s)\n", g_signal.load(), opts.shutdown_grace_s);
   ctx->health = Health::kShuttingDown;
-  ctx->engine->Drain(std::chrono::milliseconds(int64_t(opts.shutdown_grace_s * 1000)));
-  // Let handlers write their final chunks before the listener closes.
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  // No new connection, no new request on an open one; idle connections and
+  // requests still being read close now. Requests being handled run on.
+  http.BeginShutdown();
   http.stop();
+  std::atomic<bool> drained{false};
+  std::thread drainer([&] {
+    ctx->engine->Drain(std::chrono::milliseconds(int64_t(opts.shutdown_grace_s * 1000)));
+    drained = true;
+  });
+  bool cut_short = false;
+  while (!drained.load()) {
+    if (!cut_short && g_signal_count.load() > 1) {
+      fmt::print(stderr, "tern serve: second signal; aborting running requests\n");
+      ctx->engine->AbortAll();
+      cut_short = true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  drainer.join();
+  // Let handlers write their final chunks, then end every connection.
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  http.CloseAll();
   listener.join();
   ctx->engine.reset();
   fmt::print(stderr, "tern serve: stopped\n");

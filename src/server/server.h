@@ -10,6 +10,8 @@
 
 namespace tern::server {
 
+inline constexpr int64_t kDefaultMaxQueuedRequests = 1024;
+
 struct ServeOptions {
   std::string model_path;
   std::string host = "127.0.0.1";
@@ -18,7 +20,8 @@ struct ServeOptions {
   std::string api_key;
   int64_t context_length = 0;     // 0: the model's
   int64_t max_running_requests = 64;
-  int64_t max_queued_requests = -1;
+  // Sequences (n choices count n) waiting for a slot before 503; -1: unbounded.
+  int64_t max_queued_requests = kDefaultMaxQueuedRequests;
   int64_t chunked_prefill_size = 512;
   std::string kv_cache_dtype = "auto";  // auto | bf16 | fp32 (fp8 variants arrive with the FP8 KV cache)
   int64_t max_total_tokens = 0;     // KV cache capacity in tokens; 0: from kv_cache_memory_gb
@@ -34,7 +37,11 @@ struct ServeOptions {
   bool skip_server_warmup = false;
   size_t threads = 0;
   ActivationNumerics quant_numerics = ActivationNumerics::kFull;  // --quant-numerics
-  int64_t max_request_bytes = 32 << 20;
+  bool strict_weights = false;  // --strict-weights: NaN/Inf in the weights refuse the load (else a warning)
+  int64_t max_request_bytes = 32 << 20;  // a request body, decoded; more is 413
+  double http_read_timeout_s = 60;   // a request's line, headers and body must arrive within it
+  double http_write_timeout_s = 60;  // each write of a response must progress within it
+  int64_t max_connections = 256;     // served at once (one worker thread each); more get 503
   double health_check_timeout_s = 20;
   double shutdown_grace_s = 30;
   std::string log_level = "info";

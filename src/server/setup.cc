@@ -3,11 +3,37 @@
 
 #include <fmt/format.h>
 
+#include "chat/vocab_check.h"
+#include "api/sampling.h"
 #include "server/context.h"
+#include "server/http_server.h"
 #include "server/http_util.h"
 #include "server/routes.h"
 
 namespace tern::server {
+
+namespace {
+// generation_config.json's sampling defaults go into every request that
+// leaves them out; one out of range (temperature -1) would make every such
+// request a 400. Each invalid one is dropped with a warning naming it, and
+// the server starts: the checkpoint's other files are still good.
+void DropInvalidGenerationDefaults(GenerationDefaults& g, const std::string& dir) {
+  auto check = [&](const char* field, auto& value, auto set) {
+    if (!value) return;
+    api::GenerationDefaults only;
+    set(only, *value);
+    auto r = api::ResolveSampling({}, only, /*vocab_size=*/1);
+    if (r.ok()) return;
+    fmt::print(stderr, "tern serve: warning: {}/generation_config.json: ignoring {}: {}\n", dir, field, r.error().message);
+    value.reset();
+  };
+  check("temperature", g.temperature, [](api::GenerationDefaults& d, double v) { d.temperature = v; });
+  check("top_p", g.top_p, [](api::GenerationDefaults& d, double v) { d.top_p = v; });
+  check("min_p", g.min_p, [](api::GenerationDefaults& d, double v) { d.min_p = v; });
+  check("repetition_penalty", g.repetition_penalty, [](api::GenerationDefaults& d, double v) { d.repetition_penalty = v; });
+  check("top_k", g.top_k, [](api::GenerationDefaults& d, int64_t v) { d.top_k = v; });
+}
+}  // namespace
 
 Status LoadServerModel(ServerContext& ctx) {
   const std::string& dir = ctx.opts.model_path;
@@ -17,7 +43,18 @@ Status LoadServerModel(ServerContext& ctx) {
   ctx.tokenizer.emplace(std::move(tok));
   TERN_ASSIGN_OR_RETURN(ctx.tokenizer_config, LoadTokenizerConfig(dir));
   TERN_ASSIGN_OR_RETURN(ctx.generation, LoadGenerationDefaults(dir));
+  DropInvalidGenerationDefaults(ctx.generation, dir);
   ChatPromptOptions co;
+  // SGLang takes --chat-template as a file path (or one of its built-in
+  // names, which tern has none of); tern also takes template text. A value
+  // that is neither an existing file nor looks like a template is a typo'd
+  // path: an error, not a template that renders the path.
+  if (const std::string& t = ctx.opts.chat_template; !t.empty()) {
+    std::error_code fec;
+    const bool looks_like_text = t.find("{%") != std::string::npos || t.find("{{") != std::string::npos;
+    if (!looks_like_text && !std::filesystem::is_regular_file(t, fec))
+      return Status::Errorf("--chat-template {}: no such file (and not template text: it has no '{{%' or '{{{{')", t);
+  }
   co.template_override = ctx.opts.chat_template;
   if (!ctx.opts.default_chat_template_kwargs.empty()) {
     co.default_kwargs = nlohmann::ordered_json::parse(ctx.opts.default_chat_template_kwargs, nullptr, false);
@@ -32,7 +69,12 @@ Status LoadServerModel(ServerContext& ctx) {
     ctx.chat_error = chat.status().message();
     fmt::print(stderr, "tern serve: warning: {}; /v1/chat/completions will answer 400\n", ctx.chat_error);
   }
-  TERN_ASSIGN_OR_RETURN(ctx.model, LoadModel(dir, LoadOptions{.threads = ctx.opts.threads, .numerics = ctx.opts.quant_numerics}));
+  TERN_ASSIGN_OR_RETURN(ctx.model, LoadModel(dir, LoadOptions{.threads = ctx.opts.threads,
+                                                               .numerics = ctx.opts.quant_numerics,
+                                                               .weight_check = ctx.opts.strict_weights
+                                                                                   ? WeightCheck::kError
+                                                                                   : WeightCheck::kWarn}));
+  TERN_RETURN_IF_ERROR(CheckTokenizerFitsModel(*ctx.tokenizer, ctx.model->config().vocab_size, dir));
   ctx.eos_token_ids = ctx.generation.eos_token_ids.empty() ? ctx.model->config().eos_token_ids : ctx.generation.eos_token_ids;
   if (ctx.tokenizer_config.eos_token) {
     auto id = ctx.tokenizer->TokenToId(*ctx.tokenizer_config.eos_token);
@@ -51,7 +93,7 @@ bool SafeEquals(const std::string& a, const std::string& b) {
 }
 }  // namespace
 
-void InstallMiddleware(httplib::Server& http, ServerContext& ctx) {
+void InstallMiddleware(HttpServer& http, ServerContext& ctx) {
   http.set_pre_routing_handler([&ctx](const httplib::Request& req, httplib::Response& res) {
     auto pass = [&] {
       // `curl -X POST .../flush_cache` sends neither Content-Length nor a

@@ -67,12 +67,26 @@ before(async () => {
   server = spawn(TERN, ['serve', '--model', MODEL, '--port', String(port), '--api-key', KEY, '--enable-metrics',
     '--served-model-name', 'tiny', '--max-running-requests', '16', '--max-total-tokens', '8192',
     '--reasoning-parser', 'qwen3', '--tool-call-parser', 'qwen25', '--threads', '2', '--shutdown-grace', '20',
-    '--enable-cache-report'],
+    '--enable-cache-report', '--http-read-timeout', '3', '--max-connections', '200'],
     { stdio: ['ignore', 'ignore', 'pipe'] });
   server.stderr.on('data', (d) => { stderr += d; });
   await waitHealthy(120000);
   client = new OpenAI({ baseURL: base + '/v1', apiKey: KEY, maxRetries: 0 });
 });
+
+// Another tern serve on the same model, for tests that end it.
+async function startServer(extra) {
+  const p = await freePort();
+  let err = '';
+  const proc = spawn(TERN, ['serve', '--model', MODEL, '--port', String(p), '--threads', '1', '--skip-server-warmup',
+    '--max-total-tokens', '1024', ...extra], { stdio: ['ignore', 'ignore', 'pipe'] });
+  proc.stderr.on('data', (d) => { err += d; });
+  for (let i = 0; i < 600; ++i) {
+    try { if ((await fetch(`http://127.0.0.1:${p}/health`)).status === 200) break; } catch {}
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return { proc, port: p, stderr: () => err };
+}
 
 after(async () => {
   if (server && server.exitCode === null) server.kill('SIGKILL');
@@ -392,6 +406,147 @@ test('clients that vanish mid-stream give back every KV block', async () => {
   assert.equal(await waitMetric('sglang:num_running_reqs', 0), 0);
   assert.equal((await raw('POST', '/flush_cache', { body: {} })).status, 200);
   assert.equal(await metric('sglang:kv_free_blocks'), await metric('sglang:kv_total_blocks'));
+});
+
+// Bytes written by hand; resolves with everything the server sent once it closes (or after `ms`).
+function rawExchange(chunks, ms = 10000) {
+  return new Promise((resolve) => {
+    const sock = net.connect(port, '127.0.0.1');
+    let got = '';
+    const done = () => { clearTimeout(timer); sock.destroy(); resolve(got); };
+    const timer = setTimeout(done, ms);
+    sock.on('data', (d) => { got += d; });
+    sock.on('close', done);
+    sock.on('error', done);
+    sock.on('connect', async () => {
+      for (const c of chunks) { if (!sock.write(c)) await new Promise((r) => sock.once('drain', r)); }
+    });
+  });
+}
+
+function serverRssMb() {
+  const status = require('node:fs').readFileSync(`/proc/${server.pid}/status`, 'utf8');
+  return Number(status.match(/VmRSS:\s+(\d+)/)[1]) / 1024;
+}
+
+test('bodies past the limit are 413 whatever their encoding; the server stays healthy and small', async () => {
+  const zlib = require('node:zlib');
+  const head = `POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${KEY}\r\nContent-Type: application/json\r\n`;
+  const rss0 = serverRssMb();
+  // 400 MB chunked: refused after 32 MiB, not buffered.
+  const chunk = 'a'.repeat(1 << 20);
+  const chunks = [head + 'Transfer-Encoding: chunked\r\n\r\n'];
+  for (let i = 0; i < 400; ++i) chunks.push(`${(1 << 20).toString(16)}\r\n${chunk}\r\n`);
+  chunks.push('0\r\n\r\n');
+  const chunked = await rawExchange(chunks);
+  assert.match(chunked, /^HTTP\/1.1 413/, chunked.slice(0, 200));
+  // A 256 KB gzip body that would inflate to 256 MB.
+  const bomb = zlib.gzipSync(Buffer.alloc(256 << 20, 0x20), { level: 9 });
+  assert.ok(bomb.length < 1 << 20);
+  const gz = await rawExchange([head + `Content-Encoding: gzip\r\nContent-Length: ${bomb.length}\r\n\r\n`, bomb]);
+  assert.match(gz, /^HTTP\/1.1 (413|415)/, gz.slice(0, 200));
+  // Content-Length: -5 is refused at once.
+  const t0 = Date.now();
+  const neg = await rawExchange([head + 'Content-Length: -5\r\n\r\n{}']);
+  assert.match(neg, /^HTTP\/1.1 400/, neg);
+  assert.ok(Date.now() - t0 < 3000, 'the connection is closed, not held');
+  assert.ok(serverRssMb() - rss0 < 400, `RSS grew from ${rss0} to ${serverRssMb()} MB`);
+  assert.equal((await raw('GET', '/health', { auth: false })).status, 200);
+});
+
+test('a half-sent request does not hold its connection past --http-read-timeout', async () => {
+  const t0 = Date.now();
+  const got = await rawExchange([`POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Le`], 20000);
+  const s = (Date.now() - t0) / 1000;
+  assert.ok(s < 6, `held for ${s} s (read timeout 3 s)`);
+  assert.ok(!got.startsWith('HTTP/1.1 2'), got);
+});
+
+test('connections past --max-connections are answered 503; service resumes when they go', async () => {
+  // The server runs with --max-connections 200; 200 half-sent requests hold every worker.
+  const socks = [];
+  for (let i = 0; i < 200; ++i) {
+    socks.push(await new Promise((resolve) => { const s = net.connect(port, '127.0.0.1', () => { s.write('GET /health HTTP/1.1\r\n'); resolve(s); }); s.on('error', () => {}); }));
+  }
+  await new Promise((r) => setTimeout(r, 200));
+  const over = await rawExchange(['GET /health HTTP/1.1\r\nHost: x\r\n\r\n'], 3000);
+  assert.match(over, /^HTTP\/1.1 503/, over);
+  for (const s of socks) s.destroy();
+  let ok = 0;
+  for (let i = 0; i < 50 && ok !== 200; ++i) {
+    await new Promise((r) => setTimeout(r, 50));
+    ok = (await raw('GET', '/health', { auth: false }).catch(() => ({ status: 0 }))).status;
+  }
+  assert.equal(ok, 200);
+});
+
+test('non-stream clients that vanish give back every KV block', async () => {
+  await waitMetric('sglang:num_running_reqs', 0);
+  const reqs = [];
+  for (let i = 0; i < 16; ++i) {
+    const req = http.request(base + (i % 2 ? '/v1/completions' : '/generate'), { method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${KEY}` } });
+    req.on('error', () => {});
+    req.end(JSON.stringify(i % 2 ? { prompt: `Story ${i}`, max_tokens: 2000, ignore_eos: true }
+      : { text: `Story ${i}`, sampling_params: { max_new_tokens: 2000, ignore_eos: true } }));
+    reqs.push(req);
+  }
+  // Wait until they run, then hang up.
+  for (let i = 0; i < 100 && await metric('sglang:num_running_reqs') < 16; ++i) await new Promise((r) => setTimeout(r, 50));
+  assert.ok(await metric('sglang:kv_used_blocks') > 0);
+  for (const r of reqs) r.destroy();
+  const t0 = Date.now();
+  let used = -1;
+  for (let i = 0; i < 60 && used !== 0; ++i) { used = await metric('sglang:kv_used_blocks'); if (used) await new Promise((r) => setTimeout(r, 50)); }
+  assert.equal(used, 0, 'no request holds a KV block');
+  assert.ok(Date.now() - t0 < 3000, `blocks back after ${Date.now() - t0} ms`);
+  assert.equal(await waitMetric('sglang:num_running_reqs', 0), 0);
+});
+
+test('bounds: n, logprobs, token ids and max_tokens are checked, never truncated', async () => {
+  const n = await raw('POST', '/v1/completions', { body: { prompt: 'x', n: 2 ** 40, max_tokens: 1 } });
+  assert.equal(n.status, 400, n.text);
+  assert.match(n.json.message, /n must be at most 128/);
+  const n2 = await raw('POST', '/generate', { body: { text: 'x', sampling_params: { n: 20000, max_new_tokens: 1 } } });
+  assert.equal(n2.status, 400, n2.text);
+  const lp = await raw('POST', '/v1/chat/completions', { body: { messages: [{ role: 'user', content: 'x' }], logprobs: true, top_logprobs: 2 ** 32 + 5, max_tokens: 1 } });
+  assert.equal(lp.status, 400, lp.text);
+  assert.match(lp.json.message, /top_logprobs/);
+  const clp = await raw('POST', '/v1/completions', { body: { prompt: 'x', logprobs: 2 ** 32 + 5, max_tokens: 1 } });
+  assert.equal(clp.status, 400, clp.text);
+  const big = await raw('POST', '/v1/completions', { body: '{"prompt": "x", "max_tokens": 9223372036854775000}' });
+  assert.equal(big.status, 400, big.text);
+  assert.match(big.json.message, /context length/);
+  const detok = await raw('POST', '/v1/detokenize', { body: { tokens: [1, 2 ** 32 + 5] } });
+  assert.equal(detok.status, 400, detok.text);
+  const oov = await raw('POST', '/v1/detokenize', { body: { tokens: [1, 10000000] } });
+  assert.equal(oov.status, 400, oov.text);
+  assert.match(oov.json.message, /index 1 .*\[0, \d+\)/);
+  for (const [p, body] of [['/abort_request', { rid: 5 }], ['/abort_request', { abort_all: 'maybe' }],
+    ['/v1/tokenize', { prompt: 7 }], ['/v1/tokenize', { prompt: 'x', add_special_tokens: [] }],
+    ['/v1/detokenize', { tokens: 'x' }], ['/v1/detokenize', { tokens: [1], skip_special_tokens: {} }]]) {
+    const r = await raw('POST', p, { body });
+    assert.equal(r.status, 400, `${p} ${JSON.stringify(body)}: ${r.status} ${r.text}`);
+  }
+  assert.equal((await raw('GET', '/health', { auth: false })).status, 200);
+});
+
+test('SIGTERM with an idle half-open connection exits 0 within the grace period', async () => {
+  const second = await startServer(['--shutdown-grace', '3']);
+  const sock = net.connect(second.port, '127.0.0.1', () => sock.write('POST /generate HTTP/1.1\r\nHost: x\r\nContent-Len'));
+  sock.on('error', () => {});
+  const idle = net.connect(second.port, '127.0.0.1');
+  idle.on('error', () => {});
+  await new Promise((r) => setTimeout(r, 300));
+  const t0 = Date.now();
+  const exited = new Promise((resolve) => second.proc.on('exit', (code) => resolve(code)));
+  second.proc.kill('SIGTERM');
+  const code = await Promise.race([exited, new Promise((r) => setTimeout(() => r('timeout'), 8000))]);
+  if (code === 'timeout') second.proc.kill('SIGKILL');
+  sock.destroy();
+  idle.destroy();
+  assert.equal(code, 0, second.stderr());
+  assert.ok(Date.now() - t0 < 8000);
 });
 
 test('SIGTERM drains: a running request finishes, then the server exits 0', async () => {

@@ -1,0 +1,119 @@
+// A client connection as tern serve runs it: the socket I/O under the limits
+// of HttpLimits, and what a handler may ask of the connection it runs on.
+//
+// cpp-httplib (Debian's 0.11 build) reads requests through an httplib::Stream;
+// Connection is that stream, so every byte the library reads or writes passes
+// the checks here:
+//   - a request (line, headers and body) must arrive within read_timeout of
+//     its first byte, however slowly it trickles: a few hundred half-sent
+//     requests cannot hold the worker threads for long;
+//   - the request line and headers may take max_header_bytes, the body's raw
+//     bytes (chunk framing included) a budget derived from max_body_bytes:
+//     the library's line reader, which has no limit of its own, never holds
+//     more;
+//   - each write must make progress within write_timeout (a stalled reader
+//     frees its thread; a long stream that keeps moving is never cut);
+//   - shutdown: `stopping` ends idle keep-alive waits and requests still
+//     being read; `closing` fails every read and write.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <string>
+
+#include <httplib.h>
+
+namespace tern::server {
+
+struct HttpLimits {
+  size_t max_body_bytes = 32 << 20;  // decoded body; more is 413
+  size_t max_header_bytes = 64 << 10;  // request line and headers
+  std::chrono::milliseconds read_timeout{60000};  // a whole request, from its first byte
+  std::chrono::milliseconds write_timeout{60000};  // progress of each write
+  std::chrono::milliseconds keep_alive_timeout{5000};  // idle between requests
+  size_t max_connections = 256;  // open at once; more are answered 503 and closed
+  size_t keep_alive_max_requests = 100;  // requests per connection
+};
+
+// What every connection of one server shares.
+struct ConnectionControl {
+  HttpLimits limits;
+  std::atomic<bool> stopping{false};  // no new request starts; half-read ones end
+  std::atomic<bool> closing{false};   // all I/O fails
+  std::atomic<size_t> open{0};        // connections being served
+  // Bumped when a connection was refused for want of a worker: connections
+  // idle between requests then close, so the next client finds one free.
+  std::atomic<uint64_t> shed_idle_epoch{0};
+};
+
+class Connection final : public httplib::Stream {
+ public:
+  enum class Phase { kIdle, kHeaders, kBody };
+
+  Connection(int fd, ConnectionControl& control) : fd_(fd), control_(control) {}
+
+  // Waits for the first byte of the next request (keep-alive); false on
+  // timeout, end of stream or shutdown. Then the request's read deadline starts.
+  bool WaitForRequest();
+  // The request line and headers were read; the body's budget starts. With
+  // `no_body` (a request that declared neither Content-Length nor chunked) the
+  // body reads as empty and the connection closes after the response.
+  void BeginBody(bool no_body);
+  // False once the peer has closed or reset the connection (a pipelined next
+  // request still counts as connected). Does not block.
+  bool PeerConnected() const;
+  // Best effort, for answering before any request is read (over the
+  // connection limit): a non-blocking send of `data`.
+  void SendNow(const std::string& data);
+
+  bool close_after_response = false;
+  Phase phase() const { return phase_; }
+  // A read or write failed (deadline, budget, shutdown, peer gone): the
+  // connection cannot carry another request.
+  bool broken() const { return broken_; }
+
+  // httplib::Stream.
+  bool is_readable() const override;
+  bool is_writable() const override;
+  ssize_t read(char* ptr, size_t size) override;
+  ssize_t write(const char* ptr, size_t size) override;
+  void get_remote_ip_and_port(std::string& ip, int& port) const override;
+  void get_local_ip_and_port(std::string& ip, int& port) const override;
+  int socket() const override { return fd_; }
+
+ private:
+  // Waits for `events` up to `deadline`, in slices that notice shutdown.
+  // 1: ready; 0: deadline passed; -1: error or shutdown.
+  int Wait(short events, std::chrono::steady_clock::time_point deadline, bool end_on_stopping,
+           uint64_t shed_epoch = UINT64_MAX) const;
+
+  int fd_;
+  ConnectionControl& control_;
+  Phase phase_ = Phase::kIdle;
+  bool no_body_ = false;
+  bool broken_ = false;
+  std::chrono::steady_clock::time_point read_deadline_;
+  size_t budget_ = 0;  // bytes the current phase may still read
+};
+
+// The connection whose request this thread is handling (handlers run on the
+// thread of their connection), or nullptr off the HTTP worker threads.
+Connection* CurrentConnection();
+// Sets CurrentConnection for the scope of a request.
+class CurrentConnectionScope {
+ public:
+  explicit CurrentConnectionScope(Connection* c);
+  ~CurrentConnectionScope();
+
+ private:
+  Connection* prev_;
+};
+
+// True while the client of the request handled on this thread is still
+// connected (always true off the HTTP threads, e.g. in unit tests).
+bool ClientConnected();
+// The connection closes once the response now being built is written.
+void CloseConnectionAfterResponse();
+
+}  // namespace tern::server
