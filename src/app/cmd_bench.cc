@@ -11,7 +11,7 @@
 #include "app/commands.h"
 #include "app/session.h"
 #include "base/mapped_file.h"
-#include "engine/generate.h"
+#include "engine/run_to_completion.h"
 #include "kernels/simd_target.h"
 
 namespace tern::app {
@@ -26,17 +26,18 @@ struct RunTimes {
   double prefill_s = 0, decode_s = 0;
 };
 
-// One prefill of `prompt` and `gen` greedy decode forwards, timed by Generate.
-Result<RunTimes> RunOnce(Model& model, KvCache& cache, const std::vector<int32_t>& prompt, int64_t gen, int64_t chunk) {
-  BlockAllocator alloc(cache.num_blocks());
-  GenerateRequest req;
-  req.prompt = prompt;
-  req.max_tokens = gen + 1;  // the first token comes from the prefill's logits
-  req.prefill_chunk = chunk;
+// One prefill of `prompt` and `gen` greedy decode steps through the engine,
+// timed by the engine's own step times.
+EngineRequest BenchRequest(const std::vector<int32_t>& prompt, int64_t gen) {
+  EngineRequest req{.id = "bench", .prompt = prompt, .max_tokens = gen + 1};  // the first token comes from the prefill
   req.sampling.temperature = 0;
-  TERN_ASSIGN_OR_RETURN(GenerateResult r, Generate(model, cache, alloc, req, nullptr));
-  if (int64_t(r.tokens.size()) != gen + 1) return Status::Error("bench: generation ended early (context length)");
-  return RunTimes{r.prefill_seconds, r.decode_seconds};
+  return req;
+}
+
+Result<RunTimes> RunOnce(Engine& engine, const std::vector<int32_t>& prompt, int64_t gen) {
+  TERN_ASSIGN_OR_RETURN(std::vector<CompletedRequest> done, RunToCompletion(engine, {BenchRequest(prompt, gen)}));
+  if (int64_t(done[0].tokens.size()) != gen + 1) return Status::Error("bench: generation ended early (context length)");
+  return RunTimes{done[0].prefill_seconds(), done[0].decode_seconds()};
 }
 
 }  // namespace
@@ -80,16 +81,23 @@ Command RegisterBench(CLI::App& app) {
     std::mt19937 rng(1234);
     std::vector<int32_t> prompt(size_t(o->prompt_tokens));
     for (auto& t : prompt) t = int32_t(rng() % uint32_t(cfg.vocab_size));
-    auto cache = (*session)->MakeCache(o->prompt_tokens + o->gen_tokens + 1, o->kv_dtype);
-    if (!cache.ok()) return Fail(cache.status().message());
+    auto kv_dtype = (*session)->KvDtype(o->kv_dtype);
+    if (!kv_dtype.ok()) return Fail(kv_dtype.status().message());
+    // No prefix cache: every repetition computes the whole prompt.
+    auto engine = Engine::Create(model, OfflineEngineOptions(model, {BenchRequest(prompt, o->gen_tokens)},
+                                                             {.chunked_prefill_size = o->chunk,
+                                                              .kv = {.dtype = *kv_dtype},
+                                                              .enable_prefix_cache = false}));
+    if (!engine.ok()) return Fail("bench: " + engine.status().message());
 
     fmt::print(stderr, "tern bench: warming up (pages in the weights)\n");
-    auto warm = RunOnce(model, **cache, prompt, std::min<int64_t>(o->gen_tokens, 8), o->chunk);
+    auto warm = RunOnce(**engine, prompt, std::min<int64_t>(o->gen_tokens, 8));
     if (!warm.ok()) return Fail(warm.status().message());
+    // (the engine is idle between runs: the bandwidth probe has the model's pool to itself)
     BandwidthResult bw = MeasureReadBandwidth(model.pool());
     std::vector<double> prefill, decode;
     for (int r = 0; r < o->reps; ++r) {
-      auto t = RunOnce(model, **cache, prompt, o->gen_tokens, o->chunk);
+      auto t = RunOnce(**engine, prompt, o->gen_tokens);
       if (!t.ok()) return Fail(t.status().message());
       prefill.push_back(double(o->prompt_tokens) / t->prefill_s);
       decode.push_back(double(o->gen_tokens) / t->decode_s);
@@ -112,11 +120,11 @@ Command RegisterBench(CLI::App& app) {
     // Per-sequence memory beside the weights: the fixed recurrent state of
     // linear-attention layers (conv + delta-rule state) and KV per token.
     const CacheSpec spec = model.cache_spec();
-    const int64_t kv_per_token = KvCache::BytesPerToken(spec, (*cache)->dtype());
+    const int64_t kv_per_token = KvCache::BytesPerToken(spec, *kv_dtype);
     fmt::print("state/sequence   {:.2f} MB recurrent ({} linear-attention layers) + {:.1f} KB KV per token ({} attention "
                "layers, {})\n",
                double(spec.recurrent_state_bytes) / 1e6, cfg.num_hidden_layers - spec.attention_layers,
-               double(kv_per_token) / 1e3, spec.attention_layers, DTypeName((*cache)->dtype()));
+               double(kv_per_token) / 1e3, spec.attention_layers, DTypeName(*kv_dtype));
     if (!o->json_out.empty()) {
       nlohmann::json j = {{"model", o->model}, {"threads", model.pool().size()},
                           {"recurrent_state_bytes", spec.recurrent_state_bytes}, {"kv_bytes_per_token", kv_per_token},

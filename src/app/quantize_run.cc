@@ -7,7 +7,7 @@
 
 #include "app/session.h"
 #include "engine/block_allocator.h"
-#include "engine/generate.h"
+#include "engine/run_to_completion.h"
 #include "model/decoder.h"
 
 namespace tern::app {
@@ -35,11 +35,17 @@ Result<Calibration> Calibrate(Session& s, const std::vector<int32_t>& ids) {
     a.k_observer = (kv[attn + "|k"] = std::make_unique<ActivationObserver>()).get();
     a.v_observer = (kv[attn + "|v"] = std::make_unique<ActivationObserver>()).get();
   }
-  TERN_ASSIGN_OR_RETURN(std::unique_ptr<KvCache> cache, s.MakeCache(int64_t(ids.size()) + 1, "f32"));
-  BlockAllocator blocks(cache->num_blocks());
-  GenerateRequest req{.prompt = ids, .max_tokens = 1};
+  // One prefill through the engine (an F32 KV cache: the observers see the
+  // keys and values at the precision they were computed in).
+  EngineRequest req{.id = "calibration", .prompt = ids, .max_tokens = 1};
   req.sampling.temperature = 0;
-  Result<GenerateResult> r = Generate(*s.model, *cache, blocks, req, nullptr);
+  Result<std::vector<CompletedRequest>> r = Status::Error("");
+  {
+    auto engine = Engine::Create(*s.model, OfflineEngineOptions(*s.model, {req},
+                                                                {.kv = {.dtype = DType::kF32},
+                                                                 .enable_prefix_cache = false}));
+    r = engine.ok() ? RunToCompletion(**engine, {req}) : Result<std::vector<CompletedRequest>>(engine.status());
+  }
   model->ForEachLinear([](Linear& l) { l.observer = nullptr; });
   for (DecoderLayer& layer : model->layers) layer.attention.k_observer = layer.attention.v_observer = nullptr;
   if (!r.ok()) return r.status().WithContext("quantize: calibration run");

@@ -41,16 +41,12 @@ SamplingParams Session::DefaultSampling() const {
   return p;
 }
 
-Result<std::unique_ptr<KvCache>> Session::MakeCache(int64_t tokens, const std::string& kv_dtype, bool with_mtp) const {
-  KvCacheOptions o;
-  TERN_ASSIGN_OR_RETURN(o.dtype, ParseKvCacheDtype(kv_dtype, model->weight_dtype()));
-  if (o.dtype == DType::kF8E4M3 && !model->HasKvCacheScales())
+Result<DType> Session::KvDtype(const std::string& kv_dtype) const {
+  TERN_ASSIGN_OR_RETURN(DType d, ParseKvCacheDtype(kv_dtype, model->weight_dtype()));
+  if (d == DType::kF8E4M3 && !model->HasKvCacheScales())
     fmt::print(stderr, "tern: warning: {} has no k_scale/v_scale for every layer; the FP8 KV cache uses 1.0 there\n",
                dir);
-  o.block_size = 16;
-  o.num_blocks = (tokens + o.block_size - 1) / o.block_size;
-  o.num_state_slots = model->cache_spec().recurrent_state_bytes > 0 ? 1 : 0;  // one sequence: slot 0
-  return KvCache::Create(with_mtp ? model->cache_spec_with_mtp() : model->cache_spec(), o);
+  return d;
 }
 
 Result<std::string> Session::RenderChatPrompt(const std::string& user_message, const std::string& kwargs_json) const {

@@ -28,11 +28,10 @@ struct Session {
 
   // Sampling defaults from generation_config.json (greedy when it says do_sample false).
   SamplingParams DefaultSampling() const;
-  // A KV cache for one sequence of `tokens` positions. kv_dtype: "auto" (F32 for
-  // F32 weights, else F16, as llama.cpp), "f32", "f16" or "bf16".
-  // with_mtp: also the MTP head's layers (Model::cache_spec_with_mtp).
-  Result<std::unique_ptr<KvCache>> MakeCache(int64_t tokens, const std::string& kv_dtype = "auto",
-                                             bool with_mtp = false) const;
+  // The KV cache dtype a command's --kv-cache-dtype names: "auto" (F32 for F32
+  // weights, else F16, as llama.cpp), "f32", "f16", "bf16" or "fp8_e4m3" (with a
+  // warning when the checkpoint lacks k_scale / v_scale).
+  Result<DType> KvDtype(const std::string& kv_dtype) const;
   // The prompt text for one user message under the model's chat template.
   // kwargs_json: chat_template_kwargs as a JSON object (e.g. {"enable_thinking": false}), or empty.
   Result<std::string> RenderChatPrompt(const std::string& user_message, const std::string& kwargs_json = "") const;

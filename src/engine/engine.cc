@@ -496,13 +496,16 @@ void Engine::Step() {
       continue;
     }
     TokenOutput out;
-    if (s->req.top_logprobs >= 0) {
-      std::vector<float> raw(l.begin(), l.end());
-      const int32_t tok = s->sampler.Sample(l, s->req.prompt, std::span<const int32_t>(s->tokens).subspan(size_t(s->num_prompt)));
+    const auto output_so_far = std::span<const int32_t>(s->tokens).subspan(size_t(s->num_prompt));
+    if (s->req.top_logprobs >= 0 || s->req.return_logits) {
+      std::vector<float> raw(l.begin(), l.end());  // the sampler applies penalties in place
+      const int32_t tok = s->sampler.Sample(l, s->req.prompt, output_so_far);
       out = MakeTokenOutput(tok, raw, s->req.top_logprobs);
+      if (s->req.return_logits) out.logits = std::move(raw);
     } else {
-      out.id = s->sampler.Sample(l, s->req.prompt, std::span<const int32_t>(s->tokens).subspan(size_t(s->num_prompt)));
+      out.id = s->sampler.Sample(l, s->req.prompt, output_so_far);
     }
+    out.time = now;
     const int32_t tok = out.id;
     s->tokens.push_back(tok);
     ++produced;

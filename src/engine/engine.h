@@ -56,6 +56,7 @@ struct EngineRequest {
   int64_t max_tokens = 16;
   std::vector<int32_t> stop_token_ids;  // finish ("stop") after sampling one of these
   int32_t top_logprobs = -1;            // -1: no logprobs; 0: chosen token only; k > 0: also the top k
+  bool return_logits = false;           // each TokenOutput carries its whole logits row (reference checks)
 };
 
 struct SubmitResult {

@@ -5,14 +5,14 @@
 // error that says so (the NaN guard) and are counted; an exception in a step
 // fails what was running and the engine goes on serving. In each case the
 // other sequences' greedy tokens equal those of the same request run alone
-// through Generate (engine/generate.cc), an independent decode loop.
+// on the healthy model, in an engine of its own.
 #include <filesystem>
 #include <stdexcept>
 
 #include <gtest/gtest.h>
 
 #include "engine/engine.h"
-#include "engine/generate.h"
+#include "engine/run_to_completion.h"
 #include "model/synth_checkpoint.h"
 
 namespace tern {
@@ -78,14 +78,15 @@ class EngineIsolationTest : public ::testing::Test {
   static void TearDownTestSuite() { delete model_; }
 
   static std::vector<int32_t> Alone(const std::vector<int32_t>& prompt, int64_t n) {
-    KvCacheOptions o{.block_size = 4, .num_blocks = 64, .dtype = DType::kF32};
-    auto cache = KvCache::Create(model_->cache_spec(), o);
-    BlockAllocator alloc(o.num_blocks);
-    GenerateRequest r{.prompt = prompt, .max_tokens = n};
+    EngineRequest r{.id = "alone", .prompt = prompt, .max_tokens = n};
     r.sampling.temperature = 0;
-    auto res = Generate(*model_, **cache, alloc, r, nullptr);
-    EXPECT_TRUE(res.ok());
-    return res.ok() ? res->tokens : std::vector<int32_t>{};
+    const EngineOptions o = OfflineEngineOptions(
+        *model_, {r}, {.kv = {.block_size = 4, .dtype = DType::kF32}, .enable_prefix_cache = false});
+    auto engine = Engine::Create(*model_, o);
+    EXPECT_TRUE(engine.ok()) << engine.status().message();
+    auto res = RunToCompletion(**engine, {r});
+    EXPECT_TRUE(res.ok()) << res.status().message();
+    return res.ok() ? (*res)[0].ids() : std::vector<int32_t>{};
   }
   static std::vector<int32_t> Collect(RequestStream& s, RequestUpdate* last) {
     std::vector<int32_t> out;
@@ -120,6 +121,7 @@ class EngineIsolationTest : public ::testing::Test {
   static Pair RunPair(Engine& e) {
     const std::vector<int32_t> good = {3, 10, 17, 24, 31, 38};
     const std::vector<int32_t> bad = {kMarker, 4, 11, 18};
+    const auto expected = Alone(good, 12);  // (before e runs: one model, one engine at a time)
     auto g = e.Submit(Greedy("good", good, 12));
     auto b = e.Submit(Greedy("bad", bad, 12));
     EXPECT_TRUE(g.stream && b.stream);
@@ -127,7 +129,7 @@ class EngineIsolationTest : public ::testing::Test {
     if (!g.stream || !b.stream) return p;
     p.good_tokens = Collect(*g.stream, &p.good_last);
     p.bad_tokens = Collect(*b.stream, &p.bad_last);
-    EXPECT_EQ(p.good_tokens, Alone(good, 12)) << "the good request was disturbed";
+    EXPECT_EQ(p.good_tokens, expected) << "the good request was disturbed";
     EXPECT_EQ(p.good_last.reason, FinishReason::kLength);
     return p;
   }
@@ -139,8 +141,9 @@ std::string EngineIsolationTest::dir_;
 Model* EngineIsolationTest::model_ = nullptr;
 
 TEST_F(EngineIsolationTest, TokenIdsOutsideTheVocabularyAre400AtSubmission) {
-  auto engine = MakeEngine(*model_);
   const std::vector<int32_t> good = {3, 10, 17, 24};
+  const auto expected = Alone(good, 10);  // (first: two engines must not run the one model at once)
+  auto engine = MakeEngine(*model_);
   auto g = engine->Submit(Greedy("good", good, 10));
   ASSERT_TRUE(g.stream);
   for (int32_t id : {96, -1, 1 << 30}) {
@@ -158,7 +161,7 @@ TEST_F(EngineIsolationTest, TokenIdsOutsideTheVocabularyAre400AtSubmission) {
   EXPECT_EQ(neg.http_status, 400);
   EXPECT_EQ(neg.error, "max_tokens must be >= 0, got -1.");
   RequestUpdate last;
-  EXPECT_EQ(Collect(*g.stream, &last), Alone(good, 10));
+  EXPECT_EQ(Collect(*g.stream, &last), expected);
   EXPECT_EQ(last.reason, FinishReason::kLength);
   EXPECT_EQ(engine->metrics().engine_errors_total.load(), 0u);
 }
@@ -176,6 +179,7 @@ TEST_F(EngineIsolationTest, ARefusedChunkFailsOnlyItsSequence) {
 }
 
 TEST_F(EngineIsolationTest, NonFiniteLogitsEndTheSequenceWithAClearError) {
+  const auto expected_later = Alone({8, 9, 10}, 6);
   for (auto fault : {FaultyModel::Fault::kNaN, FaultyModel::Fault::kInf}) {
     FaultyModel faulty(*model_, fault);
     auto engine = MakeEngine(faulty);
@@ -191,11 +195,12 @@ TEST_F(EngineIsolationTest, NonFiniteLogitsEndTheSequenceWithAClearError) {
     auto later = engine->Submit(Greedy("later", {8, 9, 10}, 6));
     ASSERT_TRUE(later.stream);
     RequestUpdate last;
-    EXPECT_EQ(Collect(*later.stream, &last), Alone({8, 9, 10}, 6));
+    EXPECT_EQ(Collect(*later.stream, &last), expected_later);
   }
 }
 
 TEST_F(EngineIsolationTest, AnExceptionInAStepFailsWhatRanAndTheEngineGoesOn) {
+  const auto expected_next = Alone({8, 9, 10}, 6);
   FaultyModel faulty(*model_, FaultyModel::Fault::kThrow);
   auto engine = MakeEngine(faulty);
   auto b = engine->Submit(Greedy("bad", {kMarker, 4, 11}, 8));
@@ -212,7 +217,7 @@ TEST_F(EngineIsolationTest, AnExceptionInAStepFailsWhatRanAndTheEngineGoesOn) {
   // Not a silently stopped engine thread: the next request is served.
   auto next = engine->Submit(Greedy("next", {8, 9, 10}, 6));
   ASSERT_TRUE(next.stream);
-  EXPECT_EQ(Collect(*next.stream, &last), Alone({8, 9, 10}, 6));
+  EXPECT_EQ(Collect(*next.stream, &last), expected_next);
   EXPECT_EQ(last.reason, FinishReason::kLength);
 }
 

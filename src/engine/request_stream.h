@@ -19,6 +19,8 @@ struct TokenOutput {
   int32_t id = 0;
   float logprob = 0;                             // log-softmax of the model's logits (when asked)
   std::vector<std::pair<int32_t, float>> top;    // the top_logprobs most likely tokens (when asked)
+  std::vector<float> logits;                     // [vocab]: the row it was drawn from, before penalties (when asked)
+  std::chrono::steady_clock::time_point time;    // when the engine step that produced it ended
 };
 
 enum class FinishReason { kNone, kStop, kLength, kAbort };

@@ -77,7 +77,7 @@ expect_error "unknown architecture model_type \"llama4\"" "$tern" generate --mod
 expect_error "expected [96, 64]" "$tern" generate --model "$work/shape" --prompt-ids 1,2
 expect_error "model.safetensors" "$tern" generate --model "$work/trunc" --prompt-ids 1,2
 expect_error "unexpected tensor 'model.layers.0.mlp.extra.weight'" "$tern" generate --model "$work/extra" --prompt-ids 1,2
-expect_error "out of range" "$tern" generate --model "$work/ok" --prompt-ids 1,999999
+expect_error "Token id 999999 at index 1 of the input is outside the vocabulary" "$tern" generate --model "$work/ok" --prompt-ids 1,999999
 expect_error "invalid token id list" "$tern" generate --model "$work/ok" --prompt-ids 1,x
 expect_error "context length is 8" "$tern" generate --model "$work/ctx" --prompt-ids 1,2,3,4,5,6,7,8,9
 expect_error "UTF-8" "$tern" tokenize --model "$work/ok" --text $'ab\xff'
