@@ -5,7 +5,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build ccache pkg-config git
   libhwy-dev libpcre2-dev libutf8proc-dev nlohmann-json3-dev libcli11-dev
-  libfmt-dev libspdlog-dev libcpp-httplib-dev libssl-dev
+  libfmt-dev libcpp-httplib-dev libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev
   python3 python3-numpy python3-jinja2

@@ -1,5 +1,6 @@
-// Engine: continuous batching over a paged KV cache — the one header the
-// server sees.
+// Engine: continuous batching over a paged KV cache -- the one way tokens are
+// produced: the server, `tern generate`, `tern bench` and the reference tests
+// all drive it (engine/run_to_completion.h for everything but the server).
 //
 // One engine thread runs the loop; HTTP threads only Submit requests and read
 // their RequestStreams. Each step the engine:
@@ -107,7 +108,6 @@ class Engine {
   Engine(Model& model, const EngineOptions& opts, std::unique_ptr<KvCache> cache, bool prefix_cache);
   void Loop();
   void Step();
-  void TakeIncoming();
   void Admit();
   bool EnsureBlocks(Sequence& s, int64_t positions);
   void Retract(Sequence& s);
