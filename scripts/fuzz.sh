@@ -9,6 +9,8 @@
 #   scripts/fuzz.sh                  # every target, TERN_FUZZ_SECONDS (20) each
 #   scripts/fuzz.sh jinja tokenizer_json
 #   TERN_FUZZ_SECONDS=900 TERN_FUZZ_PARALLEL=1 scripts/fuzz.sh jinja   # a campaign by hand
+#   TERN_FUZZ_EXTRA="-fork=1 -ignore_crashes=1" ...   # more libFuzzer flags (keep going past crashes)
+#   TERN_FUZZ_NO_BUILD=1 ...                          # run the binaries already built
 #
 # New inputs go to build-fuzz/fuzz/work/<target> (kept between runs; never
 # to the committed corpus). fuzz/README.md says how to add a reproducer.
@@ -37,9 +39,11 @@ if ! command -v clang++ >/dev/null; then
   echo "fuzz.sh: clang++ not found (scripts/install-deps.sh installs it)" >&2
   exit 1
 fi
+if [ -z "${TERN_FUZZ_NO_BUILD:-}" ]; then
 cmake -S . -B build-fuzz -G Ninja -DTERN_FUZZ=ON -DCMAKE_CXX_COMPILER=clang++ -DTERN_BUILD_BENCHMARKS=OFF \
   -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" >/dev/null
 cmake --build build-fuzz -j"$(nproc)" --target "${targets[@]/#/fuzz_}"
+fi
 
 out=build-fuzz/fuzz
 run_one() {
@@ -51,7 +55,7 @@ run_one() {
   # that needs more is a finding too). The committed corpus is read-only here.
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     "$out/fuzz_$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
-    -dict="$dict" -artifact_prefix="$out/artifacts/$t/" -print_final_stats=1 \
+    -dict="$dict" -artifact_prefix="$out/artifacts/$t/" -print_final_stats=1 ${TERN_FUZZ_EXTRA:-} \
     "$out/work/$t" "fuzz/corpus/$t" >"$out/logs/$t.log" 2>&1
 }
 
@@ -67,6 +71,8 @@ wait_one() {
   local log="$out/logs/$t.log"
   local execs cov ft
   execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || true)
+  # -fork mode prints no final stats: its last "#N: cov: ..." line counts them.
+  [ -z "$execs" ] && execs=$(grep -o '^#[0-9]*: cov' "$log" | tail -1 | grep -o '[0-9]*' || true)
   cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | grep -o '[0-9]*' || true)
   ft=$(grep -o 'ft: [0-9]*' "$log" | tail -1 | grep -o '[0-9]*' || true)
   if [ "$rc" -eq 0 ]; then

@@ -341,6 +341,26 @@ ExprPtr Parser::ParseSubscript(ExprPtr node) {
   if (args.size() == 1) {
     g->index = std::move(args[0]);
   } else {
+    // x[a:b, c]: Python's key is a tuple holding a slice object, which no
+    // str, list or dict accepts (Jinja2 gives undefined). tern has no slice
+    // values: each slice becomes the tuple of its bounds, which evaluates
+    // them as Jinja2 does and is no valid key either.
+    for (auto& a : args) {
+      if (a->kind != ExprKind::kSlice) continue;
+      auto* s = static_cast<SliceExpr*>(a.get());
+      auto bounds = Make<ListExpr>(at);
+      bounds->is_tuple = true;
+      for (ExprPtr* b : {&s->start, &s->stop, &s->step}) {
+        if (*b) {
+          bounds->items.push_back(std::move(*b));
+        } else {
+          auto none = Make<ConstExpr>(at);
+          none->value = Value::None();
+          bounds->items.push_back(std::move(none));
+        }
+      }
+      a = std::move(bounds);
+    }
     auto t = Make<ListExpr>(at);
     t->is_tuple = true;
     t->items = std::move(args);

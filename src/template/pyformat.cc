@@ -13,15 +13,20 @@ namespace tern::jinja {
 
 namespace {
 
-std::string Printf(const std::string& spec, double d) {
+// spec: a printf conversion the callers build from a checked type letter
+// (never one taken from the template unchecked: %S or %n would read or
+// write through the argument). Width and precision are bounded by the
+// callers, so the result is at most about a megabyte.
+template <typename T>
+std::string Printf(const std::string& spec, T v) {
   char buf[512];
-  std::snprintf(buf, sizeof(buf), spec.c_str(), d);
-  return buf;
-}
-std::string Printf(const std::string& spec, long long i) {
-  char buf[512];
-  std::snprintf(buf, sizeof(buf), spec.c_str(), i);
-  return buf;
+  const int n = std::snprintf(buf, sizeof(buf), spec.c_str(), v);
+  if (n < 0) ThrowRender("format width or precision too large");
+  if (static_cast<size_t>(n) < sizeof(buf)) return std::string(buf, static_cast<size_t>(n));
+  std::string out(static_cast<size_t>(n) + 1, '\0');
+  std::snprintf(out.data(), out.size(), spec.c_str(), v);
+  out.resize(static_cast<size_t>(n));
+  return out;
 }
 
 double NumberArg(const Value& v, char type) {
@@ -155,6 +160,9 @@ std::string FormatSpec(Evaluator& ev, const Value& v, const std::string& spec) {
         body = FloatRepr(d);
       } else {
         char t = type == 0 ? 'g' : type;
+        if (t != 'e' && t != 'E' && t != 'f' && t != 'F' && t != 'g' && t != 'G' && t != 'n' && t != '%') {
+          ThrowRender(fmt::format("Unknown format code '{}' for object of type '{}'", type, TypeName(v)));
+        }
         if (t == '%') {
           d *= 100;
           t = 'f';
@@ -270,7 +278,9 @@ std::string PyPercentFormat(Evaluator& ev, const std::string& f, const Value& ar
       case 'X':
       case 'o': {
         const long long n = IntArg(v, type);
-        std::string s = Printf(spec + "ll" + type, n < 0 ? -n : n);
+        // |n| as unsigned: -n overflows for the smallest int64.
+        const unsigned long long u = n < 0 ? 0ULL - static_cast<unsigned long long>(n) : static_cast<unsigned long long>(n);
+        std::string s = Printf(spec + "ll" + type, u);
         if (n < 0) s = "-" + s;
         out += s;
         break;

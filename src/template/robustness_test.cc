@@ -51,7 +51,9 @@ void RenderAny(const std::string& src, const Json& ctx) {
     return;
   }
   auto r = tpl->Render(ctx, SmallLimits());
-  if (!r.ok()) EXPECT_FALSE(r.status().message().empty());
+  if (!r.ok()) {
+    EXPECT_FALSE(r.status().message().empty());
+  }
 }
 
 TEST(Robustness, MutatedRealTemplates) {

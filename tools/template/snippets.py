@@ -153,6 +153,14 @@ snip("m_is", "{{ 'abc'.isalpha() }} {{ '123'.isdigit() }} {{ 'a1'.isalnum() }} {
 snip("m_partition_pad", "{{ 'a=b=c'.partition('=') }} {{ 'a=b=c'.rpartition('=') }} {{ 'x'.partition('=') }} [{{ 'ab'.ljust(5, '.') }}] [{{ 'ab'.rjust(5) }}] [{{ 'ab'.center(6, '*') }}] {{ '42'.zfill(5) }} {{ '-42'.zfill(5) }}")
 snip("err_join_non_str", "{{ ','.join([1, 2]) }}")
 snip("m_list_dict", "{{ b.index(2) }} {{ b.count(1) }} {{ d.items()|list|length }} {{ d.copy() }}")
+# Found by fuzz/jinja: a format type letter reached snprintf unchecked
+# ('{:S}' read a double as a wide string), printf output was cut at 511
+# bytes, and a slice inside a tuple subscript had no object.
+snip("fmt_unknown_code_float", "{{ '{:S}'.format(1.5) }}")
+snip("fmt_unknown_code_int", "{{ '{:<4S}'.format(7) }}")
+snip("fmt_unknown_code_n_int", "{{ '{:p}'.format(7) }}")
+snip("fmt_long_output", "{{ '{:.600f}'.format(1e300)|length }} {{ '%.600f'|format(1e300)|length }} {{ '%20000d'|format(1)|length }} {{ '%x'|format(-9223372036854775807 - 1) }} {{ '%o'|format(-8) }} {{ '{:n}'.format(1234.5) }}")
+snip("subscript_tuple_with_slice", "[{{ 'abc'[::,1] }}][{{ [1, 2][0:1, 0] }}][{{ {'a': 1}[1:2, 3] }}][{{ [1, 2][::2, ::] is defined }}]")
 # Methods that were listed but not implemented (issue 16): each once recursed
 # until the stack overflowed; now implemented as Python does. (str.encode is
 # an error in tern, which has no bytes type: methods_test.cc checks it.)
