@@ -53,6 +53,10 @@ std::string RenderPrometheus(ServerContext& ctx) {
   w.Counter("sglang:num_requests_total", "Number of requests processed.", double(m.requests_total.load()));
   w.Counter("sglang:num_aborted_requests_total", "Number of requests aborted.", double(m.aborted_requests_total.load()));
   w.Counter("sglang:num_retractions", "Number of retracted (preempted) requests.", double(m.retractions_total.load()));
+  w.Counter("tern:nonfinite_logits_total", "Sequences stopped because the model produced NaN or Inf logits.",
+            double(m.nonfinite_logits_total.load()));
+  w.Counter("tern:engine_errors_total", "Engine steps that failed (a refused batch or an exception).",
+            double(m.engine_errors_total.load()));
   w.Gauge("sglang:num_running_reqs", "The number of running requests.", double(m.running.load()));
   w.Gauge("sglang:num_queue_reqs", "The number of requests in the waiting queue.", double(m.queued.load()));
   // As SGLang, blocks the prefix cache holds for no request count as available, not used.

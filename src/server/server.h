@@ -23,7 +23,7 @@ struct ServeOptions {
   // Sequences (n choices count n) waiting for a slot before 503; -1: unbounded.
   int64_t max_queued_requests = kDefaultMaxQueuedRequests;
   int64_t chunked_prefill_size = 512;
-  std::string kv_cache_dtype = "auto";  // auto | bf16 | fp32 (fp8 variants arrive with the FP8 KV cache)
+  std::string kv_cache_dtype = "auto";  // auto (f32 for f32 weights, else f16) | f32 | f16 | bf16 | fp8_e4m3
   int64_t max_total_tokens = 0;     // KV cache capacity in tokens; 0: from kv_cache_memory_gb
   double kv_cache_memory_gb = 0;    // 0: a default sized to the machine
   int64_t page_size = 16;           // tokens per KV block
