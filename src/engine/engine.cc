@@ -124,12 +124,12 @@ SubmitResult Engine::Submit(EngineRequest req) {
   std::vector<EngineRequest> one;
   one.push_back(std::move(req));
   SubmitGroupResult g = SubmitGroup(std::move(one));
-  if (g.streams.empty()) return {nullptr, g.http_status, std::move(g.error)};
-  return {std::move(g.streams[0]), 200, ""};
+  if (g.streams.empty()) return {nullptr, g.error_kind, std::move(g.error)};
+  return {std::move(g.streams[0]), EngineError::kNone, ""};
 }
 
 SubmitGroupResult Engine::SubmitGroup(std::vector<EngineRequest> reqs) {
-  if (reqs.empty()) return {{}, 400, "The request is empty."};
+  if (reqs.empty()) return {{}, EngineError::kInvalidInput, "The request is empty."};
   auto notifier = std::make_shared<StreamNotifier>();
   auto group = reqs.size() > 1 && prefix_.enabled() ? std::make_shared<Group>() : nullptr;
   std::vector<std::unique_ptr<Sequence>> seqs;
@@ -137,19 +137,19 @@ SubmitGroupResult Engine::SubmitGroup(std::vector<EngineRequest> reqs) {
   const int64_t vocab = model_.config().vocab_size;
   for (EngineRequest& req : reqs) {
     const int64_t n = int64_t(req.prompt.size());
-    if (n == 0) return {{}, 400, "The input is empty."};
+    if (n == 0) return {{}, EngineError::kInvalidInput, "The input is empty."};
     // Checked here, not in the forward: a bad id fails this request alone, never the batch it would join.
-    if (std::string bad = OutOfVocabulary(req.prompt, vocab); !bad.empty()) return {{}, 400, std::move(bad)};
-    if (req.max_tokens < 0) return {{}, 400, fmt::format("max_tokens must be >= 0, got {}.", req.max_tokens)};
+    if (std::string bad = OutOfVocabulary(req.prompt, vocab); !bad.empty()) return {{}, EngineError::kInvalidInput, std::move(bad)};
+    if (req.max_tokens < 0) return {{}, EngineError::kInvalidInput, fmt::format("max_tokens must be >= 0, got {}.", req.max_tokens)};
     if (n >= opts_.context_length)
-      return {{}, 400,
+      return {{}, EngineError::kTooLong,
               fmt::format("The input ({} tokens) is longer than the model's context length ({} tokens).", n,
                           opts_.context_length)};
     if (BlocksFor(n + 1, opts_.kv.block_size) > opts_.kv.num_blocks)
-      return {{}, 400, fmt::format("The input ({} tokens) does not fit in the KV cache ({} tokens).", n,
+      return {{}, EngineError::kTooLong, fmt::format("The input ({} tokens) does not fit in the KV cache ({} tokens).", n,
                                    max_total_tokens())};
     if (req.sampling.min_new_tokens > 0) req.sampling.min_tokens_suppressed = req.stop_token_ids;
-    if (Status s = req.sampling.Validate(); !s.ok()) return {{}, 400, s.message()};
+    if (Status s = req.sampling.Validate(); !s.ok()) return {{}, EngineError::kInvalidInput, s.message()};
     req.max_tokens = std::min(req.max_tokens, opts_.context_length - n);
     auto seq = std::make_unique<Sequence>(std::move(req));
     seq->stream = std::make_shared<RequestStream>(seq->req.id, notifier);
@@ -166,11 +166,11 @@ SubmitGroupResult Engine::SubmitGroup(std::vector<EngineRequest> reqs) {
   const int64_t count = int64_t(seqs.size());
   {
     std::lock_guard lock(mu_);
-    if (draining_ || stop_) return {{}, 503, "The server is shutting down."};
+    if (draining_ || stop_) return {{}, EngineError::kDraining, "The server is shutting down."};
     // Queued = submitted but not running (the running gauge is refreshed every step).
     if (opts_.max_queued_requests >= 0 &&
         pending_count_.load() - metrics_.running.load() + count > opts_.max_queued_requests)
-      return {{}, 503, "The request queue is full."};
+      return {{}, EngineError::kQueueFull, "The request queue is full."};
     for (auto& s : seqs) incoming_.push_back(std::move(s));
     pending_count_ += count;
   }
@@ -234,13 +234,13 @@ void Engine::Loop() {
       if (stop_) {
         for (auto* q : {&incoming_, &waiting_})
           for (auto& s : *q) {
-            s->stream->Finish(FinishReason::kAbort, -1, "The server is shutting down.", 503, s->num_prompt,
+            s->stream->Finish(FinishReason::kAbort, -1, "The server is shutting down.", EngineError::kDraining, s->num_prompt,
                               s->generated(), s->cached_tokens());
             pending_count_--;
           }
         for (auto& s : running_) {
           ReleaseBlocks(*s);
-          s->stream->Finish(FinishReason::kAbort, -1, "The server is shutting down.", 503, s->num_prompt,
+          s->stream->Finish(FinishReason::kAbort, -1, "The server is shutting down.", EngineError::kDraining, s->num_prompt,
                             s->generated(), s->cached_tokens());
           pending_count_--;
         }
@@ -275,7 +275,7 @@ void Engine::Loop() {
 void Engine::FailRunning(const std::string& message) {
   metrics_.engine_errors_total++;
   for (auto& s : running_)
-    if (!s->finished) FinishSequence(*s, FinishReason::kAbort, -1, message, 500);
+    if (!s->finished) FinishSequence(*s, FinishReason::kAbort, -1, message, EngineError::kInternal);
   running_.clear();
 }
 
@@ -292,7 +292,7 @@ void Engine::FailRefusedBatch(std::span<Sequence* const> batch_seqs, std::span<c
   if (faulty.empty())  // a fault of the batch as a whole: nothing tells which sequence, so all of it fails
     for (Sequence* s : batch_seqs) faulty.emplace_back(s, batch_error.message());
   for (auto& [s, why] : faulty) {
-    FinishSequence(*s, FinishReason::kAbort, -1, "Internal error: " + why, 500);
+    FinishSequence(*s, FinishReason::kAbort, -1, "Internal error: " + why, EngineError::kInternal);
     running_.erase(std::find_if(running_.begin(), running_.end(), [&](const auto& p) { return p.get() == s; }));
   }
 }
@@ -308,13 +308,13 @@ void Engine::ReleaseBlocks(Sequence& s) {
   if (s.group && s.leader) s.group->prompt_ready = true;
 }
 
-void Engine::FinishSequence(Sequence& s, FinishReason reason, int32_t matched, std::string message, int status) {
+void Engine::FinishSequence(Sequence& s, FinishReason reason, int32_t matched, std::string message, EngineError error) {
   if (s.finished) return;
   s.finished = true;
   ReleaseBlocks(s);
   if (reason == FinishReason::kAbort) metrics_.aborted_requests_total++;
   metrics_.e2e.Observe(Secs(s.arrival, Clock::now()));
-  s.stream->Finish(reason, matched, std::move(message), status, s.num_prompt, s.generated(), s.cached_tokens());
+  s.stream->Finish(reason, matched, std::move(message), error, s.num_prompt, s.generated(), s.cached_tokens());
   pending_count_--;
 }
 
@@ -372,7 +372,7 @@ void Engine::Step() {
   auto drop_aborted = [&](auto& q) {
     for (auto it = q.begin(); it != q.end();) {
       if ((*it)->stream->aborted()) {
-        FinishSequence(**it, FinishReason::kAbort, -1, "The request was aborted.", 0);
+        FinishSequence(**it, FinishReason::kAbort, -1, "The request was aborted.", EngineError::kNone);
         it = q.erase(it);
       } else {
         ++it;
@@ -422,7 +422,7 @@ void Engine::Step() {
         continue;
       }
       // Alone and still no room: cannot happen with Submit's check, but never loop forever.
-      FinishSequence(*s, FinishReason::kAbort, -1, "The KV cache is exhausted.", 500);
+      FinishSequence(*s, FinishReason::kAbort, -1, "The KV cache is exhausted.", EngineError::kInternal);
       running_.erase(find_running(s));
       continue;
     }
@@ -491,7 +491,7 @@ void Engine::Step() {
                      fmt::format("The model produced non-finite logits (NaN or Inf) at position {}; generation was "
                                  "stopped.",
                                  s->tokens.size() - 1),
-                     500);
+                     EngineError::kInternal);
       done.push_back(s);
       continue;
     }
@@ -520,10 +520,10 @@ void Engine::Step() {
     const bool stop_tok = std::find(s->req.stop_token_ids.begin(), s->req.stop_token_ids.end(), tok) !=
                           s->req.stop_token_ids.end();
     if (stop_tok) {
-      FinishSequence(*s, FinishReason::kStop, tok, "", 0);
+      FinishSequence(*s, FinishReason::kStop, tok, "", EngineError::kNone);
       done.push_back(s);
     } else if (s->generated() >= s->req.max_tokens || int64_t(s->tokens.size()) >= opts_.context_length) {
-      FinishSequence(*s, FinishReason::kLength, -1, "", 0);
+      FinishSequence(*s, FinishReason::kLength, -1, "", EngineError::kNone);
       done.push_back(s);
     }
   }

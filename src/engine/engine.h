@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "engine/block_allocator.h"
+#include "engine/engine_error.h"
 #include "engine/metrics.h"
 #include "engine/prefix_cache.h"
 #include "engine/request_stream.h"
@@ -62,13 +63,13 @@ struct EngineRequest {
 
 struct SubmitResult {
   std::shared_ptr<RequestStream> stream;  // null on error
-  int http_status = 200;
-  std::string error;
+  EngineError error_kind = EngineError::kNone;
+  std::string error;  // what is wrong, for the client
 };
 
 struct SubmitGroupResult {
   std::vector<std::shared_ptr<RequestStream>> streams;  // empty on error; they share one StreamNotifier
-  int http_status = 200;
+  EngineError error_kind = EngineError::kNone;
   std::string error;
 };
 
@@ -77,8 +78,9 @@ class Engine {
   static Result<std::unique_ptr<Engine>> Create(Model& model, const EngineOptions& opts);
   ~Engine();
 
-  // Queues a request; fails with 503 when the queue is full or the engine is
-  // draining, 400 when the request cannot fit the context or the cache.
+  // Queues a request; fails with kQueueFull / kDraining when the queue is full
+  // or the engine is draining, kTooLong when the input cannot fit the context
+  // or the cache, kInvalidInput when it cannot run as given.
   SubmitResult Submit(EngineRequest req);
   // Queues requests that share one prompt (the n choices of a request), all
   // or none. With the prefix cache the first one computes the prompt and the
@@ -111,7 +113,7 @@ class Engine {
   void Admit();
   bool EnsureBlocks(Sequence& s, int64_t positions);
   void Retract(Sequence& s);
-  void FinishSequence(Sequence& s, FinishReason reason, int32_t matched, std::string message, int status);
+  void FinishSequence(Sequence& s, FinishReason reason, int32_t matched, std::string message, EngineError error);
   // Fails every running sequence (after a step threw).
   void FailRunning(const std::string& message);
   // After Forward refused a batch: fails the sequences at fault, keeps the rest.

@@ -149,16 +149,16 @@ TEST_F(EngineIsolationTest, TokenIdsOutsideTheVocabularyAre400AtSubmission) {
   for (int32_t id : {96, -1, 1 << 30}) {
     auto b = engine->Submit(Greedy("bad", {5, 6, id, 7}, 4));
     EXPECT_FALSE(b.stream);
-    EXPECT_EQ(b.http_status, 400);
+    EXPECT_EQ(b.error_kind, EngineError::kInvalidInput);
     EXPECT_EQ(b.error, fmt::format("Token id {} at index 2 of the input is outside the vocabulary [0, 96).", id));
   }
   // One bad choice of a group refuses the whole group, and nothing is queued.
   std::vector<EngineRequest> group = {Greedy("g0", good, 2), Greedy("g1", {1, 2, 96}, 2)};
   auto gr = engine->SubmitGroup(std::move(group));
   EXPECT_TRUE(gr.streams.empty());
-  EXPECT_EQ(gr.http_status, 400);
+  EXPECT_EQ(gr.error_kind, EngineError::kInvalidInput);
   auto neg = engine->Submit(Greedy("neg", good, -1));
-  EXPECT_EQ(neg.http_status, 400);
+  EXPECT_EQ(neg.error_kind, EngineError::kInvalidInput);
   EXPECT_EQ(neg.error, "max_tokens must be >= 0, got -1.");
   RequestUpdate last;
   EXPECT_EQ(Collect(*g.stream, &last), expected);
@@ -171,7 +171,7 @@ TEST_F(EngineIsolationTest, ARefusedChunkFailsOnlyItsSequence) {
   auto engine = MakeEngine(faulty);
   Pair p = RunPair(*engine);
   EXPECT_EQ(p.bad_last.reason, FinishReason::kAbort);
-  EXPECT_EQ(p.bad_last.abort_status, 500);
+  EXPECT_EQ(p.bad_last.error, EngineError::kInternal);
   EXPECT_EQ(p.bad_last.message, "Internal error: injected refusal");
   EXPECT_TRUE(p.bad_tokens.empty());
   EXPECT_EQ(engine->metrics().engine_errors_total.load(), 1u);
@@ -186,7 +186,7 @@ TEST_F(EngineIsolationTest, NonFiniteLogitsEndTheSequenceWithAClearError) {
     // The prompt's logits row (position 3, its last token) is poisoned.
     Pair p = RunPair(*engine);
     EXPECT_EQ(p.bad_last.reason, FinishReason::kAbort);
-    EXPECT_EQ(p.bad_last.abort_status, 500);
+    EXPECT_EQ(p.bad_last.error, EngineError::kInternal);
     EXPECT_EQ(p.bad_last.message,
               "The model produced non-finite logits (NaN or Inf) at position 3; generation was stopped.");
     EXPECT_TRUE(p.bad_tokens.empty());
@@ -208,7 +208,7 @@ TEST_F(EngineIsolationTest, AnExceptionInAStepFailsWhatRanAndTheEngineGoesOn) {
   RequestUpdate last;
   Collect(*b.stream, &last);
   EXPECT_EQ(last.reason, FinishReason::kAbort);
-  EXPECT_EQ(last.abort_status, 500);
+  EXPECT_EQ(last.error, EngineError::kInternal);
   EXPECT_EQ(last.message, "Internal error in the engine step: injected fault");
   EXPECT_EQ(engine->metrics().engine_errors_total.load(), 1u);
   for (int i = 0; i < 200 && engine->metrics().used_blocks.load() != 0; ++i)

@@ -218,7 +218,9 @@ TEST_F(EngineTest, PrefixCacheWithRetractionAndEvictionMatchesNoCache) {
     WaitFor(m.used_blocks, 0);
     EXPECT_EQ(m.used_blocks.load(), 0) << "every block a request held is back";
     EXPECT_EQ(m.used_blocks.load() + m.cached_blocks.load() + m.free_blocks.load(), 16);
-    if (cache) EXPECT_GT(m.cached_blocks.load(), 0);
+    if (cache) {
+      EXPECT_GT(m.cached_blocks.load(), 0);
+    }
     EXPECT_TRUE((*engine)->FlushCache());
     EXPECT_EQ(m.free_blocks.load(), 16) << "flushing gives every cached block back";
     EXPECT_EQ(m.cached_blocks.load(), 0);
@@ -320,7 +322,7 @@ TEST_F(EngineTest, AbortFreesBlocksAndErrorsAreReported) {
   EngineRequest too_long{.id = "b", .prompt = Prompt(2, 256), .max_tokens = 1};
   auto b = (*engine)->Submit(too_long);
   EXPECT_FALSE(b.stream);
-  EXPECT_EQ(b.http_status, 400);
+  EXPECT_EQ(b.error_kind, EngineError::kTooLong);
   EXPECT_NE(b.error.find("longer than the model's context length (256 tokens)"), std::string::npos) << b.error;
 
   EngineRequest stop_req{.id = "c", .prompt = Prompt(3, 4), .max_tokens = 50};
@@ -337,7 +339,7 @@ TEST_F(EngineTest, AbortFreesBlocksAndErrorsAreReported) {
 
   (*engine)->Drain(std::chrono::milliseconds(2000));
   auto d = (*engine)->Submit(stop_req);
-  EXPECT_EQ(d.http_status, 503);
+  EXPECT_EQ(d.error_kind, EngineError::kDraining);
 }
 
 TEST_F(EngineTest, QueueFullIs503) {
@@ -352,7 +354,7 @@ TEST_F(EngineTest, QueueFullIs503) {
   int rejected = 0;
   for (auto& s : subs) {
     if (!s.stream) {
-      EXPECT_EQ(s.http_status, 503);
+      EXPECT_EQ(s.error_kind, EngineError::kQueueFull);
       EXPECT_EQ(s.error, "The request queue is full.");
       ++rejected;
     }

@@ -35,7 +35,7 @@ bool RequestStream::Next(RequestUpdate& out, std::chrono::milliseconds timeout) 
     pending_.reason = out.reason;
     pending_.matched_stop_token = out.matched_stop_token;
     pending_.message = out.message;
-    pending_.abort_status = out.abort_status;
+    pending_.error = out.error;
     has_news_ = true;
   }
   return true;
@@ -53,7 +53,7 @@ void RequestStream::PushToken(TokenOutput t, int64_t completion_tokens) {
   notifier_->Notify();
 }
 
-void RequestStream::Finish(FinishReason reason, int32_t matched_stop_token, std::string message, int abort_status,
+void RequestStream::Finish(FinishReason reason, int32_t matched_stop_token, std::string message, EngineError error,
                            int64_t prompt_tokens, int64_t completion_tokens, int64_t cached_tokens) {
   {
     std::lock_guard lock(mu_);
@@ -63,7 +63,7 @@ void RequestStream::Finish(FinishReason reason, int32_t matched_stop_token, std:
     pending_.reason = reason;
     pending_.matched_stop_token = matched_stop_token;
     pending_.message = std::move(message);
-    pending_.abort_status = abort_status;
+    pending_.error = error;
     pending_.prompt_tokens = prompt_tokens;
     pending_.completion_tokens = completion_tokens;
     pending_.cached_tokens = cached_tokens;

@@ -13,6 +13,8 @@
 #include <utility>
 #include <vector>
 
+#include "engine/engine_error.h"
+
 namespace tern {
 
 struct TokenOutput {
@@ -32,7 +34,7 @@ struct RequestUpdate {
   FinishReason reason = FinishReason::kNone;
   int32_t matched_stop_token = -1;  // with kStop from a stop token
   std::string message;              // with kAbort: why
-  int abort_status = 0;             // with kAbort: HTTP status to report (0: client abort)
+  EngineError error = EngineError::kNone;  // with kAbort: why, as a kind (kNone: the client or caller aborted)
   int64_t prompt_tokens = 0, completion_tokens = 0;
   int64_t cached_tokens = 0;  // prompt tokens whose KV came from the prefix cache
 };
@@ -68,7 +70,7 @@ class RequestStream {
 
   // Engine side.
   void PushToken(TokenOutput t, int64_t completion_tokens);
-  void Finish(FinishReason reason, int32_t matched_stop_token, std::string message, int abort_status,
+  void Finish(FinishReason reason, int32_t matched_stop_token, std::string message, EngineError error,
               int64_t prompt_tokens, int64_t completion_tokens, int64_t cached_tokens);
 
  private:

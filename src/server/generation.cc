@@ -57,8 +57,8 @@ api::ApiResult<std::vector<std::shared_ptr<GenerationRun>>> GenerationRun::Start
   }
   SubmitGroupResult sub = ctx.engine->SubmitGroup(std::move(reqs));
   if (sub.streams.empty()) {
-    if (sub.http_status == 503) return api::ApiError::Http(503, sub.error);
-    return api::ApiError::BadRequest(sub.error);
+    const int status = HttpStatusFor(sub.error_kind);
+    return status == 400 ? api::ApiError::BadRequest(sub.error) : api::ApiError::Http(status, sub.error);
   }
   std::vector<std::shared_ptr<GenerationRun>> runs;
   for (auto& stream : sub.streams) {
@@ -112,8 +112,9 @@ bool GenerationRun::Next(Step& out, std::chrono::milliseconds timeout) {
         out.finish = api::FinishReason::Length(spec_.sampling.max_new_tokens.value_or(completion_tokens_));
         break;
       default:
-        out.finish = api::FinishReason::Abort(u.message.empty() ? "The request was aborted." : u.message,
-                                              u.abort_status ? std::optional<int>(u.abort_status) : std::nullopt);
+        out.finish = api::FinishReason::Abort(
+            u.message.empty() ? "The request was aborted." : u.message,
+            u.error == EngineError::kNone ? std::nullopt : std::optional<int>(HttpStatusFor(u.error)));
     }
     return true;
   }

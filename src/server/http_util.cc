@@ -50,6 +50,18 @@ bool ParseJsonBody(const httplib::Request& req, httplib::Response& res, json& ou
   return true;
 }
 
+int HttpStatusFor(EngineError kind) {
+  switch (kind) {
+    case EngineError::kNone: return 200;
+    case EngineError::kInvalidInput:
+    case EngineError::kTooLong: return 400;
+    case EngineError::kQueueFull:
+    case EngineError::kDraining: return 503;
+    case EngineError::kInternal: return 500;
+  }
+  return 500;
+}
+
 std::string SseEvent(const std::string& payload) { return "data: " + payload + "\n\n"; }
 
 int64_t UnixNow() {

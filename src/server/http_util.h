@@ -6,6 +6,8 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include "engine/engine_error.h"
+
 namespace tern::server {
 
 // SGLang's flat OpenAI-route error: {"object":"error","message","type","param","code"}.
@@ -18,6 +20,10 @@ void ReplyNativeError(httplib::Response& res, int status, const std::string& mes
 // Parses a JSON request body, replying 400 (SGLang's messages) and returning
 // false on a wrong content type or malformed JSON.
 bool ParseJsonBody(const httplib::Request& req, httplib::Response& res, nlohmann::json& out, bool flat_errors = true);
+
+// The HTTP status for an engine error kind (engine/engine_error.h): bad input
+// 400, a full queue or a draining server 503, an engine failure 500.
+int HttpStatusFor(EngineError kind);
 
 // One SSE event: "data: <payload>\n\n".
 std::string SseEvent(const std::string& payload);
