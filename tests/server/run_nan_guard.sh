@@ -37,29 +37,31 @@ grep -qF "weights hold NaN or Inf: 'model.norm.weight'" "$work/strict.log" || { 
 pid=$!
 trap 'kill $pid 2>/dev/null || true' EXIT
 # (/ping: /health itself generates a token, and so would fire the guard)
-for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$port/ping" >/dev/null && break; sleep 0.2; done
+for _ in $(seq 1 100); do curl -sf --max-time 10 "http://127.0.0.1:$port/ping" >/dev/null && break; sleep 0.2; done
 grep -qF "weights hold NaN or Inf (served anyway; --strict-weights refuses): 'model.norm.weight'" "$work/serve.log" ||
   fail "no load warning naming model.norm.weight"
 
 body='{"model":"m","prompt":"hello","max_tokens":4,"temperature":0}'
-code=$(curl -s -o "$work/plain.json" -w '%{http_code}' -H 'Content-Type: application/json' -d "$body" \
+code=$(curl -s --max-time 60 -o "$work/plain.json" -w '%{http_code}' -H 'Content-Type: application/json' -d "$body" \
   "http://127.0.0.1:$port/v1/completions")
 [ "$code" = 500 ] || fail "non-streaming: status $code, body $(cat "$work/plain.json")"
 grep -qF "The model produced non-finite logits (NaN or Inf)" "$work/plain.json" || fail "non-streaming body: $(cat "$work/plain.json")"
 
 sbody='{"model":"m","prompt":"hello","max_tokens":4,"temperature":0,"stream":true}'
-curl -sN -H 'Content-Type: application/json' -d "$sbody" "http://127.0.0.1:$port/v1/completions" >"$work/stream.txt"
+curl -sN --max-time 60 -H 'Content-Type: application/json' -d "$sbody" "http://127.0.0.1:$port/v1/completions" >"$work/stream.txt"
 grep -F "non-finite logits" "$work/stream.txt" | grep -q '"error"' || fail "stream: no error event naming non-finite logits: $(cat "$work/stream.txt")"
 if grep -q '"finish_reason": *"stop"\|"finish_reason":"length"' "$work/stream.txt"; then fail "stream reported a normal finish"; fi
 
-curl -s "http://127.0.0.1:$port/metrics" >"$work/metrics.txt"
+curl -s --max-time 60 "http://127.0.0.1:$port/metrics" >"$work/metrics.txt"
 grep -qE '^tern:nonfinite_logits_total(\{.*\})? 2$' "$work/metrics.txt" || fail "metrics: $(grep nonfinite "$work/metrics.txt")"
 # /health generates a token: on this model it must report 503, and the probe is counted too.
-code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/health")
+code=$(curl -s --max-time 60 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/health")
 [ "$code" = 503 ] || fail "/health answered $code on a model that computes NaN"
-curl -s "http://127.0.0.1:$port/metrics" | grep -qE '^tern:nonfinite_logits_total(\{.*\})? 3$' || fail "the health probe was not counted"
+metric=$(curl -s --max-time 60 "http://127.0.0.1:$port/metrics" | grep -E '^tern:nonfinite_logits_total' || true)
+# (at least 3: the probe's own request; a client's retried probe would add more)
+[ "${metric##* }" -ge 3 ] 2>/dev/null || fail "the health probe was not counted: $metric"
 # The server still serves: a tokenize request and a second generation are answered.
-code=$(curl -s -o /dev/null -w '%{http_code}' -H 'Content-Type: application/json' -d "$body" \
+code=$(curl -s --max-time 60 -o /dev/null -w '%{http_code}' -H 'Content-Type: application/json' -d "$body" \
   "http://127.0.0.1:$port/v1/completions")
 [ "$code" = 500 ] || fail "second request: status $code"
 kill -TERM $pid; wait $pid
