@@ -86,6 +86,15 @@ Status BuildIdTables(const std::vector<AddedToken>& added,
   for (const auto& [token, id] : data->model.vocab()) size = std::max<int64_t>(size, id + 1);
   for (const AddedToken& t : added) size = std::max<int64_t>(size, t.id + 1);
   if (size > INT32_MAX) return Status::Error("token ids exceed 2^31");
+  // The tables below are dense in the id: a file with a few tokens but one
+  // huge id would make them gigabytes (found by fuzz/tokenizer_json). Real
+  // vocabularies are dense (holes are a handful of ids), so allow generous
+  // sparseness and refuse the rest.
+  const int64_t count = int64_t(data->model.vocab().size() + added.size());
+  if (size > 4 * count + 65536) {
+    return Status::Errorf("token ids reach {} for only {} tokens (the id space would be too sparse)", size - 1,
+                          count);
+  }
   data->id_to_token.assign(size_t(size), std::string());
   data->flags.assign(size_t(size), 0);
   for (const auto& [token, id] : data->model.vocab()) {

@@ -91,6 +91,17 @@ TEST(Tokenizer, CopiesShareAndOutliveOriginal) {
   EXPECT_EQ(copy->Decode(copy->Encode("hello").value(), false).value(), "hello");
 }
 
+// Found by fuzz/tokenizer_json: one token with id 177777793 made the dense
+// id tables allocate gigabytes (an out-of-memory abort). A sparse id space
+// is an error; a vocabulary with a few holes still loads.
+TEST(Tokenizer, HugeSparseIdIsALoadErrorNotAnAllocation) {
+  ExpectLoadError(Edited([](auto& j) { j["model"]["vocab"]["\u0100"] = 177777793u; }), "too sparse");
+  ExpectLoadError(Edited([](auto& j) { j["model"]["vocab"]["\u0101"] = 2000000000u; }), "too sparse");
+  auto holes = Tokenizer::FromJson(Edited([](auto& j) { j["model"]["vocab"]["\u0100"] = 60000u; }));
+  ASSERT_TRUE(holes.ok()) << holes.status().message();
+  EXPECT_EQ(holes->IdToToken(60000), "\u0100");
+}
+
 TEST(Tokenizer, MalformedJsonGivesClearErrors) {
   ExpectLoadError("", "not valid JSON");
   ExpectLoadError("{\"model\": ", "not valid JSON");
