@@ -10,8 +10,9 @@
 namespace tern {
 
 Result<AttentionBlock> AttentionBlock::Load(const WeightLoader& w, const std::string& prefix,
-                                            const ModelConfig& cfg, int64_t cache_layer, bool qk_norm,
-                                            bool output_gate, float norm_offset) {
+                                            const ModelConfig& cfg, const Options& o) {
+  const int64_t cache_layer = o.cache_layer;
+  const bool output_gate = o.output_gate;
   AttentionBlock a;
   a.q_heads = cfg.num_attention_heads;
   a.kv_heads = cfg.num_key_value_heads;
@@ -26,11 +27,9 @@ Result<AttentionBlock> AttentionBlock::Load(const WeightLoader& w, const std::st
   TERN_ASSIGN_OR_RETURN(a.k_proj, w.Load(prefix + "k_proj", a.kv_heads * D, H, bias));
   TERN_ASSIGN_OR_RETURN(a.v_proj, w.Load(prefix + "v_proj", a.kv_heads * D, H, bias));
   TERN_ASSIGN_OR_RETURN(a.o_proj, w.Load(prefix + "o_proj", H, a.q_heads * D, bias));
-  if (qk_norm) {
-    TERN_ASSIGN_OR_RETURN(a.q_norm, w.Vector(prefix + "q_norm.weight", D));
-    TERN_ASSIGN_OR_RETURN(a.k_norm, w.Vector(prefix + "k_norm.weight", D));
-    for (float& v : a.q_norm) v += norm_offset;
-    for (float& v : a.k_norm) v += norm_offset;
+  if (o.qk_norm) {
+    TERN_ASSIGN_OR_RETURN(a.q_norm, w.Norm(prefix + "q_norm.weight", D, o.norms));
+    TERN_ASSIGN_OR_RETURN(a.k_norm, w.Norm(prefix + "k_norm.weight", D, o.norms));
   }
   // ModelOpt names them k_proj.k_scale / v_proj.v_scale; some exports use self_attn.k_scale.
   for (auto [dst, names] : {std::pair{&a.k_scale, std::array{"k_proj.k_scale", "k_scale"}},

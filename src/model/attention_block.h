@@ -30,11 +30,15 @@ struct AttentionBlock {
   ActivationObserver* k_observer = nullptr;
   ActivationObserver* v_observer = nullptr;
 
+  struct Options {
+    int64_t cache_layer = 0;               // index among the model's attention layers
+    bool qk_norm = true;                   // per-head q_norm / k_norm before RoPE (the Qwen3 family)
+    bool output_gate = false;              // see output_gate above
+    NormStyle norms = NormStyle::kPlain;   // how q_norm / k_norm are stored
+  };
   // Loads `<prefix>q_proj` etc. (prefix like "model.layers.3.self_attn.").
-  // norm_offset: added to the q/k norm weights (1 for zero-centred norms).
   static Result<AttentionBlock> Load(const WeightLoader& w, const std::string& prefix, const ModelConfig& cfg,
-                                     int64_t cache_layer, bool qk_norm, bool output_gate = false,
-                                     float norm_offset = 0.0f);
+                                     const Options& o);
 
   // x: [rows, hidden] (already normed); out: [rows, hidden].
   void Forward(const BatchLayout& batch, const float* x, float* out, KvCache& cache, Scratch& s,

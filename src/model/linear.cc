@@ -219,4 +219,11 @@ Result<std::vector<float>> WeightLoader::Vector(const std::string& name, int64_t
   return v;
 }
 
+Result<std::vector<float>> WeightLoader::Norm(const std::string& name, int64_t dim, NormStyle style) const {
+  TERN_ASSIGN_OR_RETURN(std::vector<float> v, Vector(name, dim));
+  if (style == NormStyle::kZeroCentred)
+    for (float& x : v) x += 1.0f;
+  return v;
+}
+
 }  // namespace tern

@@ -58,6 +58,12 @@ struct Linear {
 void ForwardLinears(std::span<const Linear* const> layers, const float* x, int64_t M, std::span<float* const> ys,
                     ThreadPool& pool);
 
+// How a checkpoint stores its RMSNorm weights.
+enum class NormStyle {
+  kPlain,        // y = x / rms(x) * w
+  kZeroCentred,  // y = x / rms(x) * (1 + w): Qwen3.5 / Qwen3-Next (Qwen3NextRMSNorm)
+};
+
 // Reads Linear layers and vectors from a checkpoint, checking each Linear's
 // stored format against the checkpoint's declared quantization.
 class WeightLoader {
@@ -72,6 +78,10 @@ class WeightLoader {
   Result<Linear> Load(const std::string& prefix, int64_t out, int64_t in, bool with_bias = false) const;
   // A 1-D tensor of `dim` elements as f32 (norm weights, biases).
   Result<std::vector<float>> Vector(const std::string& name, int64_t dim) const;
+  // An RMSNorm weight [dim] as the kernels apply it: as stored, or 1 + stored
+  // for zero-centred norms (Qwen3.5 / Qwen3-Next keep w - 1) -- the one place
+  // that rule lives.
+  Result<std::vector<float>> Norm(const std::string& name, int64_t dim, NormStyle style) const;
   // A scalar F32 tensor (shape [] or [1]), or nullopt when absent. Marks it used.
   Result<std::optional<float>> Scalar(const std::string& name) const;
 

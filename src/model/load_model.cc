@@ -1,32 +1,20 @@
-#include <functional>
-#include <map>
 #include <string>
 #include <vector>
 
-#include "model/architectures.h"
+#include "model/architecture.h"
 #include "model/weight_check.h"
 
 namespace tern {
 
 Result<std::unique_ptr<Model>> LoadModel(const std::string& dir, const LoadOptions& opts) {
-  static const std::map<std::string, std::function<Status(DecoderModel&)>> kArchitectures = {
-      {"qwen3", LoadQwen3},
-      {"qwen3_moe", LoadQwen3Moe},
-      {"qwen3_5_moe", LoadQwen35Moe},
-      {"qwen3_5_moe_text", LoadQwen35Moe},
-      {"qwen3_next", LoadQwen3Next},
-  };
   TERN_ASSIGN_OR_RETURN(ModelConfig cfg, LoadModelConfig(dir));
-  auto arch = kArchitectures.find(cfg.model_type);
-  if (arch == kArchitectures.end()) {
-    std::string known;
-    for (const auto& [name, fn] : kArchitectures) known += (known.empty() ? "" : ", ") + name;
+  const Architecture* arch = FindArchitecture(cfg.model_type);
+  if (arch == nullptr)
     return Status::Errorf("{}/config.json: unknown architecture model_type \"{}\" (supported: {})", dir,
-                          cfg.model_type, known);
-  }
+                          cfg.model_type, ArchitectureNames());
   TERN_ASSIGN_OR_RETURN(TensorStore store, TensorStore::OpenDir(dir));
   auto m = std::make_unique<DecoderModel>(std::move(cfg), std::move(store), opts);
-  Status s = arch->second(*m);
+  Status s = LoadQwenFamily(*m, *arch);
   if (!s.ok()) return s.WithContext(fmt::format("loading {}", dir));
   // Buffers HF keeps in some checkpoints, the vision tower of wrapped
   // checkpoints, which text generation does not use, and mtp.* when the config

@@ -4,35 +4,26 @@
 
 #include <fmt/format.h>
 
+#include "model/architecture.h"
+
 namespace tern {
 
 Result<MtpHead> MtpHead::Load(const WeightLoader& w, const ModelConfig& c, const Options& o) {
   if (o.num_layers <= 0) return Status::Errorf("MTP head: {} layers", o.num_layers);
+  if (o.arch == nullptr) return Status::Error("MTP head: no architecture given");
+  const Architecture& arch = *o.arch;
   const int64_t H = c.hidden_size;
   MtpHead m;
-  TERN_ASSIGN_OR_RETURN(m.pre_fc_norm_embedding, w.Vector("mtp.pre_fc_norm_embedding.weight", H));
-  TERN_ASSIGN_OR_RETURN(m.pre_fc_norm_hidden, w.Vector("mtp.pre_fc_norm_hidden.weight", H));
-  TERN_ASSIGN_OR_RETURN(m.norm, w.Vector("mtp.norm.weight", H));
+  TERN_ASSIGN_OR_RETURN(m.pre_fc_norm_embedding, w.Norm("mtp.pre_fc_norm_embedding.weight", H, arch.norms));
+  TERN_ASSIGN_OR_RETURN(m.pre_fc_norm_hidden, w.Norm("mtp.pre_fc_norm_hidden.weight", H, arch.norms));
+  TERN_ASSIGN_OR_RETURN(m.norm, w.Norm("mtp.norm.weight", H, arch.norms));
   TERN_ASSIGN_OR_RETURN(m.fc, w.Load("mtp.fc", H, 2 * H));
+  // Each layer is a full-attention layer of the main model's kind.
   for (int64_t i = 0; i < o.num_layers; ++i) {
-    const std::string p = fmt::format("mtp.layers.{}.", i);
-    DecoderLayer l;
-    TERN_ASSIGN_OR_RETURN(l.input_norm, w.Vector(p + "input_layernorm.weight", H));
-    TERN_ASSIGN_OR_RETURN(l.post_attn_norm, w.Vector(p + "post_attention_layernorm.weight", H));
-    for (auto* v : {&l.input_norm, &l.post_attn_norm})
-      for (float& x : *v) x += 1.0f;
-    TERN_ASSIGN_OR_RETURN(l.attention, AttentionBlock::Load(w, p + "self_attn.", c, o.first_cache_layer + i,
-                                                            /*qk_norm=*/true, /*output_gate=*/true,
-                                                            /*norm_offset=*/1.0f));
-    if (!o.qwen3_next || c.IsMoeLayer(i)) {
-      TERN_ASSIGN_OR_RETURN(l.ffn, MoeFfn::Load(w, p + "mlp.", c));
-    } else {
-      TERN_ASSIGN_OR_RETURN(l.ffn, DenseFfn::Load(w, p + "mlp.", H, c.intermediate_size));
-    }
+    TERN_ASSIGN_OR_RETURN(DecoderLayer l, LoadLayerBody(w, arch, c, fmt::format("mtp.layers.{}.", i), i,
+                                                        /*linear=*/false, o.first_cache_layer + i));
     m.layers.push_back(std::move(l));
   }
-  for (auto* v : {&m.pre_fc_norm_embedding, &m.pre_fc_norm_hidden, &m.norm})
-    for (float& x : *v) x += 1.0f;
   return m;
 }
 

@@ -32,6 +32,8 @@
 
 namespace tern {
 
+struct Architecture;  // model/architecture.h
+
 struct MtpHead {
   std::vector<float> pre_fc_norm_embedding, pre_fc_norm_hidden, norm;  // [H] each, holding 1 + w
   Linear fc;                         // [H, 2H]
@@ -39,8 +41,8 @@ struct MtpHead {
 
   struct Options {
     int64_t num_layers = 1;
-    int64_t first_cache_layer = 0;  // KV-cache slot of layer 0 (after the main model's attention layers)
-    bool qwen3_next = false;        // dense MLP where Qwen3-Next's rule says so
+    int64_t first_cache_layer = 0;         // KV-cache slot of layer 0 (after the main model's attention layers)
+    const Architecture* arch = nullptr;    // the main model's: its norms, attention gate and FFN layout
   };
   static Result<MtpHead> Load(const WeightLoader& w, const ModelConfig& cfg, const Options& o);
 
