@@ -24,6 +24,19 @@ ChatParseConfig MakeChatParseConfig(const ChatRequest& req, const ServerParsers&
   return c;
 }
 
+std::vector<std::string> ChatParserTags(const ChatParseConfig& config) {
+  std::vector<std::string> tags;
+  if (config.reasoning) tags = {"<think>", "</think>"};
+  if (config.tool_parser) {
+    switch (*config.tool_parser) {
+      case ToolParserKind::kQwen25:
+      case ToolParserKind::kHermes:
+      case ToolParserKind::kQwen3Coder: tags.insert(tags.end(), {"<tool_call>", "</tool_call>"}); break;
+    }
+  }
+  return tags;
+}
+
 ForcedToolCall ForceToolCall(const ChatRequest& req, const ServerParsers& server, std::string_view rendered_prompt) {
   const bool required = req.tool_choice.mode == ToolChoiceMode::kRequired;
   const bool named = req.tool_choice.mode == ToolChoiceMode::kFunction;

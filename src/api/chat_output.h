@@ -67,6 +67,15 @@ ChatParseConfig MakeChatParseConfig(const ChatRequest& request, const ServerPars
 // through the ChatOutputParser before the generated text, so the reply
 // carries the whole call. Both empty when nothing is forced: tool_choice
 // "auto" or "none", no tools, no --tool-call-parser, or input_ids given.
+// The tag strings the config's parsers consume: "<think>" and "</think>"
+// with a reasoning parser; "<tool_call>" and "</tool_call>" with the qwen25,
+// hermes and qwen3_coder tool parsers (qwen3_coder's <function=...> and
+// <parameter=...> are never whole tokens). The server keeps a special token
+// whose text is one of these in the text it parses even with
+// skip_special_tokens; every other special token is dropped, and the parsers
+// remove the tags they consume, so no tag reaches content or reasoning.
+std::vector<std::string> ChatParserTags(const ChatParseConfig& config);
+
 struct ForcedToolCall {
   std::string prompt_suffix;
   std::string reply_prefix;

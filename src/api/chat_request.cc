@@ -192,10 +192,11 @@ ApiResult<ChatRequest> ParseChatRequest(const Json& body, const ServerLimits& li
   NormalizeReasoning(r, &req);
   if (!errors.empty()) return ApiError::Validation(errors);
 
-  // With tools in play SGLang keeps special tokens in the output text.
-  if (!req.tools.empty() && req.tool_choice.mode != ToolChoiceMode::kNone)
-    req.sampling.skip_special_tokens = false;
-
+  // skip_special_tokens stays what the client asked (default true), tools or
+  // not. SGLang turns it off whenever tools are given, so that parser tags
+  // which are special tokens reach the parser; tern keeps exactly those tags
+  // instead (ChatParserTags, applied by the server's GenerationRun), so end
+  // of turn / end of text never reach content (issue 24).
   if (auto e = ValidateChat(req, body, limits)) return *e;
   if (auto e = internal::CheckN(req.sampling)) return *e;
   if (auto e = internal::CheckTopLogprobs("top_logprobs", req.top_logprobs, kMaxTopLogprobs)) return *e;

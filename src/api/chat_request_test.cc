@@ -206,7 +206,7 @@ TEST(ChatRequest, ToolsAndToolChoice) {
   auto r = Chat(Body(tools));
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->tool_choice.mode, ToolChoiceMode::kAuto);  // default with tools
-  EXPECT_FALSE(r->sampling.skip_special_tokens);          // SGLang keeps specials with tools
+  EXPECT_TRUE(r->sampling.skip_special_tokens);  // tools or not: what the client asked (issue 24)
   ASSERT_EQ(r->tools.size(), 2u);
   EXPECT_EQ(r->tools[0].template_json.dump(),
             R"({"type":"function","function":{"description":"Weather","name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"},"days":{"type":"int"}}},"strict":false}})");

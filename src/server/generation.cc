@@ -22,11 +22,21 @@ SamplingParams ToEngineSampling(const api::SamplingParams& s) {
   return e;
 }
 
-GenerationRun::GenerationRun(ServerContext& ctx, RunSpec spec, std::shared_ptr<RequestStream> stream)
+std::vector<int32_t> KeptParserTagIds(const Tokenizer& tokenizer, const std::vector<std::string>& tags) {
+  std::vector<int32_t> ids;
+  for (const std::string& tag : tags)
+    if (auto id = tokenizer.TokenToId(tag); id && tokenizer.IsSpecial(*id)) ids.push_back(*id);
+  return ids;
+}
+
+GenerationRun::GenerationRun(ServerContext& ctx, RunSpec spec, std::vector<int32_t> stop_ids,
+                             std::shared_ptr<RequestStream> stream)
     : ctx_(ctx),
       spec_(std::move(spec)),
+      stop_ids_(std::move(stop_ids)),
       stream_(std::move(stream)),
-      decoder_(*ctx.tokenizer, spec_.sampling.skip_special_tokens),
+      // JoinsText decides which special tokens are decoded.
+      decoder_(*ctx.tokenizer, /*skip_special_tokens=*/false),
       stops_(spec_.sampling.stop),
       start_(std::chrono::steady_clock::now()) {}
 
@@ -39,6 +49,7 @@ api::ApiResult<std::vector<std::shared_ptr<GenerationRun>>> GenerationRun::Start
                                                                                        RunSpec spec) {
   const int64_t n = std::max<int64_t>(spec.sampling.n, 1);
   std::vector<EngineRequest> reqs;
+  std::vector<int32_t> stop_ids;
   for (int64_t i = 0; i < n; ++i) {
     EngineRequest req;
     req.id = spec.id;
@@ -53,6 +64,7 @@ api::ApiResult<std::vector<std::shared_ptr<GenerationRun>>> GenerationRun::Start
         if (std::find(req.stop_token_ids.begin(), req.stop_token_ids.end(), id) == req.stop_token_ids.end())
           req.stop_token_ids.push_back(id);
     if (req.max_tokens <= 0) req.max_tokens = 0;
+    stop_ids = req.stop_token_ids;
     reqs.push_back(std::move(req));
   }
   SubmitGroupResult sub = ctx.engine->SubmitGroup(std::move(reqs));
@@ -63,12 +75,21 @@ api::ApiResult<std::vector<std::shared_ptr<GenerationRun>>> GenerationRun::Start
   std::vector<std::shared_ptr<GenerationRun>> runs;
   for (auto& stream : sub.streams) {
     ctx.Track(spec.id, stream);
-    runs.push_back(std::shared_ptr<GenerationRun>(new GenerationRun(ctx, spec, std::move(stream))));
+    runs.push_back(std::shared_ptr<GenerationRun>(new GenerationRun(ctx, spec, stop_ids, std::move(stream))));
   }
   return runs;
 }
 
 void GenerationRun::Abort() { stream_->Abort(); }
+
+bool GenerationRun::JoinsText(int32_t id) const {
+  // The engine stops at the first stop id it samples (none before
+  // min_new_tokens), so a stop id in the output is the one that ended it.
+  if (!spec_.sampling.no_stop_trim && std::find(stop_ids_.begin(), stop_ids_.end(), id) != stop_ids_.end())
+    return false;
+  if (!spec_.sampling.skip_special_tokens || !ctx_.tokenizer->IsSpecial(id)) return true;
+  return std::find(spec_.keep_special_ids.begin(), spec_.keep_special_ids.end(), id) != spec_.keep_special_ids.end();
+}
 
 double GenerationRun::elapsed_seconds() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
@@ -86,7 +107,7 @@ bool GenerationRun::Next(Step& out, std::chrono::milliseconds timeout) {
     if (stops_.stopped()) break;
     output_ids_.push_back(t.id);
     ++completion_tokens_;
-    const bool hit = stops_.Append(decoder_.Push(t.id));
+    const bool hit = JoinsText(t.id) && stops_.Append(decoder_.Push(t.id));
     out.tokens.push_back(std::move(t));
     if (hit) {
       stream_->Abort();  // the engine frees the sequence at its next step

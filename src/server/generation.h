@@ -29,7 +29,14 @@ struct RunSpec {
   std::vector<int32_t> prompt;
   api::SamplingParams sampling;  // resolved (defaults applied, ranges checked)
   int32_t top_logprobs = -1;     // -1: none; 0: chosen token; k: top k too
+  // Special tokens whose text joins the reply even with skip_special_tokens:
+  // the parser tags that are special in this tokenizer (KeptParserTagIds).
+  std::vector<int32_t> keep_special_ids;
 };
+
+// The ids of the tags (api::ChatParserTags) that are special tokens of the
+// tokenizer; tags that are ordinary tokens or not single tokens need nothing.
+std::vector<int32_t> KeptParserTagIds(const Tokenizer& tokenizer, const std::vector<std::string>& tags);
 
 class GenerationRun {
  public:
@@ -65,10 +72,20 @@ class GenerationRun {
   double elapsed_seconds() const;
 
  private:
-  GenerationRun(ServerContext& ctx, RunSpec spec, std::shared_ptr<RequestStream> stream);
+  GenerationRun(ServerContext& ctx, RunSpec spec, std::vector<int32_t> stop_ids,
+                std::shared_ptr<RequestStream> stream);
+
+  // Whether a generated token's text joins the reply. Every endpoint and
+  // parser configuration builds its text here, by one rule: the token that
+  // matched a stop token id (end of turn, end of text, stop_token_ids) is
+  // trimmed unless no_stop_trim, as SGLang's detokenizer trims it
+  // (trim_matched_stop); other special tokens are dropped with
+  // skip_special_tokens unless listed in keep_special_ids.
+  bool JoinsText(int32_t id) const;
 
   ServerContext& ctx_;
   RunSpec spec_;
+  std::vector<int32_t> stop_ids_;  // the engine's stop token ids for this run
   std::shared_ptr<RequestStream> stream_;
   StreamDecoder decoder_;
   StopStringMatcher stops_;

@@ -115,7 +115,8 @@ void HandleChat(ServerContext& ctx, const httplib::Request& http_req, httplib::R
   const api::ChatParseConfig pcfg = api::MakeChatParseConfig(req, parsers, rendered);
   api::ResponseMeta meta{.id = req.rid.value_or(api::NewRequestId("chatcmpl-")), .created = UnixNow(), .model = req.model};
   RunSpec spec{.id = meta.id, .prompt = prompt, .sampling = *sampling,
-               .top_logprobs = req.logprobs ? int32_t(req.top_logprobs) : -1};
+               .top_logprobs = req.logprobs ? int32_t(req.top_logprobs) : -1,
+               .keep_special_ids = KeptParserTagIds(*ctx.tokenizer, api::ChatParserTags(pcfg))};
   auto started = GenerationRun::StartGroup(ctx, std::move(spec));
   if (!started.ok()) return ReplyApiError(res, started.error());
   std::vector<std::shared_ptr<GenerationRun>> runs = std::move(started).value();
