@@ -126,7 +126,9 @@ TEST(GenerateRequest, Errors) {
               "be a valid number, unable to parse string as a number'}]");
   // /generate errors use the native body, except FastAPI's validation ones.
   const auto e = ParseGenerateRequest(J(R"({"input_ids": []})"));
-  EXPECT_EQ(GenerateErrorBody(e.error()), R"({"error":{"message":"input_ids cannot be empty."}})");
+  // SGLang's native {"error":{"message"}}, with OpenAI's other fields in the object (issue 24).
+  EXPECT_EQ(GenerateErrorBody(e.error()),
+            R"({"error":{"message":"input_ids cannot be empty.","type":"BadRequestError","param":null,"code":400}})");
   const auto v = ParseGenerateRequest(J(R"({"text": 5})"));
   EXPECT_EQ(GenerateErrorBody(v.error()).substr(0, 28), R"({"object":"error","message":)");
 }

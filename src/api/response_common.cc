@@ -157,18 +157,26 @@ Json FlatError(const ApiError& e) {
 
 }  // namespace
 
-std::string ErrorBody(const ApiError& e) { return ToJsonText(FlatError(e)); }
-
-std::string NestedErrorBody(const ApiError& e) {
-  return ToJsonText(Json{{"error", Json{{"message", e.message},
-                                        {"type", e.type},
-                                        {"param", e.param ? Json(*e.param) : Json(nullptr)},
-                                        {"code", e.status}}}});
+Json OpenAiErrorObject(const ApiError& e) {
+  return Json{{"message", e.message},
+              {"type", e.type},
+              {"param", e.param ? Json(*e.param) : Json(nullptr)},
+              {"code", e.status}};
 }
+
+Json ErrorJson(const ApiError& e) {
+  Json j = FlatError(e);
+  j["error"] = OpenAiErrorObject(e);
+  return j;
+}
+
+std::string ErrorBody(const ApiError& e) { return ToJsonText(ErrorJson(e)); }
+
+std::string NestedErrorBody(const ApiError& e) { return ToJsonText(Json{{"error", OpenAiErrorObject(e)}}); }
 
 std::string GenerateErrorBody(const ApiError& e) {
   if (e.type == "Bad Request") return ErrorBody(e);
-  return ToJsonText(Json{{"error", Json{{"message", e.message}}}});
+  return NestedErrorBody(e);
 }
 
 std::string StreamErrorEvent(const ApiError& e) { return SseEvent(Json{{"error", FlatError(e)}}); }
@@ -185,13 +193,19 @@ std::string StreamAbortEvent(int status, std::string_view message) {
   return StreamErrorEvent(e);
 }
 
-std::string UnauthorizedBody() { return ToJsonText(Json{{"error", "Unauthorized"}}); }
+std::string UnauthorizedBody() {
+  ApiError e = ApiError::Http(401, "Unauthorized");
+  e.type = "Unauthorized";
+  return ErrorBody(e);
+}
 
 std::string ModelNotFoundBody(std::string_view model) {
-  return ToJsonText(Json{{"error", Json{{"message", "The model '" + std::string(model) + "' does not exist"},
-                                        {"type", "invalid_request_error"},
-                                        {"param", "model"},
-                                        {"code", "model_not_found"}}}});
+  ApiError e = ApiError::Http(404, "The model '" + std::string(model) + "' does not exist");
+  e.type = "invalid_request_error";
+  e.param = "model";
+  Json j = ErrorJson(e);
+  j["error"]["code"] = "model_not_found";  // OpenAI's and SGLang's code for it
+  return ToJsonText(j);
 }
 
 std::string HttpStatusName(int status) {

@@ -173,6 +173,24 @@ TEST(Responses, ChatParseConfigFromRequest) {
   EXPECT_FALSE(c.reasoning || c.tool_parser);
 }
 
+// The tags the server keeps for the parsers even when they are special tokens
+// (and skip_special_tokens is on): exactly those the configured parsers consume.
+TEST(Responses, ChatParserTags) {
+  const auto req = ParseChatRequest(Json::parse(R"({"messages": [{"role": "user", "content": "x"}],
+      "tools": [{"function": {"name": "f"}}]})"));
+  ASSERT_TRUE(req.ok());
+  using Tags = std::vector<std::string>;
+  EXPECT_EQ(ChatParserTags(MakeChatParseConfig(*req, ServerParsers{}, "")), Tags{});
+  EXPECT_EQ(ChatParserTags(MakeChatParseConfig(*req, {ReasoningParserKind::kQwen3, std::nullopt}, "")),
+            (Tags{"<think>", "</think>"}));
+  EXPECT_EQ(ChatParserTags(MakeChatParseConfig(*req, {ReasoningParserKind::kQwen3, ToolParserKind::kQwen25}, "")),
+            (Tags{"<think>", "</think>", "<tool_call>", "</tool_call>"}));
+  const auto none = ParseChatRequest(Json::parse(R"({"messages": [{"role": "user", "content": "x"}],
+      "tools": [{"function": {"name": "f"}}], "tool_choice": "none"})"));
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(ChatParserTags(MakeChatParseConfig(*none, {std::nullopt, ToolParserKind::kHermes}, "")), Tags{});
+}
+
 // tool_choice required / named: the forced start of a call, and the parsed
 // reply when that start is pushed before a generated continuation.
 TEST(Responses, ForceToolCall) {
@@ -331,20 +349,29 @@ TEST(Responses, Generate) {
 
 TEST(Responses, ErrorBodies) {
   const ApiError e = ApiError::BadRequest("Messages cannot be empty.");
-  EXPECT_EQ(ErrorBody(e), R"({"object":"error","message":"Messages cannot be empty.","type":"BadRequestError","param":null,"code":400})");
+  // SGLang's flat fields and OpenAI's error object in one body (issue 24).
+  EXPECT_EQ(ErrorBody(e), R"({"object":"error","message":"Messages cannot be empty.","type":"BadRequestError","param":null,"code":400,)"
+                          R"("error":{"message":"Messages cannot be empty.","type":"BadRequestError","param":null,"code":400}})");
   EXPECT_EQ(NestedErrorBody(e), R"({"error":{"message":"Messages cannot be empty.","type":"BadRequestError","param":null,"code":400}})");
   EXPECT_EQ(StreamErrorEvent(e),
             "data: " R"({"error":{"object":"error","message":"Messages cannot be empty.","type":"BadRequestError","param":null,"code":400}})" "\n\n");
   EXPECT_EQ(StreamAbortEvent(503, kQueueFullMessage),
             "data: " R"({"error":{"object":"error","message":"The request queue is full.","type":"SERVICE_UNAVAILABLE","param":null,"code":503}})" "\n\n");
   EXPECT_EQ(ErrorBody(ApiError::Internal("boom")),
-            R"({"object":"error","message":"Internal server error: boom","type":"InternalServerError","param":null,"code":500})");
+            R"({"object":"error","message":"Internal server error: boom","type":"InternalServerError","param":null,"code":500,)"
+            R"("error":{"message":"Internal server error: boom","type":"InternalServerError","param":null,"code":500}})");
   EXPECT_EQ(ErrorBody(ApiError::Http(503, "The request queue is full.")),
-            R"({"object":"error","message":"The request queue is full.","type":"503","param":null,"code":503})");
+            R"({"object":"error","message":"The request queue is full.","type":"503","param":null,"code":503,)"
+            R"("error":{"message":"The request queue is full.","type":"503","param":null,"code":503}})");
   EXPECT_EQ(GenerateStreamErrorEvent("bad"), "data: {\"error\":{\"message\":\"bad\"}}\n\n");
-  EXPECT_EQ(UnauthorizedBody(), R"({"error":"Unauthorized"})");
+  EXPECT_EQ(UnauthorizedBody(), R"({"object":"error","message":"Unauthorized","type":"Unauthorized","param":null,"code":401,)"
+                                 R"("error":{"message":"Unauthorized","type":"Unauthorized","param":null,"code":401}})");
+  EXPECT_EQ(GenerateErrorBody(ApiError::BadRequest("bad")),
+            R"({"error":{"message":"bad","type":"BadRequestError","param":null,"code":400}})");
   EXPECT_EQ(ModelNotFoundBody("gpt-9"),
-            R"({"error":{"message":"The model 'gpt-9' does not exist","type":"invalid_request_error","param":"model","code":"model_not_found"}})");
+            R"({"object":"error","message":"The model 'gpt-9' does not exist","type":"invalid_request_error","param":"model",)"
+            R"("code":404,"error":{"message":"The model 'gpt-9' does not exist","type":"invalid_request_error","param":"model",)"
+            R"("code":"model_not_found"}})");
   EXPECT_EQ(HttpStatusName(408), "REQUEST_TIMEOUT");
 }
 

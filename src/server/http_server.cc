@@ -178,9 +178,8 @@ bool HttpServer::process_and_close_socket(socket_t sock) {
   Connection conn(sock, control_);
   bool ret = true, linger = false;
   if (ConnectionPool::RejectingThisConnection()) {
-    const std::string body = FlatError(503, fmt::format("Too many connections: this server serves {} at once",
-                                                        control_.limits.max_connections))
-                                 .dump();
+    const std::string body = ErrorBodyText(503, fmt::format("Too many connections: this server serves {} at once",
+                                                            control_.limits.max_connections));
     conn.SendNow(fmt::format("HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
                              "Content-Length: {}\r\nRetry-After: 1\r\nConnection: close\r\n\r\n{}",
                              body.size(), body));

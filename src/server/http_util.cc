@@ -2,6 +2,8 @@
 
 #include <chrono>
 
+#include "api/error_json.h"
+
 namespace tern::server {
 using nlohmann::json;
 
@@ -18,9 +20,18 @@ std::string DefaultType(int status) {
 }
 }  // namespace
 
-json FlatError(int status, const std::string& message, const std::string& type) {
-  return {{"object", "error"}, {"message", message}, {"type", type.empty() ? DefaultType(status) : type},
-          {"param", nullptr}, {"code", status}};
+namespace {
+api::ApiError MakeError(int status, const std::string& message, const std::string& type) {
+  api::ApiError e = api::ApiError::Http(status, message);
+  e.type = type.empty() ? DefaultType(status) : type;
+  return e;
+}
+}  // namespace
+
+std::string ErrorBodyText(int status, const std::string& message, const std::string& type, const json& extra) {
+  api::Json body = api::ErrorJson(MakeError(status, message, type));
+  for (const auto& [k, v] : extra.items()) body[k] = api::Json::parse(v.dump());
+  return api::ToJsonText(body);
 }
 
 void ReplyJson(httplib::Response& res, int status, const json& body) {
@@ -28,12 +39,15 @@ void ReplyJson(httplib::Response& res, int status, const json& body) {
   res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
 }
 
-void ReplyFlatError(httplib::Response& res, int status, const std::string& message, const std::string& type) {
-  ReplyJson(res, status, FlatError(status, message, type));
+void ReplyFlatError(httplib::Response& res, int status, const std::string& message, const std::string& type,
+                    const json& extra) {
+  res.status = status;
+  res.set_content(ErrorBodyText(status, message, type, extra), "application/json");
 }
 
 void ReplyNativeError(httplib::Response& res, int status, const std::string& message) {
-  ReplyJson(res, status, {{"error", {{"message", message}}}});
+  res.status = status;
+  res.set_content(api::NestedErrorBody(MakeError(status, message, "")), "application/json");
 }
 
 bool ParseJsonBody(const httplib::Request& req, httplib::Response& res, json& out, bool flat_errors) {

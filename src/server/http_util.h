@@ -10,11 +10,16 @@
 
 namespace tern::server {
 
-// SGLang's flat OpenAI-route error: {"object":"error","message","type","param","code"}.
-nlohmann::json FlatError(int status, const std::string& message, const std::string& type = "");
+// The body of an error reply (api::ErrorBody): SGLang's flat OpenAI-route
+// fields {"object":"error","message","type","param","code"} and OpenAI's
+// "error" object with the same values. `type` defaults by status.
+// `extra` adds top-level fields (FastAPI's "detail" of a 404 / 405).
+std::string ErrorBodyText(int status, const std::string& message, const std::string& type = "",
+                          const nlohmann::json& extra = nlohmann::json::object());
 void ReplyJson(httplib::Response& res, int status, const nlohmann::json& body);
-void ReplyFlatError(httplib::Response& res, int status, const std::string& message, const std::string& type = "");
-// Native-route error: {"error": {"message": ...}}.
+void ReplyFlatError(httplib::Response& res, int status, const std::string& message, const std::string& type = "",
+                    const nlohmann::json& extra = nlohmann::json::object());
+// Native-route error: {"error": {"message", "type", "param", "code"}}.
 void ReplyNativeError(httplib::Response& res, int status, const std::string& message);
 
 // Parses a JSON request body, replying 400 (SGLang's messages) and returning

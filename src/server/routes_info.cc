@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "api/error_json.h"
 #include "server/http_util.h"
 #include "server/metrics_text.h"
 #include "server/routes.h"
@@ -111,9 +112,8 @@ void AddInfoRoutes(HttpServer& http, ServerContext& ctx) {
   http.Get(R"(/v1/models/(.+))", [&ctx](const httplib::Request& req, httplib::Response& res) {
     const std::string id = req.matches[1];
     if (id != ctx.model_name) {
-      ReplyJson(res, 404, {{"error", {{"message", fmt::format("The model '{}' does not exist", id)},
-                                      {"type", "invalid_request_error"}, {"param", "model"},
-                                      {"code", "model_not_found"}}}});
+      res.status = 404;
+      res.set_content(api::ModelNotFoundBody(id), "application/json");
       return;
     }
     ReplyJson(res, 200, ModelCard(ctx));

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "chat/vocab_check.h"
+#include "api/error_json.h"
 #include "api/sampling.h"
 #include "server/context.h"
 #include "server/http_server.h"
@@ -112,17 +113,18 @@ void InstallMiddleware(HttpServer& http, ServerContext& ctx) {
     const std::string auth = req.get_header_value("Authorization");
     const std::string prefix = "Bearer ";
     if (auth.rfind(prefix, 0) == 0 && SafeEquals(auth.substr(prefix.size()), ctx.opts.api_key)) return pass();
-    ReplyJson(res, 401, {{"error", "Unauthorized"}});
+    res.status = 401;
+    res.set_content(api::UnauthorizedBody(), "application/json");
     return httplib::Server::HandlerResponse::Handled;
   });
   http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
     if (res.status == 404) {
-      ReplyJson(res, 404, {{"detail", "Not Found"}});
+      ReplyFlatError(res, 404, "Not Found", "NotFoundError", {{"detail", "Not Found"}});
     } else if (res.status == 413) {
       ReplyFlatError(res, 413, "Request body too large", "RequestEntityTooLarge");
     } else if (res.status == 405) {
-      ReplyJson(res, 405, {{"detail", "Method Not Allowed"}});
+      ReplyFlatError(res, 405, "Method Not Allowed", "MethodNotAllowed", {{"detail", "Method Not Allowed"}});
     } else if (res.status >= 400) {
       ReplyFlatError(res, res.status, fmt::format("HTTP error {}", res.status));
     }
