@@ -7,7 +7,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 rm -rf "$work"; mkdir -p "$work"
 "$tern" synth --arch qwen3_moe --preset tiny --seed 5 --out "$work/model" 2>/dev/null
-TERN="$tern" MODEL_DIR="$work/model" node --test --test-concurrency=1 "$here/server_e2e.test.mjs"
+# A checkpoint whose warm-up lasts long enough to watch /health answer 503 (~1 s at one thread).
+"$tern" synth --arch qwen3 --preset qwen3-0.6b --quant nvfp4 --seed 1 --out "$work/slow" 2>/dev/null
+TERN="$tern" MODEL_DIR="$work/model" SLOW_MODEL_DIR="$work/slow" node --test --test-concurrency=1 "$here/server_e2e.test.mjs"
+rm -rf "$work/slow"
 
 # tern check against tern serve: random weights, so the semantic checks must
 # fail (and say so) while the structural ones pass.

@@ -39,14 +39,13 @@ async function raw(method, p, { body, headers = {}, auth = true } = {}) {
   return { status: res.status, text, json, headers: res.headers };
 }
 
+// Waits for /health to answer 200 (the 503s of warm-up are checked by their
+// own test, on a model slow enough to see them).
 async function waitHealthy(ms) {
   const t0 = Date.now();
-  let saw503 = false;
   while (Date.now() - t0 < ms) {
     try {
-      const r = await fetch(base + '/health');
-      if (r.status === 503) saw503 = true;
-      if (r.status === 200) return saw503;
+      if ((await fetch(base + '/health')).status === 200) return;
     } catch {}
     await new Promise((r) => setTimeout(r, 50));
   }
@@ -163,12 +162,21 @@ test('seed determinism and stop strings', async () => {
   assert.equal(a.choices[0].text, b.choices[0].text);
   const full = await client.completions.create({ ...req, temperature: 0 });
   const text = full.choices[0].text;
-  const cut = [...text].slice(4, 7).join('');
-  if (cut.length > 0 && !cut.includes('\ufffd')) {
-    const s = await client.completions.create({ ...req, temperature: 0, stop: [cut] });
-    assert.equal(s.choices[0].finish_reason, 'stop');
-    assert.equal(s.choices[0].text, text.slice(0, text.indexOf(cut)));
-  }
+  // A stop string from the greedy text itself: three characters after the
+  // first, none a replacement character (a piece of a split UTF-8 sequence).
+  const chars = [...text];
+  const at = chars.findIndex((_, i) => i >= 1 && i + 3 <= chars.length && !chars.slice(i, i + 3).includes('\ufffd'));
+  assert.ok(at >= 1, `no stop string candidate in ${JSON.stringify(text)}`);
+  const cut = chars.slice(at, at + 3).join('');
+  const want = text.slice(0, text.indexOf(cut));
+  const s = await client.completions.create({ ...req, temperature: 0, stop: [cut] });
+  assert.equal(s.choices[0].finish_reason, 'stop');
+  assert.equal(s.choices[0].text, want);
+  // Streamed: the same cut, the held-back text never sent.
+  const st = await raw('POST', '/v1/completions', { body: { ...req, temperature: 0, stop: [cut], stream: true } });
+  const chunks = sse(st.text);
+  assert.equal(chunks.map((c) => c.choices[0]?.text ?? '').join(''), want);
+  assert.equal(chunks.at(-1).choices[0].finish_reason, 'stop');
 });
 
 test('errors: statuses and SGLang bodies; the server stays healthy', async () => {
@@ -189,11 +197,132 @@ test('errors: statuses and SGLang bodies; the server stays healthy', async () =>
   assert.equal(big.status, 413);
   const noauth = await raw('GET', '/v1/models', { auth: false });
   assert.equal(noauth.status, 401);
-  assert.deepEqual(noauth.json, { error: 'Unauthorized' });
+  assert.equal(noauth.json.error.message, 'Unauthorized');
   assert.equal((await raw('GET', '/health', { auth: false })).status, 200);
   assert.equal((await raw('GET', '/metrics', { auth: false })).status, 200);
   const viaSdk = await client.chat.completions.create({ model: 'tiny', messages: [] }).catch((e) => e);
   assert.equal(viaSdk.status, 400);
+});
+
+// Issue 24: the Node SDK reads only body.error; SGLang's flat body alone gave
+// users "400 status code (no body)". Every error status carries both forms.
+test('errors: every error body has SGLang\'s fields and OpenAI\'s error object; the SDK shows the message', async () => {
+  const cases = [
+    [await raw('POST', '/v1/chat/completions', { body: '{"messages": [' }), 400],
+    [await raw('POST', '/v1/chat/completions', { body: { model: 'tiny', messages: [] } }), 400],
+    [await raw('POST', '/v1/completions', { body: { prompt: 'x', max_tokens: 10000000 } }), 400],
+    [await raw('POST', '/v1/completions', { body: JSON.stringify({ prompt: 'a'.repeat(40 << 20) }) }), 413],
+    [await raw('GET', '/v1/models', { auth: false }), 401],
+    [await raw('GET', '/v1/models/nope'), 404],
+    [await raw('GET', '/no/such/route'), 404],
+    [await raw('POST', '/generate', { body: { input_ids: [] } }), 400],
+  ];
+  for (const [r, status] of cases) {
+    assert.equal(r.status, status, r.text);
+    assert.equal(typeof r.json?.error?.message, 'string', `no error.message: ${r.text}`);
+    assert.ok(r.json.error.message.length > 0 && 'type' in r.json.error && 'param' in r.json.error && 'code' in r.json.error, r.text);
+  }
+  for (const [r] of cases.slice(0, -1)) {  // /generate keeps SGLang's native form (the error object only)
+    assert.equal(r.json.object, 'error', r.text);
+    assert.equal(r.json.message, r.json.error.message, r.text);
+    assert.equal(r.json.code, r.status, r.text);
+  }
+  const empty = await client.chat.completions.create({ model: 'tiny', messages: [] }).catch((e) => e);
+  assert.equal(empty.message, '400 Messages cannot be empty.');
+  assert.equal(empty.type, 'BadRequestError');
+  const long = await client.completions.create({ model: 'tiny', prompt: 'x', max_tokens: 10000000 }).catch((e) => e);
+  assert.match(long.message, /^400 .*context length/);
+  const noKey = await new OpenAI({ baseURL: base + '/v1', apiKey: 'wrong', maxRetries: 0 }).models.list().catch((e) => e);
+  assert.equal(noKey.status, 401);
+  assert.equal(noKey.message, '401 Unauthorized');
+  const streamed = await client.chat.completions.create({ model: 'tiny', messages: [], stream: true }).catch((e) => e);
+  assert.equal(streamed.message, '400 Messages cannot be empty.');
+});
+
+// Issue 24: special tokens never reach the text a user sees unless asked for.
+// Random weights, so logit_bias makes the model emit them: <|im_end|> (a stop
+// token: trimmed always, as SGLang trims the matched stop) and <|im_start|>
+// (special, not a stop: dropped unless skip_special_tokens is false).
+test('special tokens: not in content, reasoning or deltas; with and without tools and parsers, stream or not', async () => {
+  const id = async (t) => (await raw('POST', '/v1/tokenize', { body: { prompt: t, add_special_tokens: false } })).json.tokens[0];
+  const imEnd = await id('<|im_end|>'), imStart = await id('<|im_start|>');
+  assert.notEqual(imEnd, imStart);
+  const tools = [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } } }];
+  const messages = [{ role: 'user', content: 'What is 17*19?' }];
+  const chatText = async (body) => {
+    if (!body.stream) {
+      const r = await raw('POST', '/v1/chat/completions', { body });
+      assert.equal(r.status, 200, r.text);
+      const m = r.json.choices[0].message;
+      return { text: (m.content ?? '') + '|' + (m.reasoning_content ?? ''), finish: r.json.choices[0].finish_reason };
+    }
+    const r = await raw('POST', '/v1/chat/completions', { body });
+    const chunks = sse(r.text);
+    const ch = chunks.flatMap((c) => c.choices);
+    return { text: ch.map((c) => c.delta?.content ?? '').join('') + '|' + ch.map((c) => c.delta?.reasoning_content ?? '').join(''),
+      finish: ch.map((c) => c.finish_reason).filter(Boolean).at(-1) };
+  };
+  for (const stream of [false, true])
+    for (const withTools of [false, true])
+      for (const separate of [true, false]) {
+        const base = { model: 'tiny', messages, temperature: 0, stream, separate_reasoning: separate,
+          chat_template_kwargs: { enable_thinking: false }, ...(withTools ? { tools } : {}) };
+        const what = JSON.stringify({ stream, withTools, separate });
+        const stop = await chatText({ ...base, max_tokens: 4, logit_bias: { [imEnd]: 100 } });
+        assert.deepEqual(stop, { text: '|', finish: 'stop' }, what);
+        const kept = await chatText({ ...base, max_tokens: 3, logit_bias: { [imStart]: 100 } });
+        assert.deepEqual(kept, { text: '|', finish: 'length' }, what);
+        const asked = await chatText({ ...base, max_tokens: 3, logit_bias: { [imStart]: 100, [imEnd]: 50 }, skip_special_tokens: false });
+        assert.equal(asked.text, '<|im_start|>'.repeat(3) + '|', what);
+      }
+  // Through the SDK, the turn after a tool result (the agent loop's second request).
+  const followUp = await client.chat.completions.create({ model: 'tiny', tools, max_tokens: 4, temperature: 0, logit_bias: { [imEnd]: 100 },
+    messages: [...messages, { role: 'assistant', content: '', tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }] },
+      { role: 'tool', tool_call_id: 'call_1', content: '{"temperature": 24}' }] });
+  assert.equal(followUp.choices[0].message.content, '');
+  assert.equal(followUp.choices[0].finish_reason, 'stop');
+  // Completions and /generate: the matched stop token is trimmed even with skip_special_tokens false.
+  for (const stream of [false, true]) {
+    const r = await raw('POST', '/v1/completions', { body: { prompt: 'Hi', max_tokens: 4, temperature: 0, stream, skip_special_tokens: false, logit_bias: { [imEnd]: 100 } } });
+    const text = stream ? sse(r.text).map((c) => c.choices[0]?.text ?? '').join('') : r.json.choices[0].text;
+    assert.equal(text, '', r.text);
+    const k = await raw('POST', '/v1/completions', { body: { prompt: 'Hi', max_tokens: 3, temperature: 0, stream, logit_bias: { [imStart]: 100 } } });
+    assert.equal(stream ? sse(k.text).map((c) => c.choices[0]?.text ?? '').join('') : k.json.choices[0].text, '', k.text);
+  }
+  const g = await raw('POST', '/generate', { body: { text: 'Hi', sampling_params: { max_new_tokens: 4, temperature: 0, skip_special_tokens: false, logit_bias: { [imEnd]: 100 } } } });
+  assert.equal(g.json.text, '', g.text);
+  assert.deepEqual(g.json.output_ids, [imEnd], 'the stop token stays in output_ids');
+});
+
+// /health answers 503 until the warm-up generation has succeeded (SGLang's
+// server_status Starting). The warm-up of the tiny model lasts a few ms, too
+// short to see; a 0.6B-shaped NVFP4 checkpoint warms up for about a second.
+test('/health is 503 while warming up, then 200', async () => {
+  const slow = process.env.SLOW_MODEL_DIR;
+  assert.ok(slow, 'set SLOW_MODEL_DIR (run_server_e2e.sh synthesizes it)');
+  const p = await freePort();
+  let err = '';
+  const proc = spawn(TERN, ['serve', '--model', slow, '--port', String(p), '--threads', '1'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  proc.stderr.on('data', (d) => { err += d; });
+  try {
+    const seen = [];
+    for (let i = 0; i < 6000 && seen.at(-1) !== 200; ++i) {
+      try {
+        const r = await fetch(`http://127.0.0.1:${p}/health`);
+        seen.push(r.status);
+        if (r.status === 503) assert.ok(!err.includes('listening on'), 'a 503 after warm-up succeeded');
+      } catch {}
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    assert.equal(seen.at(-1), 200, 'never healthy; stderr:\n' + err);
+    assert.ok(seen.includes(503), `no 503 before warm-up finished: ${JSON.stringify([...new Set(seen)])}; stderr:\n${err}`);
+    assert.ok(seen.slice(0, seen.indexOf(200)).every((s) => s === 503), JSON.stringify(seen));
+    assert.match(err, /warming up/);
+    const after = await fetch(`http://127.0.0.1:${p}/health`);
+    assert.equal(after.status, 200);
+  } finally {
+    proc.kill('SIGKILL');
+  }
 });
 
 
