@@ -140,7 +140,11 @@ void PagedAttention(std::span<const AttentionJob> jobs, int64_t q_heads, float s
   order.resize(tasks.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = uint32_t(i);
   const std::vector<Task>& all = tasks;
-  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return all[a].cost > all[b].cost; });
+  // (std::sort with the index as tie-break is the stable order, without the
+  // temporary buffer std::stable_sort allocates on every call.)
+  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    return all[a].cost > all[b].cost || (all[a].cost == all[b].cost && a < b);
+  });
   const std::vector<uint32_t>& run_order = order;
   pool.Run(all.size(), [&](size_t i, size_t) {
     const Task& t = all[run_order[i]];

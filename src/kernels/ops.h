@@ -136,4 +136,33 @@ struct AttentionJob {
 // softmax(q·k * scale) · v, accumulated in f32.
 void PagedAttention(std::span<const AttentionJob> jobs, int64_t q_heads, float scale, ThreadPool& pool);
 
+// Gated delta rule (Gated DeltaNet linear attention) for one value head over
+// n tokens, in place on its state S: [dk, dv] f32. For each t:
+//   S = exp(g_t) S;  u = S^T k_t;  S += k_t (x) (beta_t (v_t - u));  o_t = S^T q_t.
+// q, k: row t at q + t * qk_stride (dk floats); v, o: row t at v + t * v_stride
+// and o + t * o_stride (dv floats); g (log-decay), beta: element t at
+// g[t * gb_stride] / beta[t * gb_stride]. Scratch: per-thread, grown once.
+struct DeltaRuleArgs {
+  float* S;
+  int64_t dk, dv, n;
+  const float* q;
+  const float* k;
+  int64_t qk_stride;
+  const float* v;
+  int64_t v_stride;
+  const float* g;
+  const float* beta;
+  int64_t gb_stride;
+  float* o;
+  int64_t o_stride;
+};
+// The token-by-token form (decode steps, short chunks).
+void GatedDeltaRuleRecurrent(const DeltaRuleArgs& a);
+// The same n steps in the chunked (WY / UT-transform) form transformers uses
+// for prompts (torch_chunk_gated_delta_rule, chunks of `chunk` tokens): within
+// a chunk the corrections are solved as one unit lower-triangular system and
+// applied as matrix products; between chunks the state is carried exactly.
+// Mathematically equal to the recurrent form.
+void GatedDeltaRuleChunked(const DeltaRuleArgs& a, int64_t chunk = 64);
+
 }  // namespace tern::kernels

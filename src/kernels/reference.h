@@ -21,5 +21,7 @@ void AddInPlace(float* a, const float* b, int64_t n);
 void ConvertToF32(DType dtype, const void* src, int64_t n, float* out);
 void KvWrite(const KvPages& kv, int64_t start, int64_t tokens, const float* k, const float* v);
 void PagedAttention(std::span<const AttentionJob> jobs, int64_t q_heads, float scale);
+void GatedDeltaRuleRecurrent(const DeltaRuleArgs& a);
+void GatedDeltaRuleChunked(const DeltaRuleArgs& a, int64_t chunk = 64);
 
 }  // namespace tern::kernels::ref

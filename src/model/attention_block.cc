@@ -77,8 +77,8 @@ void AttentionBlock::Forward(const BatchLayout& batch, const float* x, float* ou
     if (obs != nullptr)
       for (int64_t i = 0; i < T * kv_heads * D; ++i) obs->amax = std::max(obs->amax, std::fabs(data[i]));
 
-  std::vector<kernels::AttentionJob> jobs;
-  jobs.reserve(batch.seqs.size());
+  std::vector<kernels::AttentionJob>& jobs = s.attention_jobs;  // (capacity kept: no allocation per step)
+  jobs.clear();
   for (size_t i = 0; i < batch.seqs.size(); ++i) {
     const SequenceChunk& c = batch.seqs[i];
     const int64_t r0 = batch.row_begin[i], n = int64_t(c.tokens.size());

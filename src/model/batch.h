@@ -7,6 +7,8 @@
 #include <span>
 #include <vector>
 
+#include "kernels/moe_routing.h"
+#include "kernels/ops.h"
 #include "model/model.h"
 
 namespace tern {
@@ -26,6 +28,8 @@ struct BatchLayout {
 // Reusable activation buffers (grown, never shrunk, so steady-state decoding allocates nothing).
 struct Scratch {
   std::vector<float> h, q, k, v, attn, tmp, tmp2, gate, up, act, router, moe_in, moe_out, shared, mtp_in;
+  std::vector<kernels::AttentionJob> attention_jobs;  // one per sequence of the batch
+  kernels::MoeRouting routing;                         // the MoE layers' token-to-expert tables
   // MoE experts running one per thread: each thread's buffers and its inline
   // pool of one (so the expert's matmuls stay on that thread).
   std::vector<Scratch> per_thread;

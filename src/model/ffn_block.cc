@@ -88,25 +88,6 @@ Result<MoeFfn> MoeFfn::Load(const WeightLoader& w, const std::string& prefix, co
   return m;
 }
 
-void RouteTopK(const float* logits, int64_t num_experts, int64_t k, bool renormalize, int32_t* ids, float* weights) {
-  float mx = -INFINITY;
-  for (int64_t e = 0; e < num_experts; ++e) mx = std::max(mx, logits[e]);
-  std::vector<float> p(static_cast<size_t>(num_experts));
-  double sum = 0;
-  for (int64_t e = 0; e < num_experts; ++e) sum += (p[size_t(e)] = std::exp(logits[e] - mx));
-  for (auto& v : p) v = float(v / sum);
-  std::vector<int32_t> order(static_cast<size_t>(num_experts));
-  std::iota(order.begin(), order.end(), 0);
-  std::partial_sort(order.begin(), order.begin() + k, order.end(),
-                    [&](int32_t a, int32_t b) { return p[size_t(a)] > p[size_t(b)] || (p[size_t(a)] == p[size_t(b)] && a < b); });
-  double top_sum = 0;
-  for (int64_t i = 0; i < k; ++i) top_sum += p[size_t(order[size_t(i)])];
-  for (int64_t i = 0; i < k; ++i) {
-    ids[i] = order[size_t(i)];
-    weights[i] = renormalize ? float(p[size_t(order[size_t(i)])] / top_sum) : p[size_t(order[size_t(i)])];
-  }
-}
-
 void MoeFfn::Forward(const float* x, int64_t rows, float* out, Scratch& s, ThreadPool& pool) const {
   RoutedForward(x, rows, out, s, pool);
   if (!shared_expert) return;
@@ -126,26 +107,14 @@ void MoeFfn::RoutedForward(const float* x, int64_t rows, float* out, Scratch& s,
   float* logits = Scratch::Get(s.router, rows * E);
   router.Forward(x, rows, logits, pool);
   // Route every token, then group the (token, weight) pairs by expert, so a
-  // batch reads each active expert's weights once.
-  std::vector<int32_t> ids(static_cast<size_t>(rows * top_k));
-  std::vector<float> weights(static_cast<size_t>(rows * top_k));
-  for (int64_t t = 0; t < rows; ++t)
-    RouteTopK(logits + t * E, E, top_k, norm_topk_prob, &ids[size_t(t * top_k)], &weights[size_t(t * top_k)]);
-  std::vector<int32_t> count(size_t(E) + 1, 0);
-  for (int32_t id : ids) count[size_t(id) + 1]++;
-  std::partial_sum(count.begin(), count.end(), count.begin());  // count[e] = first slot of expert e
-  const size_t slots = ids.size();
-  std::vector<int32_t> slot_token(slots);
-  std::vector<float> slot_weight(slots);
-  std::vector<int32_t> fill(count.begin(), count.end() - 1);
-  for (size_t i = 0; i < slots; ++i) {
-    const int32_t pos = fill[size_t(ids[i])]++;
-    slot_token[size_t(pos)] = int32_t(i / size_t(top_k));
-    slot_weight[size_t(pos)] = weights[i];
-  }
-  std::vector<int32_t> active;
-  for (int64_t e = 0; e < E; ++e)
-    if (count[size_t(e) + 1] > count[size_t(e)]) active.push_back(int32_t(e));
+  // batch reads each active expert's weights once (kernels/moe_routing.h).
+  kernels::MoeRouting& r = s.routing;
+  kernels::RouteMoe(logits, rows, E, top_k, norm_topk_prob, r);
+  const std::vector<int32_t>& count = r.first;  // count[e]: the first slot of expert e
+  const std::vector<int32_t>& slot_token = r.slot_token;
+  const std::vector<float>& slot_weight = r.slot_weight;
+  const std::vector<int32_t>& active = r.active;
+  const size_t slots = size_t(r.slots());
   std::memset(out, 0, size_t(rows * H) * sizeof(float));
   // out[token] += weight * expert output, expert by expert, slot by slot: the
   // same order (so the same sums) whichever way the experts run.

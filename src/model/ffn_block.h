@@ -49,8 +49,4 @@ struct MoeFfn {
   int64_t bytes() const { return router.bytes() + int64_t(experts.size()) * experts[0].bytes(); }
 };
 
-// Softmax over the row, top-k (largest first; lower index wins ties), then renormalise if asked.
-// logits: [num_experts]; writes k expert ids and weights.
-void RouteTopK(const float* logits, int64_t num_experts, int64_t k, bool renormalize, int32_t* ids, float* weights);
-
 }  // namespace tern

@@ -56,21 +56,4 @@ struct GatedDeltaNet {
   }
 };
 
-// The delta rule for one value head over n tokens, in place on its state
-// S [dk, dv]: for each t, S = exp(g_t) S; u = S^T k_t; S += k_t (beta_t (v_t - u));
-// o_t = S^T q_t. q, k: row t at q + t * q_stride (dk values); v, o: row t at
-// v + t * v_stride / o + t * o_stride (dv values); g, beta: row t at g[t * gb_stride].
-void DeltaRuleRecurrent(float* S, int64_t dk, int64_t dv, int64_t n, const float* q, const float* k,
-                        int64_t qk_stride, const float* v, int64_t v_stride, const float* g, const float* beta,
-                        int64_t gb_stride, float* o, int64_t o_stride);
-
-// The same n steps in the chunked (WY / UT-transform) form transformers uses for
-// prompts (torch_chunk_gated_delta_rule, chunks of `chunk` tokens): within a
-// chunk the corrections are solved as one unit lower-triangular system and
-// applied with matrix products; between chunks the state is carried exactly.
-// Mathematically equal to DeltaRuleRecurrent (checked by model_test).
-void DeltaRuleChunked(float* S, int64_t dk, int64_t dv, int64_t n, const float* q, const float* k,
-                      int64_t qk_stride, const float* v, int64_t v_stride, const float* g, const float* beta,
-                      int64_t gb_stride, float* o, int64_t o_stride, int64_t chunk = 64);
-
 }  // namespace tern
