@@ -28,6 +28,16 @@ CheckResult RunToolCalling(CheckContext& ctx);
 CheckResult RunErrorHandling(CheckContext& ctx);
 CheckResult RunLatency(CheckContext& ctx);
 CheckResult RunDegenerateOutput(CheckContext& ctx);
+// What real client libraries exposed (issue 24), checks_clients.cc.
+CheckResult RunSpecialTokens(CheckContext& ctx);
+CheckResult RunOpenAiErrorBody(CheckContext& ctx);
+CheckResult RunStopTrimmed(CheckContext& ctx);
+// Their judgements: what special-token text or leftover tag a reply holds
+// ("" when clean); whether an error body carries OpenAI's error.message; the
+// stop string taken from a greedy reply ("" when none fits).
+std::string SpecialTokenFinding(const ChatResult& r);
+Verdict JudgeOpenAiErrorBody(int status, const std::string& body);
+std::string StopStringFrom(const std::string& text);
 
 // The long-context prompt: about `tokens` tokens of digit-free filler with the
 // sentence "The access code for the blue vault is 58137." buried at 60% depth,

@@ -47,6 +47,7 @@ json BuildChatBody(const std::string& model, const ChatRequest& req, unsigned ex
   }
   if ((extras & kLogprobs) && req.logprobs) b["logprobs"] = true;
   if ((extras & kIgnoreEos) && req.ignore_eos) b["ignore_eos"] = true;
+  if (!req.stop.empty()) b["stop"] = req.stop;
   if (!req.tools.is_null()) {
     b["tools"] = req.tools;
     b["tool_choice"] = "auto";

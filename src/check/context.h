@@ -31,6 +31,7 @@ struct ChatRequest {
   nlohmann::json tools = nullptr;  // null: none
   bool stream = false;             // ChatStream sets it
   bool ignore_eos = false;
+  std::vector<std::string> stop;  // stop strings (empty: none sent)
 };
 
 // Optional request fields that some servers reject with a 4xx.

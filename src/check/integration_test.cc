@@ -64,8 +64,8 @@ TEST_F(Integration, CorrectModelPassesTheFullBatteryInEveryDialect) {
     START_MOCK(mock, dialect);
     CheckRun run = RunAgainst(mock.url(), "full");
     EXPECT_EQ(run.report.exit_code, kExitPassed) << dialect << run.Dump();
-    EXPECT_EQ(run.report.results.size(), 13u);
-    EXPECT_EQ(run.report.Count(Outcome::kPass), 13) << dialect << run.Dump();
+    EXPECT_EQ(run.report.results.size(), 16u);
+    EXPECT_EQ(run.report.Count(Outcome::kPass), 16) << dialect << run.Dump();
     EXPECT_EQ(run.report.server.model, "mock/Qwen3-8B");
     const std::string d = dialect;
     if (d == "sglang") {
@@ -90,6 +90,34 @@ TEST_F(Integration, CorrectModelPassesTheFullBatteryInEveryDialect) {
       EXPECT_TRUE(Has(run.detail("latency"), "counted by chunks")) << run.detail("latency");
     }
   }
+}
+
+// Issue 24's faults, each against the scripted server with it; the same
+// checks pass against the correct one (CorrectModelPassesTheFullBatteryInEveryDialect).
+TEST_F(Integration, SpecialTokenTextWithToolsFails) {
+  START_MOCK(mock, "sglang,special-tokens");
+  CheckRun run = RunAgainst(mock.url(), "special_tokens,tool_calling");
+  EXPECT_EQ(run.report.exit_code, kExitFailed);
+  EXPECT_EQ(run.outcome("special_tokens"), Outcome::kFail);
+  EXPECT_TRUE(Has(run.detail("special_tokens"), "with tools")) << run.detail("special_tokens");
+  EXPECT_TRUE(Has(run.detail("special_tokens"), "content holds '<|im_end|>'")) << run.detail("special_tokens");
+}
+
+TEST_F(Integration, FlatErrorBodiesFailForOpenAiClients) {
+  START_MOCK(mock, "sglang,flat-errors");
+  CheckRun run = RunAgainst(mock.url(), "openai_error_body,error_handling");
+  EXPECT_EQ(run.report.exit_code, kExitFailed);
+  EXPECT_EQ(run.outcome("openai_error_body"), Outcome::kFail);
+  EXPECT_TRUE(Has(run.detail("openai_error_body"), "400 status code (no body)")) << run.detail("openai_error_body");
+  EXPECT_EQ(run.outcome("error_handling"), Outcome::kPass) << run.detail("error_handling");  // SGLang's form is fine there
+}
+
+TEST_F(Integration, UntrimmedStopStringFails) {
+  START_MOCK(mock, "vllm,untrimmed-stop");
+  CheckRun run = RunAgainst(mock.url(), "stop_trimmed");
+  EXPECT_EQ(run.report.exit_code, kExitFailed);
+  EXPECT_EQ(run.outcome("stop_trimmed"), Outcome::kFail);
+  EXPECT_TRUE(Has(run.detail("stop_trimmed"), "is still in the text")) << run.detail("stop_trimmed");
 }
 
 TEST_F(Integration, NanLogprobsAreDegenerate) {

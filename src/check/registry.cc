@@ -30,6 +30,9 @@ const std::vector<CheckSpec>& AllChecks() {
       {"concurrency", "concurrency", "structural", false, RunConcurrency},
       {"error_handling", "error handling", "structural", false, RunErrorHandling},
       {"latency", "latency summary", "structural", false, RunLatency},
+      {"special_tokens", "no special tokens in replies", "structural", false, RunSpecialTokens},
+      {"openai_error_body", "errors readable by OpenAI clients", "structural", false, RunOpenAiErrorBody},
+      {"stop_trimmed", "stop strings trimmed", "structural", false, RunStopTrimmed},
       {"degenerate_output", "degenerate output", "semantic", false, RunDegenerateOutput},
   };
   return kChecks;

@@ -36,7 +36,7 @@ port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1
 pid=$!
 trap 'kill $pid 2>/dev/null || true' EXIT
 "$tern" check --url "http://127.0.0.1:$port" --wait 120 \
-  --suite model_info,simple_completion,arithmetic_no_thinking,arithmetic_thinking,determinism,stream_consistency,multi_turn_recall,tool_calling,concurrency,error_handling,latency,degenerate_output
+  --suite model_info,simple_completion,arithmetic_no_thinking,arithmetic_thinking,determinism,stream_consistency,multi_turn_recall,tool_calling,concurrency,error_handling,latency,special_tokens,openai_error_body,stop_trimmed,degenerate_output
 
 /usr/bin/python3 "$root/tools/demo_model/eval_tern.py" --model "$model" --url "http://127.0.0.1:$port" --sample 200 \
   --json "$work/eval.json" | tail -2

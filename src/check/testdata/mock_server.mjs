@@ -32,6 +32,11 @@
 //   nondeterministic      greedy replies alternate between two texts
 //   error-500             malformed requests get 500 instead of 400
 //   hang                  chat requests are never answered (client timeouts)
+//   special-tokens        with tools, content ends in "<|im_end|>" (tern before issue 24)
+//   flat-errors           the sglang dialect's errors without OpenAI's error object
+//                         (SGLang's own form; by default it sends both, as tern does)
+//   untrimmed-stop        a stop string ends the reply but stays in the text
+// Stop strings ("stop") cut the content before the first one, finish "stop".
 // Mode "correct" answers are built from the prompts of src/check/checks_common.h
 // (change both together). GET /_mock/requests returns the request bodies seen.
 import http from 'node:http';
@@ -129,7 +134,21 @@ function answer(messages, thinking, tools) {
     content = NUMBER_WORDS.join(' ');
   }
   if (flags.has('nondeterministic')) content += (counter++ % 2 ? ' Indeed.' : ' Truly.');
+  if (flags.has('special-tokens') && Array.isArray(tools) && tools.length) content += '<|im_end|>';
   return { reasoning, content, toolCalls };
+}
+
+// Cuts content at the first stop string (kept with untrimmed-stop); true when one matched.
+function applyStop(a, stop) {
+  const stops = typeof stop === 'string' ? [stop] : Array.isArray(stop) ? stop : [];
+  let at = -1, len = 0;
+  for (const s of stops) {
+    const i = s ? a.content.indexOf(s) : -1;
+    if (i >= 0 && (at < 0 || i < at)) { at = i; len = s.length; }
+  }
+  if (at < 0) return false;
+  a.content = a.content.slice(0, flags.has('untrimmed-stop') ? at + len : at);
+  return true;
 }
 
 // Pseudo tokens: each word with its leading space.
@@ -152,7 +171,10 @@ function logprobEntries(toks) {
 }
 
 function errorBody(status, message) {
-  if (dialect === 'sglang') return { object: 'error', message, type: 'Bad Request', param: null, code: status };
+  if (dialect === 'sglang') {
+    const flat = { object: 'error', message, type: 'Bad Request', param: null, code: status };
+    return flags.has('flat-errors') ? flat : { ...flat, error: { message, type: 'Bad Request', param: null, code: status } };
+  }
   if (dialect === 'vllm') return { error: { message, type: 'BadRequestError', param: null, code: status } };
   return { error: { code: status, message, type: 'invalid_request_error' } };
 }
@@ -197,6 +219,7 @@ function message(a, thinking) {
 
 function completion(req, thinking) {
   const a = answer(req.messages, thinking, req.tools);
+  applyStop(a, req.stop);
   const msg = message(a, thinking);
   const rTok = tokens(msg.reasoning_content || msg.reasoning || '');
   const cTok = tokens(msg.content || '');

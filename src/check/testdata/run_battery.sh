@@ -31,7 +31,7 @@ while [ $# -gt 0 ]; do
       case $2 in
         random-weights)
           EXPECT_EXIT=1
-          EXPECT_PASS=model_info,determinism,stream_consistency,concurrency,error_handling,latency
+          EXPECT_PASS=model_info,determinism,stream_consistency,concurrency,error_handling,latency,special_tokens,openai_error_body
           EXPECT_FAIL=simple_completion,arithmetic_no_thinking,arithmetic_thinking,multi_turn_recall,long_context ;;
         correct) EXPECT_EXIT=0 ;;
         *) echo "run_battery.sh: unknown --expect '$2'" >&2; exit 2 ;;
