@@ -71,6 +71,27 @@ else
 fi
 # Threads the OS refuses (an address-space limit far below 512 thread stacks): a message and exit 1, not an abort.
 expect_error "cannot start 511 worker threads" bash -c 'ulimit -v 1000000; exec "$0" generate --model "$1" --prompt-ids 1,2 --threads 512' "$tern" "$work/ok"
+# Startup flags that once did the wrong thing without a word (issue 16 items 7 and 13).
+expect_error "--context-length 4611686018427387904 is larger than the largest supported" \
+  "$tern" serve --model "$work/ok" --context-length 4611686018427387904 --port 1
+expect_error "needs more than 2^63 bytes of KV cache" "$tern" serve --model "$work/ok" --max-total-tokens 4611686018427387904 --port 1
+expect_error "--api-key is empty" "$tern" serve --model "$work/ok" --api-key "" --port 1
+expect_error "--chat-template /nonexistent/t.jinja: no such file" "$tern" serve --model "$work/ok" --chat-template /nonexistent/t.jinja --port 1
+# generation_config.json with temperature -1: a warning naming the field, and requests still answered.
+cp -r "$work/ok" "$work/gencfg"
+/usr/bin/python3 -c "import json,sys; p=sys.argv[1]+'/generation_config.json'; json.dump({'temperature': -1, 'top_p': 0.5}, open(p,'w'))" "$work/gencfg"
+port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+"$tern" serve --model "$work/gencfg" --port "$port" --skip-server-warmup --threads 1 2>"$work/gencfg.log" &
+gpid=$!
+for _ in $(seq 1 100); do curl -sf --max-time 5 "http://127.0.0.1:$port/ping" >/dev/null && break; sleep 0.2; done
+code=$(curl -s --max-time 60 -o /dev/null -w '%{http_code}' -H 'Content-Type: application/json' \
+  -d '{"model":"m","prompt":"hello","max_tokens":2}' "http://127.0.0.1:$port/v1/completions")
+kill -TERM $gpid; wait $gpid
+if [ "$code" = 200 ] && grep -q "generation_config.json: ignoring temperature" "$work/gencfg.log"; then
+  pass=$((pass + 1))
+else
+  echo "FAIL: generation_config temperature -1: status $code, log: $(cat "$work/gencfg.log")"; fail=$((fail + 1))
+fi
 expect_error "does not exist" "$tern" generate --model "$work/missing" --prompt hi
 expect_error "config.json" "$tern" generate --model "$work/noconfig" --prompt-ids 1,2
 expect_error "unknown architecture model_type \"llama4\"" "$tern" generate --model "$work/arch" --prompt-ids 1,2
