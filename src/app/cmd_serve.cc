@@ -23,8 +23,13 @@ Command RegisterServe(CLI::App& app) {
   app.add_option("--max-total-tokens", o->max_total_tokens, "KV cache capacity in tokens");
   app.add_option("--kv-cache-memory-gb", o->kv_cache_memory_gb, "KV cache memory budget in GB");
   app.add_option("--page-size", o->page_size, "tokens per KV cache block")->default_val(16);
-  app.add_option("--reasoning-parser", o->reasoning_parser, "qwen3, qwen3-thinking, deepseek-r1");
-  app.add_option("--tool-call-parser", o->tool_call_parser, "qwen25, hermes, qwen3_coder");
+  app.add_option("--reasoning-parser", o->reasoning_parser,
+                 "auto (from the chat template: qwen3 when it writes <think>), none, qwen3, qwen3-thinking, deepseek-r1")
+      ->default_val("auto");
+  app.add_option("--tool-call-parser", o->tool_call_parser,
+                 "auto (from the chat template: qwen25 for <tool_call> JSON, qwen3_coder for <function=...>), none, "
+                 "qwen25, hermes, qwen3_coder")
+      ->default_val("auto");
   app.add_option("--chat-template", o->chat_template, "chat template file or text (default: the model's)");
   app.add_option("--default-chat-template-kwargs", o->default_chat_template_kwargs,
                  "JSON object of default template variables, e.g. '{\"enable_thinking\": false}'");

@@ -27,8 +27,10 @@ struct ServeOptions {
   int64_t max_total_tokens = 0;     // KV cache capacity in tokens; 0: from kv_cache_memory_gb
   double kv_cache_memory_gb = 0;    // 0: a default sized to the machine
   int64_t page_size = 16;           // tokens per KV block
-  std::string reasoning_parser;     // "", qwen3, deepseek-r1
-  std::string tool_call_parser;     // "", qwen25, hermes, qwen3_coder
+  // "" or "none": off; "auto": from the chat template (api/parser_detect.h),
+  // resolved at load; else a parser name.
+  std::string reasoning_parser;     // qwen3, qwen3-thinking, deepseek-r1
+  std::string tool_call_parser;     // qwen25, hermes, qwen3_coder
   std::string chat_template;        // a file path, or the template text itself
   std::string default_chat_template_kwargs;  // JSON object
   bool enable_metrics = false;

@@ -3,6 +3,9 @@
 
 #include <fmt/format.h>
 
+#include "api/parser_detect.h"
+#include "api/reasoning_parser.h"
+#include "api/tool_parser.h"
 #include "chat/vocab_check.h"
 #include "api/error_json.h"
 #include "api/sampling.h"
@@ -34,6 +37,34 @@ void DropInvalidGenerationDefaults(GenerationDefaults& g, const std::string& dir
   check("repetition_penalty", g.repetition_penalty, [](api::GenerationDefaults& d, double v) { d.repetition_penalty = v; });
   check("top_k", g.top_k, [](api::GenerationDefaults& d, int64_t v) { d.top_k = v; });
 }
+}  // namespace
+
+namespace {
+
+// --reasoning-parser / --tool-call-parser: "auto" reads them off the chat
+// template, "none" turns them off; what is chosen is printed, as SGLang users
+// would otherwise have to know which flags their model needs.
+Status ResolveParsers(ServerContext& ctx) {
+  ServeOptions& o = ctx.opts;
+  const api::DetectedParsers d = api::DetectParsers(ctx.chat ? ctx.chat->source() : "");
+  auto resolve = [](std::string& name, const std::string& detected, const std::string& why, const char* flag,
+                    bool known) -> Result<std::string> {
+    if (name == "auto") {
+      name = detected;
+      return fmt::format("{} {} ({})", flag, detected.empty() ? "none" : detected, why);
+    }
+    if (name == "none") name.clear();
+    if (!name.empty() && !known) return Status::Errorf("--{} {}: unknown parser", flag, name);
+    return fmt::format("{} {} (from the command line)", flag, name.empty() ? "none" : name);
+  };
+  TERN_ASSIGN_OR_RETURN(std::string r, resolve(o.reasoning_parser, d.reasoning, d.reasoning_why, "reasoning-parser",
+                                               api::ReasoningParserFromName(o.reasoning_parser).has_value()));
+  TERN_ASSIGN_OR_RETURN(std::string t, resolve(o.tool_call_parser, d.tool_call, d.tool_call_why, "tool-call-parser",
+                                               api::ToolParserFromName(o.tool_call_parser).has_value()));
+  fmt::print(stderr, "tern serve: {}; {}\n", r, t);
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status LoadServerModel(ServerContext& ctx) {
@@ -70,6 +101,7 @@ Status LoadServerModel(ServerContext& ctx) {
     ctx.chat_error = chat.status().message();
     fmt::print(stderr, "tern serve: warning: {}; /v1/chat/completions will answer 400\n", ctx.chat_error);
   }
+  TERN_RETURN_IF_ERROR(ResolveParsers(ctx));
   TERN_ASSIGN_OR_RETURN(ctx.model, LoadModel(dir, LoadOptions{.threads = ctx.opts.threads,
                                                                .numerics = ctx.opts.quant_numerics,
                                                                .weight_check = ctx.opts.strict_weights

@@ -50,3 +50,28 @@ if bad:
 print("accuracy floors: ok")
 PY
 kill -TERM $pid; wait $pid
+
+# A bare `tern serve` (no parser flags, issue 21 item 1): the parsers come from the chat template,
+# the startup line says which, and the smoke suite and tool calling pass as they do with the flags.
+"$tern" serve --port "$port" --threads 2 2>"$work/bare.log" &
+pid=$!
+"$tern" check --url "http://127.0.0.1:$port" --wait 120 \
+  --suite model_info,simple_completion,arithmetic_no_thinking,arithmetic_thinking,tool_calling
+grep -qF "reasoning-parser qwen3 (the chat template writes <think>); tool-call-parser qwen25" "$work/bare.log" ||
+  { echo "FAIL: no startup line naming the detected parsers"; cat "$work/bare.log"; exit 1; }
+kill -TERM $pid; wait $pid
+# --reasoning-parser none turns it off: the reasoning stays in content.
+"$tern" serve --port "$port" --threads 2 --reasoning-parser none --tool-call-parser none 2>"$work/none.log" &
+pid=$!
+for _ in $(seq 1 100); do curl -sf --max-time 5 "http://127.0.0.1:$port/health" >/dev/null && break; sleep 0.2; done
+reply=$(curl -s --max-time 60 -H 'Content-Type: application/json' \
+  -d '{"model":"m","messages":[{"role":"user","content":"What is 17*19?"}],"temperature":0}' \
+  "http://127.0.0.1:$port/v1/chat/completions")
+kill -TERM $pid; wait $pid
+/usr/bin/python3 - "$reply" <<'PY'
+import json, sys
+m = json.loads(sys.argv[1])["choices"][0]["message"]
+if "</think>" not in (m.get("content") or "") or m.get("reasoning_content"):
+    sys.exit(f"FAIL: with --reasoning-parser none the reasoning should stay in content: {m}")
+print("--reasoning-parser none: reasoning left in content: ok")
+PY
