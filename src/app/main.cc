@@ -33,6 +33,8 @@ int main(int argc, char** argv) {
   add("synth", "write a synthetic Hugging Face checkpoint with random weights", RegisterSynth);
   add("template", "print the prompt that chat messages render to with the model's chat template", RegisterTemplate);
   add("check", "validate a running OpenAI-compatible server (tern, SGLang, vLLM, llama.cpp)", tern::check::RegisterCheck);
+  add("wait", "wait until a server is healthy and generates a token (exit 0), or --timeout passes (exit 1)",
+      tern::check::RegisterWait);
   add("bench-serving", "load-test a running server (throughput, TTFT, inter-token latency)", RegisterBenchServing);
   add("bench", "measure prefill and decode speed against the memory bandwidth", RegisterBench);
   add("quantize", "write an NVFP4 or FP8 checkpoint (ModelOpt layout) from a BF16 one", RegisterQuantize);

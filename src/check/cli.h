@@ -19,6 +19,10 @@ namespace tern::check {
 // ready, or a report could not be written.
 std::function<int()> RegisterCheck(CLI::App& sub);
 
+// `tern wait`: exit 0 once the server answers /health and generates a token
+// (wait_cli.cc); 1 when --timeout passes first.
+std::function<int()> RegisterWait(CLI::App& sub);
+
 // The same, for options already filled in (tests, other drivers).
 int RunCheckCommand(const CheckOptions& options);
 

@@ -83,7 +83,12 @@ cp -r "$work/ok" "$work/gencfg"
 port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 "$tern" serve --model "$work/gencfg" --port "$port" --skip-server-warmup --threads 1 2>"$work/gencfg.log" &
 gpid=$!
-for _ in $(seq 1 100); do curl -sf --max-time 5 "http://127.0.0.1:$port/ping" >/dev/null && break; sleep 0.2; done
+# tern wait (issue 21 item 3): exit 0 once /health is 200 and a token was generated.
+if "$tern" wait --url "http://127.0.0.1:$port" --timeout 60 2>"$work/wait.log"; then
+  pass=$((pass + 1))
+else
+  echo "FAIL: tern wait on a healthy server: $(cat "$work/wait.log")"; fail=$((fail + 1))
+fi
 code=$(curl -s --max-time 60 -o /dev/null -w '%{http_code}' -H 'Content-Type: application/json' \
   -d '{"model":"m","prompt":"hello","max_tokens":2}' "http://127.0.0.1:$port/v1/completions")
 kill -TERM $gpid; wait $gpid
@@ -92,6 +97,7 @@ if [ "$code" = 200 ] && grep -q "generation_config.json: ignoring temperature" "
 else
   echo "FAIL: generation_config temperature -1: status $code, log: $(cat "$work/gencfg.log")"; fail=$((fail + 1))
 fi
+expect_error "not ready within 2 s" "$tern" wait --url http://127.0.0.1:1 --timeout 2
 expect_error "does not exist" "$tern" generate --model "$work/missing" --prompt hi
 expect_error "config.json" "$tern" generate --model "$work/noconfig" --prompt-ids 1,2
 expect_error "unknown architecture model_type \"llama4\"" "$tern" generate --model "$work/arch" --prompt-ids 1,2
