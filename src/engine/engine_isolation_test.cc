@@ -8,6 +8,7 @@
 // on the healthy model, in an engine of its own.
 #include <filesystem>
 #include <stdexcept>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -175,6 +176,9 @@ TEST_F(EngineIsolationTest, ARefusedChunkFailsOnlyItsSequence) {
   EXPECT_EQ(p.bad_last.message, "Internal error: injected refusal");
   EXPECT_TRUE(p.bad_tokens.empty());
   EXPECT_EQ(engine->metrics().engine_errors_total.load(), 1u);
+  // (the gauges are refreshed after the step that finished the streams)
+  for (int i = 0; i < 200 && engine->metrics().used_blocks.load() != 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
   EXPECT_EQ(engine->metrics().used_blocks.load(), 0);
 }
 
