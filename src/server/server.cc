@@ -79,6 +79,10 @@ std::string Warmup(ServerContext& ctx) {
   if (!sub.stream) return sub.error;
   RequestUpdate u;
   for (int i = 0; i < 6000; ++i) {  // up to 600 s, as SGLang
+    if (g_signal_count.load() > 0) {  // SIGTERM during warm-up: stop now, not after 600 s
+      sub.stream->Abort();
+      return "interrupted by a signal";
+    }
     if (sub.stream->Next(u, std::chrono::milliseconds(100)) && u.finished)
       return u.reason != FinishReason::kAbort ? "" : u.message.empty() ? "aborted" : u.message;
   }
@@ -165,7 +169,18 @@ int RunServer(const ServeOptions& opts) {
     return fail(fmt::format("cannot listen on {}:{} (in use, or not an address of this machine)", opts.host, opts.port));
   if (listen_socket != INVALID_SOCKET && ::listen(listen_socket, SOMAXCONN) != 0)
     fmt::print(stderr, "tern serve: warning: could not raise the listen backlog: {}\n", std::strerror(errno));
-  std::thread listener([&] { http.listen_after_bind(); });
+  std::atomic<bool> listener_done{false};
+  std::thread listener([&] {
+    http.listen_after_bind();
+    listener_done = true;
+  });
+  // cpp-httplib's stop() does nothing until the listener thread has begun
+  // listening (is_running): stopping earlier -- a warm-up that fails within
+  // milliseconds -- left listen running and the join below waiting forever.
+  auto stop_listener = [&] {
+    while (!http.is_running() && !listener_done.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    http.stop();
+  };
 
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
@@ -178,7 +193,7 @@ int RunServer(const ServeOptions& opts) {
     const std::string warmup_error = Warmup(*ctx);
     ctx->health = warmup_error.empty() ? Health::kUp : Health::kUnhealthy;
     if (ctx->health != Health::kUp) {
-      http.stop();
+      stop_listener();
       listener.join();
       return fail("the warmup generation failed: " + warmup_error);
     }
@@ -191,7 +206,7 @@ int RunServer(const ServeOptions& opts) {
   // No new connection, no new request on an open one; idle connections and
   // requests still being read close now. Requests being handled run on.
   http.BeginShutdown();
-  http.stop();
+  stop_listener();
   std::atomic<bool> drained{false};
   std::thread drainer([&] {
     ctx->engine->Drain(std::chrono::milliseconds(int64_t(opts.shutdown_grace_s * 1000)));
