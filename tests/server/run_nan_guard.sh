@@ -24,7 +24,7 @@ port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1
 fail() { echo "FAIL: $*"; echo "--- serve log"; cat "$work/serve.log"; exit 1; }
 
 # Warm-up on: the server must not come up healthy on a model that computes NaN.
-if timeout 120 "$tern" serve --model "$work/model" --port "$port" --threads 1 >"$work/warm.log" 2>&1; then
+if timeout -k 10 120 "$tern" serve --model "$work/model" --port "$port" --threads 1 >"$work/warm.log" 2>&1; then
   fail "tern serve started on a model whose logits are NaN"
 fi
 grep -qF "non-finite logits" "$work/warm.log" || { cat "$work/warm.log"; echo "FAIL: the warm-up failure does not name non-finite logits"; exit 1; }
