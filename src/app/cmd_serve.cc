@@ -42,7 +42,8 @@ Command RegisterServe(CLI::App& app) {
                "refuse to load weights that hold NaN or Inf (by default: a warning naming each tensor)");
   app.add_option("--threads", o->threads, "compute threads (0: all cores)")->default_val(0);
   auto numerics = AddQuantNumericsOption(app);
-  app.add_option("--log-level", o->log_level, "info, warning, error")->default_val("info");
+  app.add_option("--log-level", o->log_level, "the server's own lines on stderr: debug, info, warning or error")
+      ->default_val("info");
   app.add_option("--http-read-timeout", o->http_read_timeout_s,
                  "seconds a request's line, headers and body may take to arrive")
       ->default_val(60);

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "server/http_util.h"
+#include "server/log.h"
 
 namespace tern::server {
 namespace {
@@ -193,7 +194,7 @@ bool HttpServer::process_and_close_socket(socket_t sock) {
       } catch (const std::exception& e) {
         // Routing's exceptions become 500s in the library; these escaped
         // while a response was being written.
-        fmt::print(stderr, "tern serve: error writing a response: {}\n", e.what());
+        Log(LogLevel::kError, "writing a response: {}", e.what());
         ret = false;
       } catch (...) {
         ret = false;

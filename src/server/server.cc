@@ -16,6 +16,7 @@
 #include "server/context.h"
 #include "server/http_server.h"
 #include "server/http_util.h"
+#include "server/log.h"
 #include "server/routes.h"
 
 namespace tern::server {
@@ -103,18 +104,20 @@ int RunServer(const ServeOptions& opts) {
   ctx->created = UnixNow();
   ctx->start_time = std::chrono::steady_clock::now();
   auto fail = [](const std::string& m) {
-    fmt::print(stderr, "tern serve: {}\n", m);
+    fmt::print(stderr, "tern serve: {}\n", m);  // (a startup failure: always printed)
     return 1;
   };
-  fmt::print(stderr, "tern serve: loading {}\n", opts.model_path);
+  const std::optional<LogLevel> level = ParseLogLevel(opts.log_level);
+  if (!level) return fail(fmt::format("--log-level {}: expected debug, info, warning or error", opts.log_level));
+  CurrentLogLevel() = *level;
+  Log(LogLevel::kInfo, "loading {}", opts.model_path);
   if (Status s = LoadServerModel(*ctx); !s.ok()) return fail(s.message());
   ctx->load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - ctx->start_time).count();
 
   auto kv_dtype = ParseKvCacheDtype(opts.kv_cache_dtype, ctx->model->weight_dtype());
   if (!kv_dtype.ok()) return fail(kv_dtype.status().message());
   if (*kv_dtype == DType::kF8E4M3 && !ctx->model->HasKvCacheScales())
-    fmt::print(stderr, "tern serve: warning: the checkpoint has no k_scale/v_scale for every layer; the FP8 KV cache "
-                       "uses 1.0 there\n");
+    Log(LogLevel::kWarning, "the checkpoint has no k_scale/v_scale for every layer; the FP8 KV cache uses 1.0 there");
   const int64_t context = opts.context_length > 0 ? opts.context_length : ctx->model->config().max_position_embeddings;
   if (context <= 0) return fail("the model's config has no max_position_embeddings; give --context-length");
   // Positions are int32 in the engine; a larger context cannot be served.
@@ -135,10 +138,9 @@ int RunServer(const ServeOptions& opts) {
   auto engine = Engine::Create(*ctx->model, eo);
   if (!engine.ok()) return fail(engine.status().message());
   ctx->engine = std::move(*engine);
-  fmt::print(stderr,
-             "tern serve: {} loaded in {:.1f} s; KV cache {} tokens ({}, {:.2f} GB), prefix cache {}, context {}, {} "
-             "threads\n",
-             ctx->model_name, ctx->load_seconds, ctx->engine->max_total_tokens(), DTypeName(*kv_dtype),
+  Log(LogLevel::kInfo,
+      "{} loaded in {:.1f} s; KV cache {} tokens ({}, {:.2f} GB), prefix cache {}, context {}, {} threads",
+      ctx->model_name, ctx->load_seconds, ctx->engine->max_total_tokens(), DTypeName(*kv_dtype),
              double(ctx->engine->max_total_tokens() * KvCache::BytesPerToken(ctx->model->cache_spec(), *kv_dtype)) / 1e9,
              ctx->engine->prefix_cache_enabled() ? "on" : "off", context, ctx->model->pool().size());
 
@@ -168,7 +170,7 @@ int RunServer(const ServeOptions& opts) {
   if (!http.bind_to_port(opts.host.c_str(), opts.port))
     return fail(fmt::format("cannot listen on {}:{} (in use, or not an address of this machine)", opts.host, opts.port));
   if (listen_socket != INVALID_SOCKET && ::listen(listen_socket, SOMAXCONN) != 0)
-    fmt::print(stderr, "tern serve: warning: could not raise the listen backlog: {}\n", std::strerror(errno));
+    Log(LogLevel::kWarning, "could not raise the listen backlog: {}", std::strerror(errno));
   std::atomic<bool> listener_done{false};
   std::thread listener([&] {
     http.listen_after_bind();
@@ -189,7 +191,7 @@ int RunServer(const ServeOptions& opts) {
   if (opts.skip_server_warmup) {
     ctx->health = Health::kUp;
   } else {
-    fmt::print(stderr, "tern serve: warming up\n");
+    Log(LogLevel::kInfo, "warming up");
     const std::string warmup_error = Warmup(*ctx);
     ctx->health = warmup_error.empty() ? Health::kUp : Health::kUnhealthy;
     if (ctx->health != Health::kUp) {
@@ -198,10 +200,10 @@ int RunServer(const ServeOptions& opts) {
       return fail("the warmup generation failed: " + warmup_error);
     }
   }
-  fmt::print(stderr, "tern serve: listening on http://{}:{} (model \"{}\")\n", opts.host, opts.port, ctx->model_name);
+  Log(LogLevel::kInfo, "listening on http://{}:{} (model \"{}\")", opts.host, opts.port, ctx->model_name);
 
   while (g_signal_count.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  fmt::print(stderr, "tern serve: signal {} received; draining (grace {:.0f} s)\n", g_signal.load(), opts.shutdown_grace_s);
+  Log(LogLevel::kInfo, "signal {} received; draining (grace {:.0f} s)", g_signal.load(), opts.shutdown_grace_s);
   ctx->health = Health::kShuttingDown;
   // No new connection, no new request on an open one; idle connections and
   // requests still being read close now. Requests being handled run on.
@@ -215,7 +217,7 @@ int RunServer(const ServeOptions& opts) {
   bool cut_short = false;
   while (!drained.load()) {
     if (!cut_short && g_signal_count.load() > 1) {
-      fmt::print(stderr, "tern serve: second signal; aborting running requests\n");
+      Log(LogLevel::kWarning, "second signal; aborting running requests");
       ctx->engine->AbortAll();
       cut_short = true;
     }
@@ -227,7 +229,7 @@ int RunServer(const ServeOptions& opts) {
   http.CloseAll();
   listener.join();
   ctx->engine.reset();
-  fmt::print(stderr, "tern serve: stopped\n");
+  Log(LogLevel::kInfo, "stopped");
   return 0;
 }
 

@@ -12,6 +12,7 @@
 #include "server/context.h"
 #include "server/http_server.h"
 #include "server/http_util.h"
+#include "server/log.h"
 #include "server/routes.h"
 
 namespace tern::server {
@@ -28,7 +29,7 @@ void DropInvalidGenerationDefaults(GenerationDefaults& g, const std::string& dir
     set(only, *value);
     auto r = api::ResolveSampling({}, only, /*vocab_size=*/1);
     if (r.ok()) return;
-    fmt::print(stderr, "tern serve: warning: {}/generation_config.json: ignoring {}: {}\n", dir, field, r.error().message);
+    Log(LogLevel::kWarning, "{}/generation_config.json: ignoring {}: {}", dir, field, r.error().message);
     value.reset();
   };
   check("temperature", g.temperature, [](api::GenerationDefaults& d, double v) { d.temperature = v; });
@@ -61,7 +62,7 @@ Status ResolveParsers(ServerContext& ctx) {
                                                api::ReasoningParserFromName(o.reasoning_parser).has_value()));
   TERN_ASSIGN_OR_RETURN(std::string t, resolve(o.tool_call_parser, d.tool_call, d.tool_call_why, "tool-call-parser",
                                                api::ToolParserFromName(o.tool_call_parser).has_value()));
-  fmt::print(stderr, "tern serve: {}; {}\n", r, t);
+  Log(LogLevel::kInfo, "{}; {}", r, t);
   return Status::Ok();
 }
 
@@ -99,7 +100,7 @@ Status LoadServerModel(ServerContext& ctx) {
   } else {
     if (!ctx.opts.chat_template.empty()) return chat.status();
     ctx.chat_error = chat.status().message();
-    fmt::print(stderr, "tern serve: warning: {}; /v1/chat/completions will answer 400\n", ctx.chat_error);
+    Log(LogLevel::kWarning, "{}; /v1/chat/completions will answer 400", ctx.chat_error);
   }
   TERN_RETURN_IF_ERROR(ResolveParsers(ctx));
   TERN_ASSIGN_OR_RETURN(ctx.model, LoadModel(dir, LoadOptions{.threads = ctx.opts.threads,
