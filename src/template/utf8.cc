@@ -120,6 +120,8 @@ bool IsCased(char32_t c) {
 
 bool IsPrintable(char32_t c) {
   if (c == ' ') return true;
+  if (c < 0x20 || c == 0x7F) return false;  // (ASCII without a table lookup: repr() calls this per character)
+  if (c < 0x7F) return true;
   switch (Category(c)) {
     case UTF8PROC_CATEGORY_CC:
     case UTF8PROC_CATEGORY_CF:

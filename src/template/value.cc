@@ -5,8 +5,6 @@
 #include <cmath>
 #include <cstdio>
 
-#include <utf8proc.h>
-
 #include "template/error.h"
 #include "template/utf8.h"
 
@@ -200,25 +198,6 @@ std::string FloatRepr(double d) {
   return out;
 }
 
-static bool IsPrintable(char32_t c) {
-  if (c == ' ') return true;
-  if (c < 0x20 || c == 0x7F) return false;
-  if (c < 0x7F) return true;
-  switch (utf8proc_category(static_cast<utf8proc_int32_t>(c))) {
-    case UTF8PROC_CATEGORY_CC:
-    case UTF8PROC_CATEGORY_CF:
-    case UTF8PROC_CATEGORY_CS:
-    case UTF8PROC_CATEGORY_CO:
-    case UTF8PROC_CATEGORY_CN:
-    case UTF8PROC_CATEGORY_ZL:
-    case UTF8PROC_CATEGORY_ZP:
-    case UTF8PROC_CATEGORY_ZS:
-      return false;
-    default:
-      return true;
-  }
-}
-
 static void AppendStrRepr(std::string& out, const std::string& s) {
   const bool has_single = s.find('\'') != std::string::npos;
   const bool has_double = s.find('"') != std::string::npos;
@@ -236,7 +215,7 @@ static void AppendStrRepr(std::string& out, const std::string& s) {
       out += "\\r";
     } else if (c == '\t') {
       out += "\\t";
-    } else if (IsPrintable(c) && !(c == 0xFFFD && len == 1)) {
+    } else if (utf8::IsPrintable(c) && !(c == 0xFFFD && len == 1)) {
       out.append(s, i, len);
     } else {
       char buf[16];
