@@ -10,8 +10,7 @@
 
 #include <gtest/gtest.h>
 
-#include "engine/run_to_completion.h"
-#include "model/synth_checkpoint.h"
+#include "engine/engine_test_util.h"
 
 namespace tern {
 namespace {
@@ -20,40 +19,18 @@ class EngineTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = ::testing::TempDir() + "/engine_test_model";
-    std::filesystem::remove_all(dir_);
-    SynthPreset p{.name = "t", .arch = "qwen3_moe", .hidden = 32, .layers = 2, .heads = 4, .kv_heads = 2,
-                  .head_dim = 8, .ffn = 48, .vocab = 96, .tied = false, .experts = 4, .experts_per_tok = 2,
-                  .moe_ffn = 16, .max_positions = 256};
-    ASSERT_TRUE(WriteSyntheticWeights(dir_, {.preset = p, .vocab = 96, .dtype = DType::kF32, .seed = 3,
-                                             .bos_token_id = 1, .eos_token_id = 2}).ok());
+    testing::WriteTinyMoe(dir_);
   }
   static std::unique_ptr<Model> Load() {
     auto m = LoadModel(dir_, {.threads = 2});
     EXPECT_TRUE(m.ok()) << m.status().message();
     return std::move(*m);
   }
-  // Greedy tokens of one request run alone, in an engine of its own.
   static std::vector<int32_t> Alone(Model& m, const std::vector<int32_t>& prompt, int64_t n) {
-    EngineRequest r{.id = "alone", .prompt = prompt, .max_tokens = n};
-    r.sampling.temperature = 0;
-    const EngineOptions o = OfflineEngineOptions(
-        m, {r}, {.kv = {.block_size = 4, .dtype = DType::kF32}, .enable_prefix_cache = false});
-    auto engine = Engine::Create(m, o);
-    EXPECT_TRUE(engine.ok()) << engine.status().message();
-    auto res = RunToCompletion(**engine, {r});
-    EXPECT_TRUE(res.ok()) << res.status().message();
-    return res.ok() ? (*res)[0].ids() : std::vector<int32_t>{};
+    return testing::Alone(m, prompt, n);
   }
   static std::vector<int32_t> Collect(RequestStream& s, RequestUpdate* last = nullptr) {
-    std::vector<int32_t> out;
-    RequestUpdate u;
-    for (int guard = 0; guard < 10000; ++guard) {
-      if (!s.Next(u, std::chrono::milliseconds(5000))) break;
-      for (auto& t : u.tokens) out.push_back(t.id);
-      if (u.finished) break;
-    }
-    if (last) *last = u;
-    return out;
+    return testing::Collect(s, last);
   }
   // Tokens, logprobs and the final update of one request.
   struct Outcome {

@@ -1,0 +1,55 @@
+// Helpers shared by the engine tests: the tiny Qwen3-MoE they run on, one
+// request run alone in an engine of its own, and a stream drained to its end.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "engine/engine.h"
+#include "engine/run_to_completion.h"
+#include "model/synth_checkpoint.h"
+
+namespace tern::testing {
+
+// A 2-layer Qwen3-MoE with random F32 weights (vocab 96, 256 positions) in dir.
+inline void WriteTinyMoe(const std::string& dir) {
+  std::filesystem::remove_all(dir);
+  SynthPreset p{.name = "t", .arch = "qwen3_moe", .hidden = 32, .layers = 2, .heads = 4, .kv_heads = 2,
+                .head_dim = 8, .ffn = 48, .vocab = 96, .tied = false, .experts = 4, .experts_per_tok = 2,
+                .moe_ffn = 16, .max_positions = 256};
+  ASSERT_TRUE(WriteSyntheticWeights(dir, {.preset = p, .vocab = 96, .dtype = DType::kF32, .seed = 3,
+                                          .bos_token_id = 1, .eos_token_id = 2}).ok());
+}
+
+// Greedy tokens of one request run alone, in an engine of its own (no other
+// engine may run `m` at the same time).
+inline std::vector<int32_t> Alone(Model& m, const std::vector<int32_t>& prompt, int64_t n) {
+  EngineRequest r{.id = "alone", .prompt = prompt, .max_tokens = n};
+  r.sampling.temperature = 0;
+  const EngineOptions o =
+      OfflineEngineOptions(m, {r}, {.kv = {.block_size = 4, .dtype = DType::kF32}, .enable_prefix_cache = false});
+  auto engine = Engine::Create(m, o);
+  EXPECT_TRUE(engine.ok()) << engine.status().message();
+  if (!engine.ok()) return {};
+  auto res = RunToCompletion(**engine, {r});
+  EXPECT_TRUE(res.ok()) << res.status().message();
+  return res.ok() ? (*res)[0].ids() : std::vector<int32_t>{};
+}
+
+// The ids a stream produces until it finishes; *last gets the final update.
+inline std::vector<int32_t> Collect(RequestStream& s, RequestUpdate* last = nullptr) {
+  std::vector<int32_t> out;
+  RequestUpdate u;
+  for (int guard = 0; guard < 10000; ++guard) {
+    if (!s.Next(u, std::chrono::milliseconds(5000))) break;
+    for (auto& t : u.tokens) out.push_back(t.id);
+    if (u.finished) break;
+  }
+  if (last) *last = u;
+  return out;
+}
+
+}  // namespace tern::testing
