@@ -38,8 +38,11 @@ Command RegisterServe(CLI::App& app) {
   app.add_flag("--enable-cache-report", o->enable_cache_report,
                "report cached prompt tokens in usage.prompt_tokens_details (OpenAI routes)");
   app.add_flag("--skip-server-warmup", o->skip_server_warmup, "report healthy without a warm-up generation");
-  app.add_flag("--strict-weights", o->strict_weights,
-               "refuse to load weights that hold NaN or Inf (by default: a warning naming each tensor)");
+  auto* strict = app.add_flag("--strict-weights", o->strict_weights,
+                              "refuse to load weights that hold NaN or Inf (by default: a warning naming each tensor)");
+  app.add_flag("--skip-weight-check", o->skip_weight_check,
+               "do not scan the weights for NaN/Inf at load (the scan reads every weight once)")
+      ->excludes(strict);
   app.add_option("--threads", o->threads, "compute threads (0: all cores)")->default_val(0);
   auto numerics = AddQuantNumericsOption(app);
   app.add_option("--log-level", o->log_level, "the server's own lines on stderr: debug, info, warning or error")

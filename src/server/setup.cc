@@ -105,7 +105,9 @@ Status LoadServerModel(ServerContext& ctx) {
   TERN_RETURN_IF_ERROR(ResolveParsers(ctx));
   TERN_ASSIGN_OR_RETURN(ctx.model, LoadModel(dir, LoadOptions{.threads = ctx.opts.threads,
                                                                .numerics = ctx.opts.quant_numerics,
-                                                               .weight_check = ctx.opts.strict_weights
+                                                               .weight_check = ctx.opts.skip_weight_check
+                                                                                   ? WeightCheck::kSkip
+                                                                               : ctx.opts.strict_weights
                                                                                    ? WeightCheck::kError
                                                                                    : WeightCheck::kWarn}));
   TERN_RETURN_IF_ERROR(CheckTokenizerFitsModel(*ctx.tokenizer, ctx.model->config().vocab_size, dir));
