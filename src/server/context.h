@@ -9,7 +9,6 @@
 #include <string>
 #include <vector>
 
-#include <httplib.h>
 #include <nlohmann/json.hpp>
 
 #include "chat/chat_prompt.h"
@@ -73,8 +72,11 @@ struct ServerContext {
 
 // Loads the model, tokenizer, chat template and generation defaults into ctx.
 Status LoadServerModel(ServerContext& ctx);
+// Sizes the KV cache from ctx.opts (checking every flag against what can be
+// served) and starts ctx.engine on the loaded model.
+Status StartEngine(ServerContext& ctx);
 // Auth (--api-key), response counting, JSON bodies for 404/413/500.
-class HttpServer;
-void InstallMiddleware(HttpServer& http, ServerContext& ctx);
+class HttpRoutes;
+void InstallMiddleware(HttpRoutes& routes, ServerContext& ctx);
 
 }  // namespace tern::server

@@ -1,7 +1,6 @@
 #include "server/generation.h"
 
 #include <algorithm>
-#include <cstring>
 
 #include "server/http_util.h"
 
@@ -167,7 +166,7 @@ GenerationRun::Step GenerationRun::RunToEnd(const std::function<bool()>& keep_go
   return all;
 }
 
-void StreamRuns(httplib::Response& res, std::vector<std::shared_ptr<GenerationRun>> runs, StepWriter on_step,
+void StreamRuns(HttpResponse& res, std::vector<std::shared_ptr<GenerationRun>> runs, StepWriter on_step,
                 SinkWriter on_start, SinkWriter on_end) {
   struct State {
     std::vector<std::shared_ptr<GenerationRun>> runs;
@@ -182,10 +181,10 @@ void StreamRuns(httplib::Response& res, std::vector<std::shared_ptr<GenerationRu
   auto abort_all = [st] {
     for (auto& r : st->runs) r->Abort();
   };
-  res.set_header("Cache-Control", "no-cache");
-  res.set_chunked_content_provider(
-      "text/event-stream",
-      [st, on_step, on_start, on_end, abort_all](size_t, httplib::DataSink& sink) {
+  res.headers.Add("Cache-Control", "no-cache");
+  StreamBody body{
+      .next =
+      [st, on_step, on_start, on_end, abort_all](ChunkSink& sink) {
         if (!st->started) {
           st->started = true;
           on_start(sink);
@@ -193,7 +192,7 @@ void StreamRuns(httplib::Response& res, std::vector<std::shared_ptr<GenerationRu
         // Every choice's runs share one notifier: poll them all, then wait for news on any.
         const auto& notifier = st->runs[0]->notifier();
         for (;;) {
-          if (!sink.is_writable()) {
+          if (!sink.Writable()) {
             abort_all();
             return false;
           }
@@ -211,17 +210,19 @@ void StreamRuns(httplib::Response& res, std::vector<std::shared_ptr<GenerationRu
           }
           if (st->left == 0) {
             on_end(sink);
-            sink.write(kSseDone, std::strlen(kSseDone));
-            sink.done();
+            sink.Write(kSseDone);
+            sink.Done();
             return true;
           }
           if (progressed) return true;
           notifier->WaitChange(seen, std::chrono::milliseconds(100));
         }
       },
-      [abort_all](bool success) {
-        if (!success) abort_all();
-      });
+      .on_end =
+      [abort_all](bool completed) {
+        if (!completed) abort_all();
+      }};
+  res.SetStream("text/event-stream", std::move(body));
 }
 
 }  // namespace tern::server

@@ -7,8 +7,6 @@
 
 #include <chrono>
 #include <functional>
-
-#include <httplib.h>
 #include <memory>
 #include <optional>
 #include <string>
@@ -19,7 +17,7 @@
 #include "api/sampling.h"
 #include "engine/stop_strings.h"
 #include "server/context.h"
-#include "server/http_connection.h"
+#include "server/http_types.h"
 #include "tokenize/stream_decoder.h"
 
 namespace tern::server {
@@ -57,10 +55,10 @@ class GenerationRun {
   // Waits up to `timeout` for news; false on timeout.
   bool Next(Step& out, std::chrono::milliseconds timeout);
   // Runs to the end, collecting everything (non-stream replies). `keep_going`
-  // is asked every 100 ms; once it says false (the client hung up) the run is
-  // aborted, its KV blocks go back within one engine step, and the step
-  // returned is an abort.
-  Step RunToEnd(const std::function<bool()>& keep_going = ClientConnected);
+  // is asked every 100 ms; once it says false (the client hung up:
+  // HttpRequest::ClientConnected) the run is aborted, its KV blocks go back
+  // within one engine step, and the step returned is an abort.
+  Step RunToEnd(const std::function<bool()>& keep_going);
   void Abort();
 
   int64_t prompt_tokens() const { return int64_t(spec_.prompt.size()); }
@@ -101,9 +99,9 @@ class GenerationRun {
 // on_end what follows the last finish (the usage chunk); "data: [DONE]"
 // closes the stream. A client that vanishes aborts every run (their KV
 // blocks return to the pool within one engine step).
-using StepWriter = std::function<void(int index, const GenerationRun::Step&, httplib::DataSink&)>;
-using SinkWriter = std::function<void(httplib::DataSink&)>;
-void StreamRuns(httplib::Response& res, std::vector<std::shared_ptr<GenerationRun>> runs, StepWriter on_step,
+using StepWriter = std::function<void(int index, const GenerationRun::Step&, ChunkSink&)>;
+using SinkWriter = std::function<void(ChunkSink&)>;
+void StreamRuns(HttpResponse& res, std::vector<std::shared_ptr<GenerationRun>> runs, StepWriter on_step,
                 SinkWriter on_start, SinkWriter on_end);
 
 // The engine's sampling parameters for a resolved API request.

@@ -15,6 +15,7 @@ using Clock = std::chrono::steady_clock;
 constexpr std::chrono::milliseconds kSlice{100};  // how soon a wait notices shutdown
 
 thread_local Connection* t_current = nullptr;
+thread_local bool t_rejecting = false;
 
 void AddressOf(int fd, bool peer, std::string& ip, int& port) {
   sockaddr_storage addr{};
@@ -151,6 +152,70 @@ bool ClientConnected() { return t_current == nullptr || t_current->PeerConnected
 
 void CloseConnectionAfterResponse() {
   if (t_current) t_current->close_after_response = true;
+}
+
+ConnectionPool::ConnectionPool(size_t workers, std::atomic<uint64_t>* shed_idle_epoch)
+    : workers_(workers), shed_idle_epoch_(shed_idle_epoch) {
+  for (size_t i = 0; i < workers; ++i) threads_.emplace_back([this] { Work(false); });
+  threads_.emplace_back([this] { Work(true); });
+}
+
+ConnectionPool::~ConnectionPool() { shutdown(); }
+
+bool ConnectionPool::RejectingThisConnection() { return t_rejecting; }
+
+void ConnectionPool::enqueue(std::function<void()> fn) {
+  {
+    std::lock_guard lock(mu_);
+    if (busy_ + jobs_.size() >= workers_) {
+      rejects_.push_back(std::move(fn));
+      reject_cv_.notify_one();
+      if (shed_idle_epoch_) shed_idle_epoch_->fetch_add(1);
+      return;
+    }
+    jobs_.push_back(std::move(fn));
+  }
+  cv_.notify_one();
+}
+
+void ConnectionPool::Work(bool rejecter) {
+  t_rejecting = rejecter;
+  auto& queue = rejecter ? rejects_ : jobs_;
+  auto& cv = rejecter ? reject_cv_ : cv_;
+  for (;;) {
+    std::function<void()> fn;
+    {
+      std::unique_lock lock(mu_);
+      cv.wait(lock, [&] { return !queue.empty() || shutdown_; });
+      if (queue.empty()) return;  // shut down and nothing left
+      fn = std::move(queue.front());
+      queue.pop_front();
+      if (!rejecter) ++busy_;
+    }
+    try {
+      fn();
+    } catch (...) {
+      // process_and_close_socket catches what a connection throws; nothing
+      // may end the worker.
+    }
+    if (!rejecter) {
+      std::lock_guard lock(mu_);
+      --busy_;
+    }
+  }
+}
+
+void ConnectionPool::shutdown() {
+  {
+    std::lock_guard lock(mu_);
+    if (shutdown_ && threads_.empty()) return;
+    shutdown_ = true;
+  }
+  cv_.notify_all();
+  reject_cv_.notify_all();
+  for (auto& t : threads_)
+    if (t.joinable()) t.join();
+  threads_.clear();
 }
 
 }  // namespace tern::server

@@ -1,5 +1,7 @@
 // A client connection as tern serve runs it: the socket I/O under the limits
-// of HttpLimits, and what a handler may ask of the connection it runs on.
+// of HttpLimits, what a handler may ask of the connection it runs on, and the
+// pool of worker threads that serve connections. Part of the HTTP adapter
+// (with http_server.cc): nothing outside those two files includes this.
 //
 // cpp-httplib (Debian's 0.11 build) reads requests through an httplib::Stream;
 // Connection is that stream, so every byte the library reads or writes passes
@@ -19,22 +21,20 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstddef>
+#include <deque>
+#include <functional>
+#include <mutex>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include <httplib.h>
 
-namespace tern::server {
+#include "server/http_server.h"
 
-struct HttpLimits {
-  size_t max_body_bytes = 32 << 20;  // decoded body; more is 413
-  size_t max_header_bytes = 64 << 10;  // request line and headers
-  std::chrono::milliseconds read_timeout{60000};  // a whole request, from its first byte
-  std::chrono::milliseconds write_timeout{60000};  // progress of each write
-  std::chrono::milliseconds keep_alive_timeout{5000};  // idle between requests
-  size_t max_connections = 256;  // open at once; more are answered 503 and closed
-  size_t keep_alive_max_requests = 100;  // requests per connection
-};
+namespace tern::server {
 
 // What every connection of one server shares.
 struct ConnectionControl {
@@ -111,9 +111,35 @@ class CurrentConnectionScope {
 };
 
 // True while the client of the request handled on this thread is still
-// connected (always true off the HTTP threads, e.g. in unit tests).
+// connected (always true off the HTTP threads).
 bool ClientConnected();
 // The connection closes once the response now being built is written.
 void CloseConnectionAfterResponse();
+
+// The worker threads: max_connections of them, one per connection served.
+// A connection accepted while all are busy goes to one rejecting thread,
+// which answers 503 and closes it (RejectingThisConnection).
+class ConnectionPool : public httplib::TaskQueue {
+ public:
+  // `shed_idle_epoch` (optional) is bumped on each refusal.
+  explicit ConnectionPool(size_t workers, std::atomic<uint64_t>* shed_idle_epoch = nullptr);
+  ~ConnectionPool() override;
+  void enqueue(std::function<void()> fn) override;
+  void shutdown() override;
+
+  // True on the rejecting thread.
+  static bool RejectingThisConnection();
+
+ private:
+  void Work(bool rejecter);
+
+  std::mutex mu_;
+  std::condition_variable cv_, reject_cv_;
+  std::deque<std::function<void()>> jobs_, rejects_;
+  size_t workers_, busy_ = 0;
+  std::atomic<uint64_t>* shed_idle_epoch_;
+  bool shutdown_ = false;
+  std::vector<std::thread> threads_;
+};
 
 }  // namespace tern::server

@@ -1,23 +1,31 @@
+// The HTTP adapter: cpp-httplib under HttpServer's limits, and the
+// conversion between the library's requests and responses and the plain
+// values (http_types.h) route handlers work on.
 #include "server/http_server.h"
 
+#include <fmt/format.h>
+#include <httplib.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cctype>
 #include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <limits>
+#include <mutex>
+#include <thread>
 
-#include <fmt/format.h>
-
+#include "server/http_connection.h"
 #include "server/http_util.h"
 #include "server/log.h"
 
 namespace tern::server {
 namespace {
 
-thread_local bool t_rejecting = false;
+using HandlerResponse = httplib::Server::HandlerResponse;
 
 bool IsBodyMethod(const std::string& m) { return m == "POST" || m == "PUT" || m == "PATCH" || m == "DELETE"; }
 
@@ -33,8 +41,88 @@ std::string Trim(const std::string& s) {
   return s.substr(b, e - b);
 }
 
+// Fields cpp-httplib adds to every request itself (the addresses of both
+// ends); the plain request has remote_addr instead.
+bool IsLibraryHeader(const std::string& name) {
+  return name == "REMOTE_ADDR" || name == "REMOTE_PORT" || name == "LOCAL_ADDR" || name == "LOCAL_PORT";
+}
+
+// The plain request for `r`; `body` is moved in (the library's copy is not
+// kept twice).
+HttpRequest ToPlain(const httplib::Request& r, std::string body = {}) {
+  HttpRequest p;
+  p.method = r.method;
+  p.path = r.path;
+  for (const auto& [k, v] : r.headers)
+    if (!IsLibraryHeader(k)) p.headers.Add(k, v);
+  for (const auto& [k, v] : r.params) p.query.emplace_back(k, v);
+  p.body = std::move(body);
+  p.remote_addr = r.remote_addr;
+  for (size_t i = 1; i < r.matches.size(); ++i) p.path_params.push_back(r.matches[i].str());
+  p.connected = [] { return ClientConnected(); };  // handlers run on their connection's thread
+  return p;
+}
+
+void SetContentType(httplib::Response& res, const std::string& type) {
+  res.headers.erase("Content-Type");
+  res.set_header("Content-Type", type.empty() ? "text/plain" : type);
+}
+
+// A stream's chunks to the library's chunked writer.
+class LibrarySink final : public ChunkSink {
+ public:
+  explicit LibrarySink(httplib::DataSink& sink) : sink_(sink) {}
+  // (The library reads an empty write as the end of the body.)
+  bool Write(std::string_view data) override { return data.empty() || sink_.write(data.data(), data.size()); }
+  bool Writable() override { return sink_.is_writable(); }
+  void Done() override { sink_.done(); }
+
+ private:
+  httplib::DataSink& sink_;
+};
+
+// What a handler's plain response says, added to the library's: the status
+// when set, headers, and the body or stream with its content type.
+void Apply(HttpResponse&& p, httplib::Response& res) {
+  if (p.status != 0) res.status = p.status;
+  for (auto& [k, v] : p.headers.entries()) res.set_header(k, v);
+  if (p.stream) {
+    res.set_chunked_content_provider(
+        p.content_type.empty() ? "text/plain" : p.content_type,
+        [next = std::move(p.stream->next)](size_t, httplib::DataSink& sink) {
+          LibrarySink s(sink);
+          return next(s);
+        },
+        [on_end = std::move(p.stream->on_end)](bool completed) {
+          if (on_end) on_end(completed);
+        });
+  } else if (!p.body.empty() || !p.content_type.empty()) {
+    res.body = std::move(p.body);
+    SetContentType(res, p.content_type);
+  }
+}
+
+// Runs a hook that sees a response already made: it gets the status, content
+// type and (with_body) body; what it changes or adds goes back.
+template <typename Hook>
+void RunOnResponse(const httplib::Request& req, httplib::Response& res, bool with_body, Hook&& hook) {
+  HttpResponse p;
+  p.status = res.status == -1 ? 0 : res.status;
+  p.content_type = res.get_header_value("Content-Type");
+  if (with_body) p.body = res.body;
+  const std::string type_before = p.content_type;
+  hook(ToPlain(req), p);
+  if (p.status != 0) res.status = p.status;
+  for (auto& [k, v] : p.headers.entries()) res.set_header(k, v);
+  if (with_body && (p.body != res.body || p.content_type != type_before)) {
+    res.body = std::move(p.body);
+    SetContentType(res, p.content_type);
+  }
+}
+
 void RefuseAndClose(httplib::Response& res, int status, const std::string& message) {
-  ReplyFlatError(res, status, message);
+  res.status = status;
+  res.set_content(ErrorBodyText(status, message), "application/json");
   res.set_header("Connection", "close");
   CloseConnectionAfterResponse();
 }
@@ -62,28 +150,29 @@ void LingeringClose(int fd) {
 
 }  // namespace
 
-std::optional<FramingError> CheckFraming(const httplib::Request& req, size_t max_body_bytes) {
+std::optional<FramingError> CheckFraming(const std::string& method, const HttpHeaders& headers, size_t max_body_bytes) {
   static const char* kMethods[] = {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"};
   bool known = false;
-  for (const char* m : kMethods) known |= req.method == m;
-  if (!known) return FramingError{405, fmt::format("Method {} is not allowed", req.method)};
-  const bool has_te = req.has_header("Transfer-Encoding");
-  const size_t cl_count = req.get_header_value_count("Content-Length");
+  for (const char* m : kMethods) known |= method == m;
+  if (!known) return FramingError{405, fmt::format("Method {} is not allowed", method)};
+  const bool has_te = headers.Has("Transfer-Encoding");
+  const size_t cl_count = headers.Count("Content-Length");
   if (has_te) {
-    if (req.get_header_value_count("Transfer-Encoding") > 1 ||
-        Lower(Trim(req.get_header_value("Transfer-Encoding"))) != "chunked")
-      return FramingError{501, fmt::format("Transfer-Encoding '{}' is not supported (only chunked)",
-                                           req.get_header_value("Transfer-Encoding"))};
+    if (headers.Count("Transfer-Encoding") > 1 || Lower(Trim(headers.Get("Transfer-Encoding"))) != "chunked")
+      return FramingError{
+          501, fmt::format("Transfer-Encoding '{}' is not supported (only chunked)", headers.Get("Transfer-Encoding"))};
     if (cl_count > 0) return FramingError{400, "Invalid request: both Content-Length and Transfer-Encoding"};
   }
   if (cl_count > 1) return FramingError{400, "Invalid request: more than one Content-Length"};
   if (cl_count == 1) {
-    const std::string v = Trim(req.get_header_value("Content-Length"));
+    const std::string v = Trim(headers.Get("Content-Length"));
     uint64_t len = 0;
     bool ok = !v.empty() && v.size() <= 19;
     for (char c : v) {
-      if (c < '0' || c > '9') ok = false;
-      else len = len * 10 + uint64_t(c - '0');
+      if (c < '0' || c > '9')
+        ok = false;
+      else
+        len = len * 10 + uint64_t(c - '0');
     }
     if (!ok) return FramingError{400, fmt::format("Invalid Content-Length '{}'", v)};
     if (len > max_body_bytes)
@@ -92,7 +181,7 @@ std::optional<FramingError> CheckFraming(const httplib::Request& req, size_t max
   return std::nullopt;
 }
 
-BodyRead ReadBodyBounded(const httplib::ContentReader& reader, size_t max_bytes, std::string* out) {
+BodyRead ReadBodyBounded(const BodyReader& reader, size_t max_bytes, std::string* out) {
   bool too_large = false;
   const bool ok = reader([&](const char* data, size_t n) {
     if (n > max_bytes - out->size()) {
@@ -106,91 +195,194 @@ BodyRead ReadBodyBounded(const httplib::ContentReader& reader, size_t max_bytes,
   return ok ? BodyRead::kOk : BodyRead::kBroken;
 }
 
-HttpServer::HttpServer(const HttpLimits& limits) {
-  control_.limits = limits;
+class HttpServer::Impl : public httplib::Server {
+ public:
+  explicit Impl(const HttpLimits& limits);
+  void Mount(HttpRoutes routes);
+  bool Run();
+  void Stop();
+  // Debian's cpp-httplib is a compiled library that listens with a backlog
+  // of 5: a burst of new connections (32 clients each reconnecting as a
+  // batch of generations ends) overflowed the accept queue and ~1 request in
+  // 4,000 got a connection reset. The socket is captured as httplib creates
+  // it and listens again with the system's maximum backlog.
+  void CaptureListenSocket();
+  void RaiseBacklog();
+
+  ConnectionControl control;
+
+ private:
+  bool process_and_close_socket(socket_t sock) override;
+  // A body route: the handler runs once the body is read (bounded).
+  HandlerWithContentReader Bounded(HttpHandler handler);
+  // The framing checks, then the routes' own before_routing hook.
+  HandlerResponse BeforeRouting(const httplib::Request& req, httplib::Response& res);
+
+  HttpRoutes routes_;
+  socket_t listen_socket_ = INVALID_SOCKET;
+  std::mutex run_mu_;
+  bool run_begun_ = false, stop_requested_ = false;
+  std::atomic<bool> run_returned_{false};
+};
+
+HttpServer::Impl::Impl(const HttpLimits& limits) {
+  control.limits = limits;
   const size_t workers = std::max<size_t>(limits.max_connections, 1);
-  new_task_queue = [this, workers] { return new ConnectionPool(workers, &control_.shed_idle_epoch); };
+  new_task_queue = [this, workers] { return new ConnectionPool(workers, &control.shed_idle_epoch); };
   // Content-Length beyond it is refused before reading (CheckFraming); the
   // library's own check stays as a second line.
   set_payload_max_length(limits.max_body_bytes);
   set_keep_alive_max_count(std::max<size_t>(limits.keep_alive_max_requests, 1));
   set_keep_alive_timeout(std::max<time_t>(1, time_t(limits.keep_alive_timeout.count() / 1000)));
-  set_pre_routing_handler(nullptr);
+  set_pre_routing_handler(
+      [this](const httplib::Request& req, httplib::Response& res) { return BeforeRouting(req, res); });
 }
 
-httplib::Server::HandlerWithContentReader HttpServer::Bounded(Handler handler) {
+httplib::Server::HandlerWithContentReader HttpServer::Impl::Bounded(HttpHandler handler) {
   return [this, handler](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
     std::string body;
-    switch (ReadBodyBounded(reader, control_.limits.max_body_bytes, &body)) {
+    const BodyReader read = [&reader](const BodyReceiver& receive) { return reader(receive); };
+    switch (ReadBodyBounded(read, control.limits.max_body_bytes, &body)) {
       case BodyRead::kTooLarge:
-        return RefuseAndClose(res, 413, fmt::format("Request body too large (the limit is {} bytes)",
-                                                    control_.limits.max_body_bytes));
+        return RefuseAndClose(
+            res, 413, fmt::format("Request body too large (the limit is {} bytes)", control.limits.max_body_bytes));
       case BodyRead::kBroken:
         return RefuseAndClose(res, 400, "Invalid request: the body ended before it was complete");
-      case BodyRead::kOk: break;
+      case BodyRead::kOk:
+        break;
     }
-    if (!handler) return;
-    httplib::Request with_body = req;
-    with_body.body = std::move(body);
-    handler(with_body, res);
+    if (!handler) {  // a body to a path no route takes
+      res.status = 404;
+      return;
+    }
+    HttpResponse out;
+    handler(ToPlain(req, std::move(body)), out);
+    Apply(std::move(out), res);
   };
 }
 
-HttpServer& HttpServer::Post(const std::string& pattern, Handler handler) {
-  Server::Post(pattern, Bounded(std::move(handler)));
-  return *this;
+HandlerResponse HttpServer::Impl::BeforeRouting(const httplib::Request& req, httplib::Response& res) {
+  const bool body_method = IsBodyMethod(req.method);
+  const bool framed = req.has_header("Content-Length") || req.has_header("Transfer-Encoding");
+  if (Connection* c = CurrentConnection()) c->BeginBody(/*no_body=*/body_method && !framed);
+  HttpRequest plain = ToPlain(req);
+  if (auto e = CheckFraming(plain.method, plain.headers, control.limits.max_body_bytes)) {
+    RefuseAndClose(res, e->status, e->message);
+    return HandlerResponse::Handled;
+  }
+  // The library reads no body for these methods: what was sent must not be
+  // taken for the next request.
+  if (!body_method && framed && req.get_header_value("Content-Length") != "0") CloseConnectionAfterResponse();
+  if (!routes_.before_routing) return HandlerResponse::Unhandled;
+  HttpResponse out;
+  const bool handled = routes_.before_routing(plain, out);
+  Apply(std::move(out), res);
+  return handled ? HandlerResponse::Handled : HandlerResponse::Unhandled;
 }
 
-HttpServer& HttpServer::Put(const std::string& pattern, Handler handler) {
-  Server::Put(pattern, Bounded(std::move(handler)));
-  return *this;
-}
-
-void HttpServer::AddBodyFallbacks() {
-  auto not_found = [](const httplib::Request&, httplib::Response& res) { res.status = 404; };
-  Server::Post(".*", Bounded(not_found));
-  Server::Put(".*", Bounded(not_found));
-  Server::Patch(".*", Bounded(not_found));
-  Server::Delete(".*", Bounded(not_found));
-}
-
-HttpServer& HttpServer::set_pre_routing_handler(HandlerWithResponse handler) {
-  Server::set_pre_routing_handler([this, handler](const httplib::Request& req, httplib::Response& res) {
-    const bool body_method = IsBodyMethod(req.method);
-    const bool framed = req.has_header("Content-Length") || req.has_header("Transfer-Encoding");
-    if (Connection* c = CurrentConnection()) c->BeginBody(/*no_body=*/body_method && !framed);
-    if (auto e = CheckFraming(req, control_.limits.max_body_bytes)) {
-      RefuseAndClose(res, e->status, e->message);
-      return HandlerResponse::Handled;
+void HttpServer::Impl::Mount(HttpRoutes routes) {
+  routes_ = std::move(routes);
+  for (const HttpRoutes::Route& r : routes_.routes()) {
+    if (r.method == "GET") {
+      Get(r.pattern, [h = r.handler](const httplib::Request& req, httplib::Response& res) {
+        HttpResponse out;
+        h(ToPlain(req, req.body), out);
+        Apply(std::move(out), res);
+      });
+    } else if (r.method == "POST") {
+      Post(r.pattern, Bounded(r.handler));
+    } else if (r.method == "PUT") {
+      Put(r.pattern, Bounded(r.handler));
     }
-    // The library reads no body for these methods: what was sent must not be
-    // taken for the next request.
-    if (!body_method && framed && req.get_header_value("Content-Length") != "0") CloseConnectionAfterResponse();
-    return handler ? handler(req, res) : HandlerResponse::Unhandled;
+  }
+  // A body sent to any other path is read (bounded) before the 404.
+  Post(".*", Bounded(nullptr));
+  Put(".*", Bounded(nullptr));
+  Patch(".*", Bounded(nullptr));
+  Delete(".*", Bounded(nullptr));
+
+  set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (routes_.on_error) RunOnResponse(req, res, /*with_body=*/true, routes_.on_error);
   });
-  return *this;
+  set_exception_handler([this](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
+    std::string what = "unknown error";
+    try {
+      if (ep) std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    res.status = 500;
+    if (routes_.on_exception)
+      RunOnResponse(req, res, /*with_body=*/true,
+                    [&](const HttpRequest& r, HttpResponse& p) { routes_.on_exception(r, p, what); });
+  });
+  set_post_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (routes_.before_send) RunOnResponse(req, res, /*with_body=*/false, routes_.before_send);
+  });
+  set_logger([this](const httplib::Request& req, const httplib::Response& res) {
+    if (!routes_.on_finished) return;
+    HttpResponse p;
+    p.status = res.status;
+    p.content_type = res.get_header_value("Content-Type");
+    routes_.on_finished(ToPlain(req), p);
+  });
 }
 
-void HttpServer::BeginShutdown() { control_.stopping = true; }
-void HttpServer::CloseAll() { control_.closing = true; }
+void HttpServer::Impl::CaptureListenSocket() {
+  set_socket_options([this](socket_t sock) {
+    httplib::default_socket_options(sock);
+    listen_socket_ = sock;
+  });
+}
 
-bool HttpServer::process_and_close_socket(socket_t sock) {
-  control_.open++;
-  Connection conn(sock, control_);
+void HttpServer::Impl::RaiseBacklog() {
+  if (listen_socket_ != INVALID_SOCKET && ::listen(listen_socket_, SOMAXCONN) != 0)
+    Log(LogLevel::kWarning, "could not raise the listen backlog: {}", std::strerror(errno));
+}
+
+bool HttpServer::Impl::Run() {
+  {
+    std::lock_guard lock(run_mu_);
+    if (stop_requested_) return false;
+    run_begun_ = true;
+  }
+  const bool ok = listen_after_bind();
+  run_returned_ = true;
+  return ok;
+}
+
+void HttpServer::Impl::Stop() {
+  {
+    std::lock_guard lock(run_mu_);
+    stop_requested_ = true;
+    if (!run_begun_) return;
+  }
+  // The library's stop() does nothing until the listener is listening
+  // (is_running): stopping earlier -- a warm-up that fails within
+  // milliseconds -- would leave Run going and its thread never joined.
+  while (!is_running() && !run_returned_.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  stop();
+}
+
+bool HttpServer::Impl::process_and_close_socket(socket_t sock) {
+  control.open++;
+  Connection conn(sock, control);
   bool ret = true, linger = false;
   if (ConnectionPool::RejectingThisConnection()) {
-    const std::string body = ErrorBodyText(503, fmt::format("Too many connections: this server serves {} at once",
-                                                            control_.limits.max_connections));
-    conn.SendNow(fmt::format("HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
-                             "Content-Length: {}\r\nRetry-After: 1\r\nConnection: close\r\n\r\n{}",
-                             body.size(), body));
+    const std::string body = ErrorBodyText(
+        503, fmt::format("Too many connections: this server serves {} at once", control.limits.max_connections));
+    conn.SendNow(
+        fmt::format("HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+                    "Content-Length: {}\r\nRetry-After: 1\r\nConnection: close\r\n\r\n{}",
+                    body.size(), body));
   } else {
     CurrentConnectionScope scope(&conn);
-    for (size_t left = control_.limits.keep_alive_max_requests; left > 0; --left) {
+    for (size_t left = control.limits.keep_alive_max_requests; left > 0; --left) {
       if (!conn.WaitForRequest()) break;
       bool closed = false;
       try {
-        ret = process_request(conn, left == 1 || control_.stopping.load(), closed, nullptr);
+        ret = process_request(conn, left == 1 || control.stopping.load(), closed, nullptr);
       } catch (const std::exception& e) {
         // Routing's exceptions become 500s in the library; these escaped
         // while a response was being written.
@@ -200,78 +392,41 @@ bool HttpServer::process_and_close_socket(socket_t sock) {
         ret = false;
       }
       if (conn.close_after_response) linger = true;
-      if (!ret || closed || conn.broken() || conn.close_after_response || control_.stopping.load()) break;
+      if (!ret || closed || conn.broken() || conn.close_after_response || control.stopping.load()) break;
     }
   }
-  if (linger && !control_.closing.load()) LingeringClose(sock);
+  if (linger && !control.closing.load()) LingeringClose(sock);
   ::shutdown(sock, SHUT_RDWR);
   ::close(sock);
-  control_.open--;
+  control.open--;
   return ret;
 }
 
-ConnectionPool::ConnectionPool(size_t workers, std::atomic<uint64_t>* shed_idle_epoch)
-    : workers_(workers), shed_idle_epoch_(shed_idle_epoch) {
-  for (size_t i = 0; i < workers; ++i) threads_.emplace_back([this] { Work(false); });
-  threads_.emplace_back([this] { Work(true); });
+HttpServer::HttpServer(const HttpLimits& limits) : impl_(std::make_unique<Impl>(limits)) {}
+HttpServer::~HttpServer() = default;
+
+void HttpServer::Mount(HttpRoutes routes) { impl_->Mount(std::move(routes)); }
+
+bool HttpServer::Listen(const std::string& host, int port) {
+  impl_->CaptureListenSocket();
+  if (!impl_->bind_to_port(host, port)) return false;
+  impl_->RaiseBacklog();
+  return true;
 }
 
-ConnectionPool::~ConnectionPool() { shutdown(); }
-
-bool ConnectionPool::RejectingThisConnection() { return t_rejecting; }
-
-void ConnectionPool::enqueue(std::function<void()> fn) {
-  {
-    std::lock_guard lock(mu_);
-    if (busy_ + jobs_.size() >= workers_) {
-      rejects_.push_back(std::move(fn));
-      reject_cv_.notify_one();
-      if (shed_idle_epoch_) shed_idle_epoch_->fetch_add(1);
-      return;
-    }
-    jobs_.push_back(std::move(fn));
-  }
-  cv_.notify_one();
+int HttpServer::ListenOnAnyPort(const std::string& host) {
+  impl_->CaptureListenSocket();
+  const int port = impl_->bind_to_any_port(host);
+  if (port > 0) impl_->RaiseBacklog();
+  return port;
 }
 
-void ConnectionPool::Work(bool rejecter) {
-  t_rejecting = rejecter;
-  auto& queue = rejecter ? rejects_ : jobs_;
-  auto& cv = rejecter ? reject_cv_ : cv_;
-  for (;;) {
-    std::function<void()> fn;
-    {
-      std::unique_lock lock(mu_);
-      cv.wait(lock, [&] { return !queue.empty() || shutdown_; });
-      if (queue.empty()) return;  // shut down and nothing left
-      fn = std::move(queue.front());
-      queue.pop_front();
-      if (!rejecter) ++busy_;
-    }
-    try {
-      fn();
-    } catch (...) {
-      // process_and_close_socket catches what a connection throws; nothing
-      // may end the worker.
-    }
-    if (!rejecter) {
-      std::lock_guard lock(mu_);
-      --busy_;
-    }
-  }
-}
-
-void ConnectionPool::shutdown() {
-  {
-    std::lock_guard lock(mu_);
-    if (shutdown_ && threads_.empty()) return;
-    shutdown_ = true;
-  }
-  cv_.notify_all();
-  reject_cv_.notify_all();
-  for (auto& t : threads_)
-    if (t.joinable()) t.join();
-  threads_.clear();
-}
+bool HttpServer::Run() { return impl_->Run(); }
+void HttpServer::Stop() { impl_->Stop(); }
+bool HttpServer::running() const { return impl_->is_running(); }
+void HttpServer::BeginShutdown() { impl_->control.stopping = true; }
+void HttpServer::CloseAll() { impl_->control.closing = true; }
+size_t HttpServer::open_connections() const { return impl_->control.open.load(); }
+const HttpLimits& HttpServer::limits() const { return impl_->control.limits; }
 
 }  // namespace tern::server

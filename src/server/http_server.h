@@ -1,92 +1,90 @@
-// HttpServer: cpp-httplib's Server with the limits one bad client must not
-// get past (HttpLimits): every connection runs through a Connection
-// (deadlines, byte budgets, shutdown), at most max_connections are served at
-// once (more are answered 503 and closed), and every request body, chunked
-// or compressed alike, is read through a bounded reader (413 past
-// max_body_bytes decoded bytes) before a handler sees it.
+// HttpServer: serves HttpRoutes (plain values, http_routes.h) over sockets,
+// with the limits one bad client must not get past (HttpLimits): every
+// connection runs through a Connection (deadlines, byte budgets, shutdown),
+// at most max_connections are served at once (more are answered 503 and
+// closed), and every request body, chunked or compressed alike, is read
+// through a bounded reader (413 past max_body_bytes decoded bytes) before a
+// handler sees it.
+//
+// This header and http_connection.* are the only place that knows the HTTP
+// library (Debian's cpp-httplib 0.11); nothing of it shows here.
 #pragma once
 
-#include <condition_variable>
-#include <deque>
+#include <chrono>
+#include <cstddef>
 #include <functional>
-#include <mutex>
+#include <memory>
 #include <optional>
 #include <string>
-#include <thread>
-#include <vector>
 
-#include <httplib.h>
-
-#include "server/http_connection.h"
+#include "server/http_routes.h"
+#include "server/http_types.h"
 
 namespace tern::server {
+
+struct HttpLimits {
+  size_t max_body_bytes = 32 << 20;                    // decoded body; more is 413
+  size_t max_header_bytes = 64 << 10;                  // request line and headers
+  std::chrono::milliseconds read_timeout{60000};       // a whole request, from its first byte
+  std::chrono::milliseconds write_timeout{60000};      // progress of each write
+  std::chrono::milliseconds keep_alive_timeout{5000};  // idle between requests
+  size_t max_connections = 256;                        // open at once; more are answered 503 and closed
+  size_t keep_alive_max_requests = 100;                // requests per connection
+};
 
 // A request whose framing tern refuses before reading its body.
 struct FramingError {
   int status;
   std::string message;
 };
-// Checks a request's headers: methods tern serves, a Content-Length that is
-// a plain decimal no larger than `max_body_bytes`, Transfer-Encoding only
-// "chunked" and never with Content-Length.
-std::optional<FramingError> CheckFraming(const httplib::Request& req, size_t max_body_bytes);
+// Checks a request's method and headers: methods tern serves, a
+// Content-Length that is a plain decimal no larger than `max_body_bytes`,
+// Transfer-Encoding only "chunked" and never with Content-Length.
+std::optional<FramingError> CheckFraming(const std::string& method, const HttpHeaders& headers, size_t max_body_bytes);
 
+// A body as the library offers it: `reader(receive)` calls receive(data, n)
+// for each piece until receive returns false or the body ends; false when
+// the body could not be read whole.
+using BodyReceiver = std::function<bool(const char* data, size_t n)>;
+using BodyReader = std::function<bool(const BodyReceiver& receive)>;
 enum class BodyRead { kOk, kTooLarge, kBroken };
-// Reads a body through `reader` into `out`, stopping as soon as it passes
-// `max_bytes` decoded bytes (kTooLarge); kBroken when the stream ended badly.
-BodyRead ReadBodyBounded(const httplib::ContentReader& reader, size_t max_bytes, std::string* out);
+// Reads a body into `out`, stopping as soon as it passes `max_bytes` decoded
+// bytes (kTooLarge); kBroken when the stream ended badly.
+BodyRead ReadBodyBounded(const BodyReader& reader, size_t max_bytes, std::string* out);
 
-class HttpServer : public httplib::Server {
+class HttpServer {
  public:
   explicit HttpServer(const HttpLimits& limits);
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
 
-  // Body routes. The handler gets the request with its body read (bounded).
-  HttpServer& Post(const std::string& pattern, Handler handler);
-  HttpServer& Put(const std::string& pattern, Handler handler);
-  // Answers a body sent to any other path (after a bounded read) with 404;
-  // call after the routes.
-  void AddBodyFallbacks();
-  // Runs the framing checks (CheckFraming) before `handler`.
-  HttpServer& set_pre_routing_handler(HandlerWithResponse handler);
+  // Serves `routes` and their hooks; call once, before Run. A body sent to
+  // a path no POST or PUT route takes is still read (bounded), then 404.
+  void Mount(HttpRoutes routes);
+  // Binds host:port and listens with the system's largest backlog. False
+  // when the address cannot be bound (in use, or not this machine's).
+  bool Listen(const std::string& host, int port);
+  // Binds a free port of `host`; returns it, or <= 0 on failure.
+  int ListenOnAnyPort(const std::string& host);
+  // Accepts and serves connections until Stop (blocks; run it on a thread).
+  // False when it could not run.
+  bool Run();
+  // Ends Run: no new connection is accepted. From any thread, also before
+  // Run has begun accepting (then Run returns at once).
+  void Stop();
+  bool running() const;
 
   // Shutdown, in two steps: idle connections and requests still being read
   // close at once, no new request starts; then (CloseAll) every connection.
   void BeginShutdown();
   void CloseAll();
-  size_t open_connections() const { return control_.open.load(); }
-  const HttpLimits& limits() const { return control_.limits; }
+  size_t open_connections() const;
+  const HttpLimits& limits() const;
 
  private:
-  bool process_and_close_socket(socket_t sock) override;
-  Server::HandlerWithContentReader Bounded(Handler handler);
-
-  ConnectionControl control_;
-};
-
-// The worker threads: max_connections of them, one per connection served.
-// A connection accepted while all are busy goes to one rejecting thread,
-// which answers 503 and closes it (RejectingThisConnection).
-class ConnectionPool : public httplib::TaskQueue {
- public:
-  // `shed_idle_epoch` (optional) is bumped on each refusal.
-  explicit ConnectionPool(size_t workers, std::atomic<uint64_t>* shed_idle_epoch = nullptr);
-  ~ConnectionPool() override;
-  void enqueue(std::function<void()> fn) override;
-  void shutdown() override;
-
-  // True on the rejecting thread.
-  static bool RejectingThisConnection();
-
- private:
-  void Work(bool rejecter);
-
-  std::mutex mu_;
-  std::condition_variable cv_, reject_cv_;
-  std::deque<std::function<void()>> jobs_, rejects_;
-  size_t workers_, busy_ = 0;
-  std::atomic<uint64_t>* shed_idle_epoch_;
-  bool shutdown_ = false;
-  std::vector<std::thread> threads_;
+  class Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace tern::server

@@ -1,6 +1,7 @@
 // HttpServer against real sockets on 127.0.0.1: body limits whatever the
 // encoding, read deadlines, the connection limit, shutdown with half-open
-// connections, disconnect detection. Limits are small so each case takes
+// connections, disconnect detection, and plain requests and responses
+// (http_types.h) through the adapter and its hooks. Limits are small so each case takes
 // well under a second.
 #include "server/http_server.h"
 
@@ -11,8 +12,11 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <mutex>
+#include <stdexcept>
 #include <string>
 #include <thread>
 
@@ -30,44 +34,44 @@ double Seconds(Clock::time_point since) { return std::chrono::duration<double>(C
 
 class HttpServerTest : public ::testing::Test {
  protected:
-  void Start(HttpLimits limits = {}) {
+  void Start(HttpLimits limits = {}, HttpRoutes routes = {}) {
     limits.max_body_bytes = kLimit;
     if (limits.read_timeout == milliseconds(60000)) limits.read_timeout = milliseconds(500);
     if (limits.max_connections == 256) limits.max_connections = 8;
     http_ = std::make_unique<HttpServer>(limits);
-    http_->Get("/ok", [](const httplib::Request&, httplib::Response& res) { res.set_content("ok", "text/plain"); });
-    http_->Post("/echo_size", [](const httplib::Request& req, httplib::Response& res) {
-      res.set_content(std::to_string(req.body.size()), "text/plain");
+    routes.Get("/ok", [](const HttpRequest&, HttpResponse& res) { res.SetBody(200, "ok", "text/plain"); });
+    routes.Post("/echo_size", [](const HttpRequest& req, HttpResponse& res) {
+      res.SetBody(200, std::to_string(req.body.size()), "text/plain");
     });
-    http_->Get("/wait_for_hangup", [this](const httplib::Request&, httplib::Response& res) {
+    routes.Get("/wait_for_hangup", [this](const HttpRequest& req, HttpResponse& res) {
       const auto t0 = Clock::now();
-      while (ClientConnected() && Seconds(t0) < 5) std::this_thread::sleep_for(milliseconds(10));
+      while (req.ClientConnected() && Seconds(t0) < 5) std::this_thread::sleep_for(milliseconds(10));
       hangup_seen_after_ = Seconds(t0);
-      res.set_content("late", "text/plain");
+      res.SetBody(200, "late", "text/plain");
     });
-    http_->Get("/slow_stream", [](const httplib::Request&, httplib::Response& res) {
+    routes.Get("/slow_stream", [this](const HttpRequest&, HttpResponse& res) {
       auto start = std::make_shared<Clock::time_point>(Clock::now());
-      res.set_chunked_content_provider("text/plain", [start](size_t, httplib::DataSink& sink) {
-        std::this_thread::sleep_for(milliseconds(100));
-        if (Seconds(*start) > 1.5) {
-          sink.done();
-          return true;
-        }
-        return sink.write("tick\n", 5);
-      });
+      res.SetStream("text/plain", StreamBody{.next = [start](ChunkSink& sink) {
+                                               std::this_thread::sleep_for(milliseconds(100));
+                                               if (Seconds(*start) > 1.5) {
+                                                 sink.Done();
+                                                 return true;
+                                               }
+                                               return sink.Write("tick\n");
+                                             },
+                                             .on_end = [this](bool completed) { stream_completed_ = completed; }});
     });
-    http_->set_pre_routing_handler(nullptr);
-    http_->AddBodyFallbacks();
-    port_ = http_->bind_to_any_port("127.0.0.1");
+    http_->Mount(std::move(routes));
+    port_ = http_->ListenOnAnyPort("127.0.0.1");
     ASSERT_GT(port_, 0);
-    listener_ = std::thread([this] { http_->listen_after_bind(); });
-    while (!http_->is_running()) std::this_thread::sleep_for(milliseconds(5));
+    listener_ = std::thread([this] { http_->Run(); });
+    while (!http_->running()) std::this_thread::sleep_for(milliseconds(5));
   }
 
   void TearDown() override {
     if (listener_.joinable()) {
       http_->BeginShutdown();
-      http_->stop();
+      http_->Stop();
       http_->CloseAll();
       listener_.join();
     }
@@ -132,6 +136,7 @@ class HttpServerTest : public ::testing::Test {
   std::thread listener_;
   int port_ = 0;
   std::atomic<double> hangup_seen_after_{-1};
+  std::atomic<int> stream_completed_{-1};
 };
 
 std::string Chunked(size_t total, size_t chunk) {
@@ -149,20 +154,19 @@ std::string Chunked(size_t total, size_t chunk) {
 }
 
 TEST(CheckFramingTest, RefusesWhatCannotBeBounded) {
-  auto check = [](const std::string& method, httplib::Headers h) {
-    httplib::Request r;
-    r.method = method;
-    r.headers = std::move(h);
-    auto e = CheckFraming(r, kLimit);
+  auto check = [](const std::string& method, std::vector<std::pair<std::string, std::string>> fields) {
+    HttpHeaders h;
+    for (auto& [k, v] : fields) h.Add(k, v);
+    auto e = CheckFraming(method, h, kLimit);
     return e ? e->status : 0;
   };
   EXPECT_EQ(check("POST", {{"Content-Length", "10"}}), 0);
-  EXPECT_EQ(check("POST", {{"Transfer-Encoding", "chunked"}}), 0);
+  EXPECT_EQ(check("POST", {{"transfer-encoding", "chunked"}}), 0);
   EXPECT_EQ(check("POST", {{"Content-Length", "-5"}}), 400);
   EXPECT_EQ(check("POST", {{"Content-Length", "12abc"}}), 400);
   EXPECT_EQ(check("POST", {{"Content-Length", "99999999999999999999999"}}), 400);
   EXPECT_EQ(check("POST", {{"Content-Length", std::to_string(kLimit + 1)}}), 413);
-  EXPECT_EQ(check("POST", {{"Content-Length", "1"}, {"Content-Length", "2"}}), 400);
+  EXPECT_EQ(check("POST", {{"Content-Length", "1"}, {"content-length", "2"}}), 400);
   EXPECT_EQ(check("POST", {{"Transfer-Encoding", "gzip, chunked"}}), 501);
   EXPECT_EQ(check("POST", {{"Transfer-Encoding", "chunked"}, {"Content-Length", "3"}}), 400);
   EXPECT_EQ(check("PRI", {}), 405);
@@ -170,22 +174,20 @@ TEST(CheckFramingTest, RefusesWhatCannotBeBounded) {
 
 TEST(ReadBodyBoundedTest, StopsAtTheLimit) {
   size_t offered = 0;
-  httplib::ContentReader reader(
-      [&](httplib::ContentReceiver receive) {
-        const std::string piece(64 << 10, 'x');
-        for (int i = 0; i < 1000; ++i) {  // 64 MiB on offer
-          offered += piece.size();
-          if (!receive(piece.data(), piece.size())) return false;
-        }
-        return true;
-      },
-      nullptr);
+  const BodyReader reader = [&](const BodyReceiver& receive) {
+    const std::string piece(64 << 10, 'x');
+    for (int i = 0; i < 1000; ++i) {  // 64 MiB on offer
+      offered += piece.size();
+      if (!receive(piece.data(), piece.size())) return false;
+    }
+    return true;
+  };
   std::string body;
   EXPECT_EQ(ReadBodyBounded(reader, kLimit, &body), BodyRead::kTooLarge);
   EXPECT_LE(body.size(), kLimit);
   EXPECT_LE(offered, kLimit + (64 << 10));
   body.clear();
-  httplib::ContentReader exact([](httplib::ContentReceiver receive) { return receive("abc", 3); }, nullptr);
+  const BodyReader exact = [](const BodyReceiver& receive) { return receive("abc", 3); };
   EXPECT_EQ(ReadBodyBounded(exact, 3, &body), BodyRead::kOk);
   EXPECT_EQ(body, "abc");
 }
@@ -283,6 +285,81 @@ TEST_F(HttpServerTest, LongStreamOutlivesTheReadTimeout) {
   EXPECT_EQ(r.substr(0, 12), "HTTP/1.1 200");
   EXPECT_GE(std::count(r.begin(), r.end(), '\n'), 10);
   EXPECT_NE(r.find("0\r\n\r\n"), std::string::npos);  // the chunked stream's end
+  for (int i = 0; i < 100 && stream_completed_.load() < 0; ++i) std::this_thread::sleep_for(milliseconds(10));
+  EXPECT_EQ(stream_completed_.load(), 1);
+}
+
+TEST_F(HttpServerTest, StreamEndsIncompleteWhenTheClientGoes) {
+  Start();
+  const int fd = Connect();
+  SendAll(fd, "GET /slow_stream HTTP/1.1\r\nHost: x\r\n\r\n");
+  std::string got;
+  char buf[4096];
+  for (int i = 0; i < 100 && got.find("tick") == std::string::npos; ++i) {
+    pollfd p{.fd = fd, .events = POLLIN, .revents = 0};
+    if (::poll(&p, 1, 20) > 0) {
+      const ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
+      if (n <= 0) break;
+      got.append(buf, size_t(n));
+    }
+  }
+  ASSERT_NE(got.find("tick"), std::string::npos) << got;
+  ::close(fd);
+  for (int i = 0; i < 150 && stream_completed_.load() < 0; ++i) std::this_thread::sleep_for(milliseconds(10));
+  EXPECT_EQ(stream_completed_.load(), 0);  // told, well before the stream's own end at 1.5 s
+}
+
+// What a handler sees of a request and what its plain response becomes on
+// the wire, through every hook.
+TEST_F(HttpServerTest, PlainValuesCrossTheAdapter) {
+  HttpRoutes routes;
+  std::vector<int> finished;
+  std::mutex mu;
+  routes.Get(R"(/items/(\d+))", [](const HttpRequest& req, HttpResponse& res) {
+    res.body = req.method + " id=" + req.path_params.at(0) + " q=" + req.QueryParam("q").value_or("-") +
+               " custom=" + req.Header("x-custom") + " from=" + req.remote_addr;
+    res.content_type = "text/plain";  // status left unset: 200
+    res.headers.Add("X-Handler", "yes");
+  });
+  routes.Get("/boom", [](const HttpRequest&, HttpResponse&) { throw std::runtime_error("kaboom"); });
+  routes.before_send = [](const HttpRequest&, HttpResponse& res) { res.headers.Add("X-Status-Seen", std::to_string(res.status)); };
+  routes.on_error = [](const HttpRequest& req, HttpResponse& res) {
+    if (res.body.empty()) res.SetBody(res.status, "no " + req.path, "text/plain");
+  };
+  routes.on_exception = [](const HttpRequest&, HttpResponse& res, const std::string& what) {
+    res.SetBody(500, "threw " + what, "text/plain");
+  };
+  routes.on_finished = [&](const HttpRequest&, const HttpResponse& res) {
+    std::lock_guard lock(mu);
+    finished.push_back(res.status);
+  };
+  Start({}, std::move(routes));
+  const int fd = Connect();
+  SendAll(fd, "GET /items/42?q=a%20b HTTP/1.1\r\nHost: x\r\nX-Custom: v1\r\nConnection: close\r\n\r\n");
+  const std::string r = ReadAll(fd);
+  ::close(fd);
+  EXPECT_EQ(r.substr(0, 12), "HTTP/1.1 200") << r;
+  EXPECT_NE(r.find("GET id=42 q=a b custom=v1 from=127.0.0.1"), std::string::npos) << r;
+  EXPECT_NE(r.find("X-Handler: yes"), std::string::npos) << r;
+  EXPECT_NE(r.find("X-Status-Seen: 200"), std::string::npos) << r;
+  EXPECT_NE(r.find("Content-Type: text/plain"), std::string::npos) << r;
+  const std::string missing = Get("/nothing/here");
+  EXPECT_EQ(missing.substr(0, 12), "HTTP/1.1 404") << missing;
+  EXPECT_NE(missing.find("\r\n\r\nno /nothing/here"), std::string::npos) << missing;
+  EXPECT_NE(missing.find("X-Status-Seen: 404"), std::string::npos) << missing;
+  const std::string boom = Get("/boom");
+  EXPECT_EQ(boom.substr(0, 12), "HTTP/1.1 500") << boom;
+  EXPECT_NE(boom.find("threw kaboom"), std::string::npos) << boom;
+  for (int i = 0; i < 100; ++i) {
+    {
+      std::lock_guard lock(mu);
+      if (finished.size() >= 3) break;
+    }
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  std::lock_guard lock(mu);
+  std::sort(finished.begin(), finished.end());  // each logged as its connection's thread ends it
+  EXPECT_EQ(finished, (std::vector<int>{200, 404, 500}));
 }
 
 TEST_F(HttpServerTest, ConnectionsPastTheLimitAre503) {
@@ -318,7 +395,7 @@ TEST_F(HttpServerTest, ShutdownClosesIdleAndHalfSentConnections) {
   std::this_thread::sleep_for(milliseconds(100));
   const auto t0 = Clock::now();
   http_->BeginShutdown();
-  http_->stop();
+  http_->Stop();
   listener_.join();
   EXPECT_LT(Seconds(t0), 1.0);
   EXPECT_TRUE(ClosedWithin(half, milliseconds(100)));
@@ -338,7 +415,7 @@ TEST_F(HttpServerTest, HandlerSeesTheClientHangUp) {
   EXPECT_LT(hangup_seen_after_.load(), 1.0);
 }
 
-TEST(ClientConnectedTest, TrueOffTheHttpThreads) { EXPECT_TRUE(ClientConnected()); }
+TEST(ClientConnectedTest, TrueWithoutAConnection) { EXPECT_TRUE(HttpRequest{}.ClientConnected()); }
 
 }  // namespace
 }  // namespace tern::server

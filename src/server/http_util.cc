@@ -34,29 +34,26 @@ std::string ErrorBodyText(int status, const std::string& message, const std::str
   return api::ToJsonText(body);
 }
 
-void ReplyJson(httplib::Response& res, int status, const json& body) {
-  res.status = status;
-  res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
+void ReplyJson(HttpResponse& res, int status, const json& body) {
+  res.SetBody(status, body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
 }
 
-void ReplyFlatError(httplib::Response& res, int status, const std::string& message, const std::string& type,
+void ReplyFlatError(HttpResponse& res, int status, const std::string& message, const std::string& type,
                     const json& extra) {
-  res.status = status;
-  res.set_content(ErrorBodyText(status, message, type, extra), "application/json");
+  res.SetBody(status, ErrorBodyText(status, message, type, extra), "application/json");
 }
 
-void ReplyNativeError(httplib::Response& res, int status, const std::string& message) {
-  res.status = status;
-  res.set_content(api::NestedErrorBody(MakeError(status, message, "")), "application/json");
+void ReplyNativeError(HttpResponse& res, int status, const std::string& message) {
+  res.SetBody(status, api::NestedErrorBody(MakeError(status, message, "")), "application/json");
 }
 
-bool ParseJsonBody(const httplib::Request& req, httplib::Response& res, json& out, bool flat_errors) {
+bool ParseJsonBody(const HttpRequest& req, HttpResponse& res, json& out, bool flat_errors) {
   auto fail = [&](const std::string& msg) {
     if (flat_errors) ReplyFlatError(res, 400, msg);
     else ReplyNativeError(res, 400, msg);
     return false;
   };
-  const std::string ct = req.get_header_value("Content-Type");
+  const std::string ct = req.Header("Content-Type");
   if (ct.rfind("application/json", 0) != 0) return fail("Unsupported Media Type: Only 'application/json' is allowed");
   out = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
   if (out.is_discarded()) return fail("Invalid request body: the body is not valid JSON");

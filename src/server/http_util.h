@@ -3,10 +3,10 @@
 
 #include <string>
 
-#include <httplib.h>
 #include <nlohmann/json.hpp>
 
 #include "engine/engine_error.h"
+#include "server/http_types.h"
 
 namespace tern::server {
 
@@ -16,15 +16,15 @@ namespace tern::server {
 // `extra` adds top-level fields (FastAPI's "detail" of a 404 / 405).
 std::string ErrorBodyText(int status, const std::string& message, const std::string& type = "",
                           const nlohmann::json& extra = nlohmann::json::object());
-void ReplyJson(httplib::Response& res, int status, const nlohmann::json& body);
-void ReplyFlatError(httplib::Response& res, int status, const std::string& message, const std::string& type = "",
+void ReplyJson(HttpResponse& res, int status, const nlohmann::json& body);
+void ReplyFlatError(HttpResponse& res, int status, const std::string& message, const std::string& type = "",
                     const nlohmann::json& extra = nlohmann::json::object());
 // Native-route error: {"error": {"message", "type", "param", "code"}}.
-void ReplyNativeError(httplib::Response& res, int status, const std::string& message);
+void ReplyNativeError(HttpResponse& res, int status, const std::string& message);
 
 // Parses a JSON request body, replying 400 (SGLang's messages) and returning
 // false on a wrong content type or malformed JSON.
-bool ParseJsonBody(const httplib::Request& req, httplib::Response& res, nlohmann::json& out, bool flat_errors = true);
+bool ParseJsonBody(const HttpRequest& req, HttpResponse& res, nlohmann::json& out, bool flat_errors = true);
 
 // The HTTP status for an engine error kind (engine/engine_error.h): bad input
 // 400, a full queue or a draining server 503, an engine failure 500.

@@ -53,10 +53,9 @@ json ServerInfo(const ServerContext& ctx) {
 
 }  // namespace
 
-void ReplyFlushCache(ServerContext& ctx, httplib::Response& res) {
+void ReplyFlushCache(ServerContext& ctx, HttpResponse& res) {
   // Empties the prefix cache; refused (400, same text, as SGLang) while requests run or wait.
-  res.status = ctx.engine->FlushCache() ? 200 : 400;
-  res.set_content(
+  res.SetBody(ctx.engine->FlushCache() ? 200 : 400,
       "Cache flushed.\nPlease check backend logs for more details. (When there are running or waiting requests, "
       "the operation will not be performed.)\n",
       "text/plain");
@@ -84,8 +83,8 @@ bool ProbeEngine(ServerContext& ctx) {
   return false;
 }
 
-void AddInfoRoutes(HttpServer& http, ServerContext& ctx) {
-  auto health = [&ctx](const httplib::Request&, httplib::Response& res) {
+void AddInfoRoutes(HttpRoutes& routes, ServerContext& ctx) {
+  auto health = [&ctx](const HttpRequest&, HttpResponse& res) {
     const Health h = ctx.health.load();
     if (h != Health::kUp && h != Health::kUnhealthy) {
       res.status = 503;
@@ -95,42 +94,41 @@ void AddInfoRoutes(HttpServer& http, ServerContext& ctx) {
     ctx.health = ok ? Health::kUp : Health::kUnhealthy;
     res.status = ok ? 200 : 503;
   };
-  http.Get("/health", health);
-  http.Get("/health_generate", health);
-  http.Get("/ping", [](const httplib::Request&, httplib::Response& res) { res.status = 200; });
+  routes.Get("/health", health);
+  routes.Get("/health_generate", health);
+  routes.Get("/ping", [](const HttpRequest&, HttpResponse& res) { res.status = 200; });
 
-  auto model_info = [&ctx](const httplib::Request&, httplib::Response& res) { ReplyJson(res, 200, ModelInfo(ctx)); };
-  http.Get("/model_info", model_info);
-  http.Get("/get_model_info", model_info);
-  auto server_info = [&ctx](const httplib::Request&, httplib::Response& res) { ReplyJson(res, 200, ServerInfo(ctx)); };
-  http.Get("/server_info", server_info);
-  http.Get("/get_server_info", server_info);
+  auto model_info = [&ctx](const HttpRequest&, HttpResponse& res) { ReplyJson(res, 200, ModelInfo(ctx)); };
+  routes.Get("/model_info", model_info);
+  routes.Get("/get_model_info", model_info);
+  auto server_info = [&ctx](const HttpRequest&, HttpResponse& res) { ReplyJson(res, 200, ServerInfo(ctx)); };
+  routes.Get("/server_info", server_info);
+  routes.Get("/get_server_info", server_info);
 
-  http.Get("/v1/models", [&ctx](const httplib::Request&, httplib::Response& res) {
+  routes.Get("/v1/models", [&ctx](const HttpRequest&, HttpResponse& res) {
     ReplyJson(res, 200, {{"object", "list"}, {"data", json::array({ModelCard(ctx)})}});
   });
-  http.Get(R"(/v1/models/(.+))", [&ctx](const httplib::Request& req, httplib::Response& res) {
-    const std::string id = req.matches[1];
+  routes.Get(R"(/v1/models/(.+))", [&ctx](const HttpRequest& req, HttpResponse& res) {
+    const std::string& id = req.path_params.at(0);
     if (id != ctx.model_name) {
-      res.status = 404;
-      res.set_content(api::ModelNotFoundBody(id), "application/json");
+      res.SetBody(404, api::ModelNotFoundBody(id), "application/json");
       return;
     }
     ReplyJson(res, 200, ModelCard(ctx));
   });
 
-  http.Get("/metrics", [&ctx](const httplib::Request&, httplib::Response& res) {
+  routes.Get("/metrics", [&ctx](const HttpRequest&, HttpResponse& res) {
     if (!ctx.opts.enable_metrics) {
-      res.status = 404;
-      res.set_content("Metrics are disabled; start the server with --enable-metrics.\n", "text/plain");
+      res.SetBody(404, "Metrics are disabled; start the server with --enable-metrics.\n", "text/plain");
       return;
     }
-    res.set_content(RenderPrometheus(ctx), "text/plain; version=0.0.4; charset=utf-8");
+    res.body = RenderPrometheus(ctx);  // status left unset, as ever (200)
+    res.content_type = "text/plain; version=0.0.4; charset=utf-8";
   });
 
-  auto flush = [&ctx](const httplib::Request&, httplib::Response& res) { ReplyFlushCache(ctx, res); };
-  http.Get("/flush_cache", flush);
-  http.Post("/flush_cache", flush);
+  auto flush = [&ctx](const HttpRequest&, HttpResponse& res) { ReplyFlushCache(ctx, res); };
+  routes.Get("/flush_cache", flush);
+  routes.Post("/flush_cache", flush);
 }
 
 }  // namespace tern::server

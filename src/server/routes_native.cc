@@ -11,17 +11,15 @@ namespace tern::server {
 namespace {
 using api::Json;
 
-void ReplyGenerateError(httplib::Response& res, const api::ApiError& e) {
-  res.status = e.status;
-  res.set_content(api::GenerateErrorBody(e), "application/json");
+void ReplyGenerateError(HttpResponse& res, const api::ApiError& e) {
+  res.SetBody(e.status, api::GenerateErrorBody(e), "application/json");
 }
 
-void ReplyApiError(httplib::Response& res, const api::ApiError& e) {
-  res.status = e.status;
-  res.set_content(api::ErrorBody(e), "application/json");
+void ReplyApiError(HttpResponse& res, const api::ApiError& e) {
+  res.SetBody(e.status, api::ErrorBody(e), "application/json");
 }
 
-void HandleGenerate(ServerContext& ctx, const httplib::Request& http_req, httplib::Response& res) {
+void HandleGenerate(ServerContext& ctx, const HttpRequest& http_req, HttpResponse& res) {
   auto body = api::ParseJsonBody(http_req.body);
   if (!body.ok()) return ReplyGenerateError(res, body.error());
   auto parsed = api::ParseGenerateRequest(*body);
@@ -77,13 +75,12 @@ void HandleGenerate(ServerContext& ctx, const httplib::Request& http_req, httpli
   if (!req.stream) {
     Json outputs = Json::array();
     for (size_t i = 0; i < runs.size(); ++i) {
-      GenerationRun::Step all = runs[i]->RunToEnd();
+      GenerationRun::Step all = runs[i]->RunToEnd(http_req.connected);
       if (all.finish.kind == api::FinishReason::Kind::kAbort && all.finish.status_code)
         return ReplyGenerateError(res, api::ApiError::Http(*all.finish.status_code, all.finish.message));
       outputs.push_back(api::GenerateJson(make_output(int(i), all.text, all.tokens, all.finish)));
     }
-    res.status = 200;
-    res.set_content(api::ToJsonText(several ? outputs : outputs[0]), "application/json");
+    res.SetBody(200, api::ToJsonText(several ? outputs : outputs[0]), "application/json");
     return;
   }
   // SGLang streams the whole text so far in every chunk.
@@ -96,7 +93,7 @@ void HandleGenerate(ServerContext& ctx, const httplib::Request& http_req, httpli
   st->tokens.resize(runs.size());
   StreamRuns(
       res, runs,
-      [st, make_output, several](int i, const GenerationRun::Step& step, httplib::DataSink& sink) {
+      [st, make_output, several](int i, const GenerationRun::Step& step, ChunkSink& sink) {
         st->text[size_t(i)] += step.text;
         for (auto& t : step.tokens) st->tokens[size_t(i)].push_back(t);
         std::string out;
@@ -108,18 +105,18 @@ void HandleGenerate(ServerContext& ctx, const httplib::Request& http_req, httpli
           if (several) o.index = i;
           out = "data: " + api::ToJsonText(api::GenerateJson(o)) + "\n\n";
         }
-        if (!out.empty()) sink.write(out.data(), out.size());
+        if (!out.empty()) sink.Write(out);
       },
-      [](httplib::DataSink&) {}, [](httplib::DataSink&) {});
+      [](ChunkSink&) {}, [](ChunkSink&) {});
 }
 
 }  // namespace
 
-void AddGenerateRoutes(HttpServer& http, ServerContext& ctx) {
-  auto gen = [&ctx](const httplib::Request& req, httplib::Response& res) { HandleGenerate(ctx, req, res); };
-  http.Post("/generate", gen);
-  http.Put("/generate", gen);
-  http.Post("/abort_request", [&ctx](const httplib::Request& http_req, httplib::Response& res) {
+void AddGenerateRoutes(HttpRoutes& routes, ServerContext& ctx) {
+  auto gen = [&ctx](const HttpRequest& req, HttpResponse& res) { HandleGenerate(ctx, req, res); };
+  routes.Post("/generate", gen);
+  routes.Put("/generate", gen);
+  routes.Post("/abort_request", [&ctx](const HttpRequest& http_req, HttpResponse& res) {
     auto body = api::ParseJsonBody(http_req.body);
     if (!body.ok()) return ReplyGenerateError(res, body.error());
     auto req = api::ParseAbortRequest(*body);
@@ -132,8 +129,8 @@ void AddGenerateRoutes(HttpServer& http, ServerContext& ctx) {
   });
 }
 
-void AddTokenizeRoutes(HttpServer& http, ServerContext& ctx) {
-  auto tokenize = [&ctx](const httplib::Request& http_req, httplib::Response& res) {
+void AddTokenizeRoutes(HttpRoutes& routes, ServerContext& ctx) {
+  auto tokenize = [&ctx](const HttpRequest& http_req, HttpResponse& res) {
     auto body = api::ParseJsonBody(http_req.body);
     if (!body.ok()) return ReplyApiError(res, body.error());
     auto req = api::ParseTokenizeRequest(*body);
@@ -142,9 +139,9 @@ void AddTokenizeRoutes(HttpServer& http, ServerContext& ctx) {
     if (!ids.ok()) return ReplyFlatError(res, 400, ids.status().message());
     ReplyJson(res, 200, {{"tokens", *ids}, {"count", ids->size()}, {"max_model_len", ctx.engine->context_length()}});
   };
-  http.Post("/v1/tokenize", tokenize);
-  http.Post("/tokenize", tokenize);
-  auto detokenize = [&ctx](const httplib::Request& http_req, httplib::Response& res) {
+  routes.Post("/v1/tokenize", tokenize);
+  routes.Post("/tokenize", tokenize);
+  auto detokenize = [&ctx](const HttpRequest& http_req, HttpResponse& res) {
     auto body = api::ParseJsonBody(http_req.body);
     if (!body.ok()) return ReplyApiError(res, body.error());
     auto req = api::ParseDetokenizeRequest(*body, ctx.tokenizer->vocab_size());
@@ -153,8 +150,8 @@ void AddTokenizeRoutes(HttpServer& http, ServerContext& ctx) {
     if (!text.ok()) return ReplyFlatError(res, 400, text.status().message());
     ReplyJson(res, 200, {{"text", *text}});
   };
-  http.Post("/v1/detokenize", detokenize);
-  http.Post("/detokenize", detokenize);
+  routes.Post("/v1/detokenize", detokenize);
+  routes.Post("/detokenize", detokenize);
 }
 
 }  // namespace tern::server

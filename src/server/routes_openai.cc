@@ -13,14 +13,13 @@ namespace tern::server {
 namespace {
 using api::Json;
 
-void ReplyApiError(httplib::Response& res, const api::ApiError& e) {
-  res.status = e.status;
-  res.set_content(api::ErrorBody(e), "application/json");
+void ReplyApiError(HttpResponse& res, const api::ApiError& e) {
+  res.SetBody(e.status, api::ErrorBody(e), "application/json");
 }
 
 // Content type and JSON decoding, with SGLang's errors.
-std::optional<Json> DecodeBody(const httplib::Request& req, httplib::Response& res) {
-  const std::string ct = req.get_header_value("Content-Type");
+std::optional<Json> DecodeBody(const HttpRequest& req, HttpResponse& res) {
+  const std::string ct = req.Header("Content-Type");
   if (ct.rfind("application/json", 0) != 0) {
     ReplyApiError(res, api::ApiError::BadRequest("Unsupported Media Type: Only 'application/json' is allowed"));
     return std::nullopt;
@@ -77,7 +76,7 @@ std::optional<api::ApiError> ChoiceError(const GenerationRun::Step& all) {
   return std::nullopt;
 }
 
-void HandleChat(ServerContext& ctx, const httplib::Request& http_req, httplib::Response& res) {
+void HandleChat(ServerContext& ctx, const HttpRequest& http_req, HttpResponse& res) {
   auto body = DecodeBody(http_req, res);
   if (!body) return;
   auto parsed = api::ParseChatRequest(*body, {.context_length = ctx.engine->context_length()});
@@ -125,7 +124,7 @@ void HandleChat(ServerContext& ctx, const httplib::Request& http_req, httplib::R
     std::vector<api::ChatChoice> choices;
     int64_t reasoning_tokens = 0;
     for (auto& run : runs) {
-      GenerationRun::Step all = run->RunToEnd();
+      GenerationRun::Step all = run->RunToEnd(http_req.connected);
       if (auto e = ChoiceError(all)) return ReplyApiError(res, *e);
       api::ChatChoice choice = api::ParseChatOutput(pcfg, forced.reply_prefix + all.text, all.finish);
       if (req.logprobs) choice.logprobs = ToLogprobs(ctx, all.tokens);
@@ -137,8 +136,7 @@ void HandleChat(ServerContext& ctx, const httplib::Request& http_req, httplib::R
     }
     api::Usage usage = SumUsage(ctx, runs);
     usage.reasoning_tokens = reasoning_tokens;
-    res.status = 200;
-    res.set_content(api::ToJsonText(api::ChatCompletionJson(meta, choices, usage)), "application/json");
+    res.SetBody(200, api::ToJsonText(api::ChatCompletionJson(meta, choices, usage)), "application/json");
     return;
   }
 
@@ -158,7 +156,7 @@ void HandleChat(ServerContext& ctx, const httplib::Request& http_req, httplib::R
   ServerContext* c = &ctx;
   StreamRuns(
       res, runs,
-      [st, runs, continuous, logprobs, c](int i, const GenerationRun::Step& step, httplib::DataSink& sink) {
+      [st, runs, continuous, logprobs, c](int i, const GenerationRun::Step& step, ChunkSink& sink) {
         std::string out;
         api::ChatOutputParser& parser = st->parsers[size_t(i)];
         api::ReasoningTokenCounter& counter = st->reasoning_tokens[size_t(i)];
@@ -186,27 +184,27 @@ void HandleChat(ServerContext& ctx, const httplib::Request& http_req, httplib::R
             out += st->enc.Finish(i, step.finish);
           }
         }
-        if (!out.empty()) sink.write(out.data(), out.size());
+        if (!out.empty()) sink.Write(out);
       },
-      [st, reply_prefix = forced.reply_prefix](httplib::DataSink& sink) {
+      [st, reply_prefix = forced.reply_prefix](ChunkSink& sink) {
         std::string out;
         for (size_t i = 0; i < st->parsers.size(); ++i) out += st->enc.Role(int(i));
         // The forced start of a tool call is part of every choice's reply.
         if (!reply_prefix.empty())
           for (size_t i = 0; i < st->parsers.size(); ++i)
             out += api::EncodeChatDelta(st->enc, int(i), st->parsers[i].Push(reply_prefix));
-        sink.write(out.data(), out.size());
+        sink.Write(out);
       },
-      [st, runs, include_usage, c](httplib::DataSink& sink) {
+      [st, runs, include_usage, c](ChunkSink& sink) {
         if (!include_usage) return;
         api::Usage usage = SumUsage(*c, runs);
         for (const auto& r : st->reasoning_tokens) usage.reasoning_tokens += r.count();
         const std::string out = st->enc.UsageChunk(usage);
-        sink.write(out.data(), out.size());
+        sink.Write(out);
       });
 }
 
-void HandleCompletion(ServerContext& ctx, const httplib::Request& http_req, httplib::Response& res) {
+void HandleCompletion(ServerContext& ctx, const HttpRequest& http_req, HttpResponse& res) {
   auto body = DecodeBody(http_req, res);
   if (!body) return;
   auto parsed = api::ParseCompletionRequest(*body);
@@ -242,14 +240,13 @@ void HandleCompletion(ServerContext& ctx, const httplib::Request& http_req, http
   if (!req.stream) {
     std::vector<api::CompletionChoice> choices;
     for (auto& run : runs) {
-      GenerationRun::Step all = run->RunToEnd();
+      GenerationRun::Step all = run->RunToEnd(http_req.connected);
       if (auto e = ChoiceError(all)) return ReplyApiError(res, *e);
       api::CompletionChoice choice{.text = (echo ? prompt_text : "") + all.text, .finish = all.finish};
       if (req.logprobs) choice.logprobs = ToLogprobs(ctx, all.tokens);
       choices.push_back(std::move(choice));
     }
-    res.status = 200;
-    res.set_content(api::ToJsonText(api::CompletionJson(meta, choices, SumUsage(ctx, runs))), "application/json");
+    res.SetBody(200, api::ToJsonText(api::CompletionJson(meta, choices, SumUsage(ctx, runs))), "application/json");
     return;
   }
   auto enc = std::make_shared<api::CompletionStreamEncoder>(meta);
@@ -258,7 +255,7 @@ void HandleCompletion(ServerContext& ctx, const httplib::Request& http_req, http
   ServerContext* c = &ctx;
   StreamRuns(
       res, runs,
-      [enc, logprobs, c](int i, const GenerationRun::Step& step, httplib::DataSink& sink) {
+      [enc, logprobs, c](int i, const GenerationRun::Step& step, ChunkSink& sink) {
         std::string out;
         std::vector<api::TokenLogprob> lps;
         if (logprobs) lps = ToLogprobs(*c, step.tokens);
@@ -269,27 +266,27 @@ void HandleCompletion(ServerContext& ctx, const httplib::Request& http_req, http
           else
             out += enc->Chunk(i, "", &step.finish);
         }
-        if (!out.empty()) sink.write(out.data(), out.size());
+        if (!out.empty()) sink.Write(out);
       },
-      [enc, echo, prompt_text, n](httplib::DataSink& sink) {
+      [enc, echo, prompt_text, n](ChunkSink& sink) {
         if (!echo || prompt_text.empty()) return;
         std::string out;
         for (int i = 0; i < n; ++i) out += enc->Chunk(i, prompt_text);
-        sink.write(out.data(), out.size());
+        sink.Write(out);
       },
-      [enc, runs, include_usage, c](httplib::DataSink& sink) {
+      [enc, runs, include_usage, c](ChunkSink& sink) {
         if (!include_usage) return;
         const std::string out = enc->UsageChunk(SumUsage(*c, runs));
-        sink.write(out.data(), out.size());
+        sink.Write(out);
       });
 }
 
 }  // namespace
 
-void AddOpenAiRoutes(HttpServer& http, ServerContext& ctx) {
-  http.Post("/v1/chat/completions", [&ctx](const httplib::Request& req, httplib::Response& res) { HandleChat(ctx, req, res); });
-  http.Post("/invocations", [&ctx](const httplib::Request& req, httplib::Response& res) { HandleChat(ctx, req, res); });
-  http.Post("/v1/completions", [&ctx](const httplib::Request& req, httplib::Response& res) { HandleCompletion(ctx, req, res); });
+void AddOpenAiRoutes(HttpRoutes& routes, ServerContext& ctx) {
+  routes.Post("/v1/chat/completions", [&ctx](const HttpRequest& req, HttpResponse& res) { HandleChat(ctx, req, res); });
+  routes.Post("/invocations", [&ctx](const HttpRequest& req, HttpResponse& res) { HandleChat(ctx, req, res); });
+  routes.Post("/v1/completions", [&ctx](const HttpRequest& req, HttpResponse& res) { HandleCompletion(ctx, req, res); });
 }
 
 }  // namespace tern::server

@@ -11,7 +11,6 @@
 #include <thread>
 
 #include <fmt/format.h>
-#include <httplib.h>
 
 #include "server/context.h"
 #include "server/http_server.h"
@@ -22,47 +21,11 @@
 namespace tern::server {
 namespace {
 
-constexpr int64_t kMaxContextLength = (int64_t(1) << 31) - 1;
-constexpr int64_t kMaxPageSize = 1 << 16;
-
 std::atomic<int> g_signal{0};
 std::atomic<int> g_signal_count{0};
 void OnSignal(int sig) {
   g_signal.store(sig);
   g_signal_count.fetch_add(1);
-}
-
-// a*b, or INT64_MAX when it does not fit (a, b >= 0).
-int64_t SaturatingMul(int64_t a, int64_t b) {
-  int64_t out;
-  return __builtin_mul_overflow(a, b, &out) ? INT64_MAX : out;
-}
-
-// KV cache capacity in blocks: --max-total-tokens, else --kv-cache-memory-gb,
-// else a default of enough blocks for max_running_requests full-length
-// sequences, capped at a quarter of physical memory. Every product is
-// checked: a flag too large for the machine is an error naming it, never a
-// wrapped (smaller) cache.
-Result<int64_t> KvBlocks(const ServeOptions& o, const Model& m, DType kv_dtype, int64_t context) {
-  const int64_t per_token = std::max<int64_t>(KvCache::BytesPerToken(m.cache_spec(), kv_dtype), 1);
-  const int64_t running = std::max<int64_t>(o.max_running_requests, 1);
-  // The budget also holds the recurrent state of every running sequence (hybrid models).
-  const int64_t state = SaturatingMul(m.cache_spec().recurrent_state_bytes, running);
-  if (state == INT64_MAX) return Status::Errorf("--max-running-requests {} needs more recurrent-state memory than can be addressed", running);
-  int64_t tokens = o.max_total_tokens;
-  if (tokens > 0 && SaturatingMul(tokens, per_token) == INT64_MAX)
-    return Status::Errorf("--max-total-tokens {} needs more than 2^63 bytes of KV cache", tokens);
-  if (tokens <= 0 && o.kv_cache_memory_gb > 0) {
-    if (!(o.kv_cache_memory_gb * 1e9 < 9.2e18))
-      return Status::Errorf("--kv-cache-memory-gb {} is larger than any machine's memory", o.kv_cache_memory_gb);
-    tokens = std::max<int64_t>(int64_t(o.kv_cache_memory_gb * 1e9) - state, per_token) / per_token;
-  }
-  if (tokens <= 0) {
-    const int64_t phys = SaturatingMul(int64_t(sysconf(_SC_PHYS_PAGES)), int64_t(sysconf(_SC_PAGE_SIZE)));
-    tokens = std::min<int64_t>(SaturatingMul(context, running), (phys / 4) / per_token);
-    tokens = std::max<int64_t>(tokens, std::min<int64_t>(context, 4096));
-  }
-  return tokens / o.page_size + (tokens % o.page_size != 0);
 }
 
 // SGLang's warmup: one short greedy generation through the engine. Returns
@@ -114,35 +77,7 @@ int RunServer(const ServeOptions& opts) {
   if (Status s = LoadServerModel(*ctx); !s.ok()) return fail(s.message());
   ctx->load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - ctx->start_time).count();
 
-  auto kv_dtype = ParseKvCacheDtype(opts.kv_cache_dtype, ctx->model->weight_dtype());
-  if (!kv_dtype.ok()) return fail(kv_dtype.status().message());
-  if (*kv_dtype == DType::kF8E4M3 && !ctx->model->HasKvCacheScales())
-    Log(LogLevel::kWarning, "the checkpoint has no k_scale/v_scale for every layer; the FP8 KV cache uses 1.0 there");
-  const int64_t context = opts.context_length > 0 ? opts.context_length : ctx->model->config().max_position_embeddings;
-  if (context <= 0) return fail("the model's config has no max_position_embeddings; give --context-length");
-  // Positions are int32 in the engine; a larger context cannot be served.
-  if (context > kMaxContextLength)
-    return fail(fmt::format("--context-length {} is larger than the largest supported ({})", context, kMaxContextLength));
-  if (opts.page_size > kMaxPageSize)
-    return fail(fmt::format("--page-size {} is larger than the largest supported ({})", opts.page_size, kMaxPageSize));
-  auto kv_blocks = KvBlocks(opts, *ctx->model, *kv_dtype, context);
-  if (!kv_blocks.ok()) return fail(kv_blocks.status().message());
-  EngineOptions eo{.max_running_requests = opts.max_running_requests,
-                   .max_queued_requests = opts.max_queued_requests,
-                   .chunked_prefill_size = opts.chunked_prefill_size,
-                   .context_length = context,
-                   .kv = {.block_size = int32_t(opts.page_size),
-                          .num_blocks = *kv_blocks,
-                          .dtype = *kv_dtype},
-                   .enable_prefix_cache = !opts.disable_radix_cache};
-  auto engine = Engine::Create(*ctx->model, eo);
-  if (!engine.ok()) return fail(engine.status().message());
-  ctx->engine = std::move(*engine);
-  Log(LogLevel::kInfo,
-      "{} loaded in {:.1f} s; KV cache {} tokens ({}, {:.2f} GB), prefix cache {}, context {}, {} threads",
-      ctx->model_name, ctx->load_seconds, ctx->engine->max_total_tokens(), DTypeName(*kv_dtype),
-             double(ctx->engine->max_total_tokens() * KvCache::BytesPerToken(ctx->model->cache_spec(), *kv_dtype)) / 1e9,
-             ctx->engine->prefix_cache_enabled() ? "on" : "off", context, ctx->model->pool().size());
+  if (Status s = StartEngine(*ctx); !s.ok()) return fail(s.message());
 
   // Streaming requests hold a connection (and its worker thread) each.
   HttpServer http(HttpLimits{
@@ -150,39 +85,10 @@ int RunServer(const ServeOptions& opts) {
       .read_timeout = std::chrono::milliseconds(int64_t(opts.http_read_timeout_s * 1000)),
       .write_timeout = std::chrono::milliseconds(int64_t(opts.http_write_timeout_s * 1000)),
       .max_connections = size_t(opts.max_connections)});
-  InstallMiddleware(http, *ctx);
-  AddInfoRoutes(http, *ctx);
-  AddTokenizeRoutes(http, *ctx);
-  AddGenerateRoutes(http, *ctx);
-  AddOpenAiRoutes(http, *ctx);
-  http.AddBodyFallbacks();
-
-  // Debian's cpp-httplib is a compiled library that listens with a backlog of
-  // 5: a burst of new connections (32 clients each reconnecting as a batch of
-  // generations ends) overflowed the accept queue and ~1 request in 4,000 got
-  // a connection reset. The socket is captured as httplib creates it and
-  // listens again with the system's maximum backlog.
-  socket_t listen_socket = INVALID_SOCKET;
-  http.set_socket_options([&listen_socket](socket_t sock) {
-    httplib::default_socket_options(sock);
-    listen_socket = sock;
-  });
-  if (!http.bind_to_port(opts.host.c_str(), opts.port))
+  http.Mount(ServerRoutes(*ctx));
+  if (!http.Listen(opts.host, opts.port))
     return fail(fmt::format("cannot listen on {}:{} (in use, or not an address of this machine)", opts.host, opts.port));
-  if (listen_socket != INVALID_SOCKET && ::listen(listen_socket, SOMAXCONN) != 0)
-    Log(LogLevel::kWarning, "could not raise the listen backlog: {}", std::strerror(errno));
-  std::atomic<bool> listener_done{false};
-  std::thread listener([&] {
-    http.listen_after_bind();
-    listener_done = true;
-  });
-  // cpp-httplib's stop() does nothing until the listener thread has begun
-  // listening (is_running): stopping earlier -- a warm-up that fails within
-  // milliseconds -- left listen running and the join below waiting forever.
-  auto stop_listener = [&] {
-    while (!http.is_running() && !listener_done.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    http.stop();
-  };
+  std::thread listener([&] { http.Run(); });
 
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
@@ -195,7 +101,7 @@ int RunServer(const ServeOptions& opts) {
     const std::string warmup_error = Warmup(*ctx);
     ctx->health = warmup_error.empty() ? Health::kUp : Health::kUnhealthy;
     if (ctx->health != Health::kUp) {
-      stop_listener();
+      http.Stop();
       listener.join();
       return fail("the warmup generation failed: " + warmup_error);
     }
@@ -208,7 +114,7 @@ int RunServer(const ServeOptions& opts) {
   // No new connection, no new request on an open one; idle connections and
   // requests still being read close now. Requests being handled run on.
   http.BeginShutdown();
-  stop_listener();
+  http.Stop();
   std::atomic<bool> drained{false};
   std::thread drainer([&] {
     ctx->engine->Drain(std::chrono::milliseconds(int64_t(opts.shutdown_grace_s * 1000)));

@@ -1,4 +1,6 @@
 // Loading the served model and the cross-cutting HTTP behaviour.
+#include <unistd.h>
+
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -10,7 +12,7 @@
 #include "api/error_json.h"
 #include "api/sampling.h"
 #include "server/context.h"
-#include "server/http_server.h"
+#include "server/http_routes.h"
 #include "server/http_util.h"
 #include "server/log.h"
 #include "server/routes.h"
@@ -121,60 +123,78 @@ Status LoadServerModel(ServerContext& ctx) {
 }
 
 namespace {
-// Constant-time comparison, so the key cannot be guessed byte by byte from timing.
-bool SafeEquals(const std::string& a, const std::string& b) {
-  unsigned char diff = a.size() == b.size() ? 0 : 1;
-  for (size_t i = 0; i < a.size(); ++i) diff |= (unsigned char)(a[i] ^ b[i % (b.empty() ? 1 : b.size())]);
-  return diff == 0 && !b.empty();
+
+constexpr int64_t kMaxContextLength = (int64_t(1) << 31) - 1;
+constexpr int64_t kMaxPageSize = 1 << 16;
+
+// a*b, or INT64_MAX when it does not fit (a, b >= 0).
+int64_t SaturatingMul(int64_t a, int64_t b) {
+  int64_t out;
+  return __builtin_mul_overflow(a, b, &out) ? INT64_MAX : out;
 }
+
+// KV cache capacity in blocks: --max-total-tokens, else --kv-cache-memory-gb,
+// else a default of enough blocks for max_running_requests full-length
+// sequences, capped at a quarter of physical memory. Every product is
+// checked: a flag too large for the machine is an error naming it, never a
+// wrapped (smaller) cache.
+Result<int64_t> KvBlocks(const ServeOptions& o, const Model& m, DType kv_dtype, int64_t context) {
+  const int64_t per_token = std::max<int64_t>(KvCache::BytesPerToken(m.cache_spec(), kv_dtype), 1);
+  const int64_t running = std::max<int64_t>(o.max_running_requests, 1);
+  // The budget also holds the recurrent state of every running sequence (hybrid models).
+  const int64_t state = SaturatingMul(m.cache_spec().recurrent_state_bytes, running);
+  if (state == INT64_MAX) return Status::Errorf("--max-running-requests {} needs more recurrent-state memory than can be addressed", running);
+  int64_t tokens = o.max_total_tokens;
+  if (tokens > 0 && SaturatingMul(tokens, per_token) == INT64_MAX)
+    return Status::Errorf("--max-total-tokens {} needs more than 2^63 bytes of KV cache", tokens);
+  if (tokens <= 0 && o.kv_cache_memory_gb > 0) {
+    if (!(o.kv_cache_memory_gb * 1e9 < 9.2e18))
+      return Status::Errorf("--kv-cache-memory-gb {} is larger than any machine's memory", o.kv_cache_memory_gb);
+    tokens = std::max<int64_t>(int64_t(o.kv_cache_memory_gb * 1e9) - state, per_token) / per_token;
+  }
+  if (tokens <= 0) {
+    const int64_t phys = SaturatingMul(int64_t(sysconf(_SC_PHYS_PAGES)), int64_t(sysconf(_SC_PAGE_SIZE)));
+    tokens = std::min<int64_t>(SaturatingMul(context, running), (phys / 4) / per_token);
+    tokens = std::max<int64_t>(tokens, std::min<int64_t>(context, 4096));
+  }
+  return tokens / o.page_size + (tokens % o.page_size != 0);
+}
+
 }  // namespace
 
-void InstallMiddleware(HttpServer& http, ServerContext& ctx) {
-  http.set_pre_routing_handler([&ctx](const httplib::Request& req, httplib::Response& res) {
-    auto pass = [&] {
-      // `curl -X POST .../flush_cache` sends neither Content-Length nor a
-      // chunked body, which cpp-httplib refuses for POST (RFC 9112 says such a
-      // request has an empty body); SGLang's own docs call it that way.
-      if (req.method == "POST" && req.path == "/flush_cache" && !req.has_header("Content-Length") &&
-          !req.has_header("Transfer-Encoding")) {
-        ReplyFlushCache(ctx, res);
-        return httplib::Server::HandlerResponse::Handled;
-      }
-      return httplib::Server::HandlerResponse::Unhandled;
-    };
-    if (ctx.opts.api_key.empty() || req.method == "OPTIONS" || req.path.rfind("/health", 0) == 0 ||
-        req.path.rfind("/metrics", 0) == 0)
-      return pass();
-    const std::string auth = req.get_header_value("Authorization");
-    const std::string prefix = "Bearer ";
-    if (auth.rfind(prefix, 0) == 0 && SafeEquals(auth.substr(prefix.size()), ctx.opts.api_key)) return pass();
-    res.status = 401;
-    res.set_content(api::UnauthorizedBody(), "application/json");
-    return httplib::Server::HandlerResponse::Handled;
-  });
-  http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
-    if (!res.body.empty()) return;
-    if (res.status == 404) {
-      ReplyFlatError(res, 404, "Not Found", "NotFoundError", {{"detail", "Not Found"}});
-    } else if (res.status == 413) {
-      ReplyFlatError(res, 413, "Request body too large", "RequestEntityTooLarge");
-    } else if (res.status == 405) {
-      ReplyFlatError(res, 405, "Method Not Allowed", "MethodNotAllowed", {{"detail", "Method Not Allowed"}});
-    } else if (res.status >= 400) {
-      ReplyFlatError(res, res.status, fmt::format("HTTP error {}", res.status));
-    }
-  });
-  http.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
-    std::string what = "unknown error";
-    try {
-      if (ep) std::rethrow_exception(ep);
-    } catch (const std::exception& e) {
-      what = e.what();
-    } catch (...) {
-    }
-    ReplyFlatError(res, 500, "Internal server error: " + what, "InternalServerError");
-  });
-  http.set_logger([&ctx](const httplib::Request&, const httplib::Response& res) { ctx.CountResponse(res.status); });
+Status StartEngine(ServerContext& ctx) {
+  const ServeOptions& o = ctx.opts;
+  auto kv_dtype = ParseKvCacheDtype(o.kv_cache_dtype, ctx.model->weight_dtype());
+  if (!kv_dtype.ok()) return kv_dtype.status();
+  if (*kv_dtype == DType::kF8E4M3 && !ctx.model->HasKvCacheScales())
+    Log(LogLevel::kWarning, "the checkpoint has no k_scale/v_scale for every layer; the FP8 KV cache uses 1.0 there");
+  const int64_t context = o.context_length > 0 ? o.context_length : ctx.model->config().max_position_embeddings;
+  if (context <= 0) return Status::Error("the model's config has no max_position_embeddings; give --context-length");
+  // Positions are int32 in the engine; a larger context cannot be served.
+  if (context > kMaxContextLength)
+    return Status::Errorf("--context-length {} is larger than the largest supported ({})", context, kMaxContextLength);
+  if (o.page_size > kMaxPageSize)
+    return Status::Errorf("--page-size {} is larger than the largest supported ({})", o.page_size, kMaxPageSize);
+  auto kv_blocks = KvBlocks(o, *ctx.model, *kv_dtype, context);
+  if (!kv_blocks.ok()) return kv_blocks.status();
+  EngineOptions eo{.max_running_requests = o.max_running_requests,
+                   .max_queued_requests = o.max_queued_requests,
+                   .chunked_prefill_size = o.chunked_prefill_size,
+                   .context_length = context,
+                   .kv = {.block_size = int32_t(o.page_size),
+                          .num_blocks = *kv_blocks,
+                          .dtype = *kv_dtype},
+                   .enable_prefix_cache = !o.disable_radix_cache};
+  auto engine = Engine::Create(*ctx.model, eo);
+  if (!engine.ok()) return engine.status();
+  ctx.engine = std::move(*engine);
+  Log(LogLevel::kInfo,
+      "{} loaded in {:.1f} s; KV cache {} tokens ({}, {:.2f} GB), prefix cache {}, context {}, {} threads",
+      ctx.model_name, ctx.load_seconds, ctx.engine->max_total_tokens(), DTypeName(*kv_dtype),
+             double(ctx.engine->max_total_tokens() * KvCache::BytesPerToken(ctx.model->cache_spec(), *kv_dtype)) / 1e9,
+             ctx.engine->prefix_cache_enabled() ? "on" : "off", context, ctx.model->pool().size());
+
+  return Status::Ok();
 }
 
 }  // namespace tern::server
