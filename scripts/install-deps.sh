@@ -10,6 +10,7 @@ packages=(
   clang libclang-rt-14-dev
   python3 python3-numpy python3-jinja2
   curl ca-certificates iproute2
+  openmpi-bin libopenmpi-dev
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -9,7 +9,9 @@
 
 #include "app/bandwidth.h"
 #include "app/commands.h"
+#include "app/parallel.h"
 #include "app/session.h"
+#include "dist/runtime.h"
 #include "base/mapped_file.h"
 #include "engine/run_to_completion.h"
 #include "kernels/simd_target.h"
@@ -40,6 +42,24 @@ Result<RunTimes> RunOnce(Engine& engine, const std::vector<int32_t>& prompt, int
   return RunTimes{done[0].prefill_seconds(), done[0].decode_seconds()};
 }
 
+// Times `reps` x 1000 all-reduces of n floats over every rank (rank 0 reports).
+int BenchAllReduce(int64_t n, int reps) {
+  dist::Comm& world = dist::World();
+  std::vector<float> buf(size_t(n), 1.0f);
+  std::vector<double> us;
+  constexpr int kCalls = 1000;
+  for (int r = 0; r < reps + 1; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < kCalls; ++i) world.AllReduceSum(buf.data(), n);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (r > 0) us.push_back(s * 1e6 / kCalls);  // (the first round warms up)
+  }
+  if (world.rank() == 0)
+    fmt::print("all-reduce       {} floats over {} ranks ({}): median {:.1f} us per call ({} x {} calls)\n", n,
+               world.size(), dist::LibraryVersion(), Median(us), reps, kCalls);
+  return 0;
+}
+
 }  // namespace
 
 Command RegisterBench(CLI::App& app) {
@@ -49,6 +69,7 @@ Command RegisterBench(CLI::App& app) {
     size_t threads = 0;
     int reps = 3;
     bool bandwidth_only = false;
+    int64_t allreduce_floats = 0;
   };
   auto o = std::make_shared<Opts>();
   app.add_option("--model", o->model, "model directory");
@@ -57,13 +78,20 @@ Command RegisterBench(CLI::App& app) {
   app.add_option("--prefill-chunk", o->chunk, "prompt tokens per forward")->default_val(512);
   app.add_option("--threads", o->threads, "threads (0: all cores)")->default_val(0);
   auto numerics = AddQuantNumericsOption(app);
+  auto par = AddParallelOptions(app);
   app.add_option("--reps", o->reps, "measured repetitions (medians are reported)")->default_val(3);
   app.add_option("--kv-cache-dtype", o->kv_dtype, "KV cache dtype: auto, f32, f16, bf16, fp8_e4m3")->default_val("auto");
   app.add_flag("--bandwidth", o->bandwidth_only, "only measure the memory read bandwidth");
+  app.add_option("--allreduce", o->allreduce_floats,
+                 "only measure the all-reduce of this many floats across the ranks of an mpirun job (a decode "
+                 "step of a --tp model makes two per layer, of hidden_size floats per sequence)");
   app.add_option("--json", o->json_out, "also write the results as JSON to this file");
-  return [o, numerics]() {
+  return [o, numerics, par]() {
     auto num = numerics();
     if (!num.ok()) return Fail("bench: " + num.status().message());
+    if (o->allreduce_floats > 0) return BenchAllReduce(o->allreduce_floats, o->reps);
+    if (IsWorkerRank() && !o->bandwidth_only)
+      return RunShardWorker(o->model, {.threads = o->threads, .numerics = *num, .tp = par->tp, .ep = par->ep});
     if (o->bandwidth_only) {
       ThreadPool pool(o->threads);
       BandwidthResult bw = MeasureReadBandwidth(pool);
@@ -74,7 +102,7 @@ Command RegisterBench(CLI::App& app) {
     if (o->model.empty()) return Fail("bench: --model is required (or --bandwidth)");
     if (o->prompt_tokens <= 0 || o->gen_tokens <= 0 || o->reps <= 0 || o->chunk <= 0)
       return Fail("bench: --prompt-tokens, --gen-tokens, --prefill-chunk and --reps must be positive");
-    auto session = Session::Open(o->model, o->threads, /*need_tokenizer=*/false, *num);
+    auto session = Session::Open(o->model, o->threads, /*need_tokenizer=*/false, *num, par->tp, par->ep);
     if (!session.ok()) return Fail(session.status().message());
     Model& model = *(*session)->model;
     const ModelConfig& cfg = model.config();
@@ -110,6 +138,10 @@ Command RegisterBench(CLI::App& app) {
     fmt::print("model            {} ({}, {} layers, hidden {}, {})\n", o->model, cfg.model_type, cfg.num_hidden_layers,
                cfg.hidden_size, cfg.torch_dtype.empty() ? "?" : cfg.torch_dtype);
     fmt::print("threads          {}   simd {}\n", model.pool().size(), kernels::SimdTargetName());
+    if (par->tp > 1 || par->ep > 1)  // (the other ranks print their own memory when they stop)
+      fmt::print("ranks            tp {} ep {}: rank 0 holds {:.1f} MB of weights, {:.1f} MB resident; the figures "
+                 "above read rank 0's share\n",
+                 par->tp, par->ep, double(model.WeightBytes()) / 1e6, double(ResidentBytes()) / 1e6);
     fmt::print("prefill          {:.1f} tokens/s  ({} tokens, chunk {}, median of {})\n", prefill_tps, o->prompt_tokens,
                o->chunk, o->reps);
     fmt::print("decode           {:.2f} tokens/s  ({} tokens after the prompt, median of {})\n", decode_tps,

@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 
 #include "app/commands.h"
+#include "app/parallel.h"
 #include "app/model_files.h"
 #include "app/mtp_tap.h"
 #include "app/session.h"
@@ -76,15 +77,19 @@ Command RegisterGenerate(CLI::App& app) {
   app.add_flag("--disable-radix-cache", o->disable_radix_cache, "do not reuse the KV cache of shared prompt prefixes");
   app.add_option("--threads", o->threads, "worker threads (0: all cores)")->default_val(0);
   auto numerics = AddQuantNumericsOption(app);
+  auto par = AddParallelOptions(app);
   app.add_option("--kv-cache-dtype", o->kv_dtype, "KV cache dtype: auto, f32, f16, bf16, fp8_e4m3")->default_val("auto");
-  return [o, prompt, ids, numerics]() {
+  return [o, prompt, ids, numerics, par]() {
     auto num = numerics();
     if (!num.ok()) return Fail("generate: " + num.status().message());
+    if (IsWorkerRank())
+      return RunShardWorker(o->model, {.threads = o->threads, .numerics = *num, .tp = par->tp, .ep = par->ep});
     if (!*prompt && !*ids) return Fail("generate: give --prompt or --prompt-ids");
     if (o->max_tokens <= 0) return Fail("generate: --max-tokens must be positive");
     if (o->page_size <= 0 || o->max_running <= 0 || o->prefill_chunk <= 0 || o->max_total_tokens < 0)
       return Fail("generate: --page-size, --max-running-requests and --prefill-chunk must be positive");
-    auto session = Session::Open(o->model, o->threads, /*need_tokenizer=*/!*ids || !o->stop.empty(), *num);
+    auto session = Session::Open(o->model, o->threads, /*need_tokenizer=*/!*ids || !o->stop.empty(), *num,
+                                 par->tp, par->ep);
     if (!session.ok()) return Fail(session.status().message());
     Session& s = **session;
 

@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 
 #include "app/commands.h"
+#include "app/parallel.h"
+#include "dist/runtime.h"
 #include "check/cli.h"
 
 namespace tern::app {
@@ -46,15 +48,19 @@ int main(int argc, char** argv) {
   // Library code reports errors as Status; what still throws (a thread the OS
   // refuses, memory exhausted at start-up) ends the command with a message and
   // exit status 1, never an uncaught-exception abort.
+  // Under mpirun every rank runs the same command line (app/parallel.h).
+  if (tern::Status st = tern::dist::Init(&argc, &argv); !st.ok()) return Fail(st.message());
+  int code = 2;
   for (auto& [sub, run] : commands) {
     if (!sub->parsed()) continue;
     try {
-      return run();
+      code = run();
     } catch (const std::bad_alloc&) {
-      return Fail(fmt::format("{}: out of memory", sub->get_name()));
+      code = Fail(fmt::format("{}: out of memory", sub->get_name()));
     } catch (const std::exception& e) {
-      return Fail(fmt::format("{}: {}", sub->get_name(), e.what()));
+      code = Fail(fmt::format("{}: {}", sub->get_name(), e.what()));
     }
   }
-  return 2;
+  FinishRanks(code);
+  return code;
 }

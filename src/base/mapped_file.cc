@@ -76,6 +76,13 @@ MappedFile::~MappedFile() {
   if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
 }
 
+void MappedFile::DropResidentPages() const {
+  // A read-only private mapping never written: MADV_DONTNEED only unmaps the
+  // pages from this process; the page cache keeps them and a later access
+  // faults them in from the file again.
+  if (data_ && size_ > 0) ::madvise(const_cast<uint8_t*>(data_), size_, MADV_DONTNEED);
+}
+
 Result<std::string> ReadFileToString(const std::string& path, size_t max_bytes) {
   struct stat st {};
   TERN_ASSIGN_OR_RETURN(const int fd, OpenRegular(path, &st));

@@ -27,6 +27,10 @@ class MappedFile {
   const uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
   const std::string& path() const { return path_; }
+  // Lets the OS drop the pages read so far from this process (they are read
+  // again from the file when touched): a rank that copied out its slice of
+  // the weights keeps only what it uses resident.
+  void DropResidentPages() const;
 
  private:
   const uint8_t* data_ = nullptr;

@@ -30,6 +30,7 @@ struct Scratch {
   std::vector<float> h, q, k, v, attn, tmp, tmp2, gate, up, act, router, moe_in, moe_out, shared, mtp_in;
   std::vector<kernels::AttentionJob> attention_jobs;  // one per sequence of the batch
   kernels::MoeRouting routing;                         // the MoE layers' token-to-expert tables
+  std::vector<int32_t> local_experts;                  // expert parallel: the active experts this rank holds
   // MoE experts running one per thread: each thread's buffers and its inline
   // pool of one (so the expert's matmuls stay on that thread).
   std::vector<Scratch> per_thread;

@@ -1,5 +1,6 @@
 #include "model/decoder.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -16,7 +17,7 @@ CacheSpec DecoderModel::cache_spec() const {
     if (l.linear_attn) state += l.linear_attn->state_bytes();
     else ++attention;
   }
-  return CacheSpec{.attention_layers = attention, .kv_heads = cfg_.num_key_value_heads, .head_dim = cfg_.head_dim,
+  return CacheSpec{.attention_layers = attention, .kv_heads = sharding.kv_heads > 0 ? sharding.kv_heads : cfg_.num_key_value_heads, .head_dim = cfg_.head_dim,
                    .recurrent_state_bytes = state};
 }
 
@@ -70,6 +71,7 @@ void DecoderModel::Logits(std::span<const SequenceChunk> batch, const float* x, 
   const int64_t H = cfg_.hidden_size, V = cfg_.vocab_size;
   int64_t out_rows = 0;
   for (const auto& c : batch) out_rows += c.skip_logits ? 0 : c.all_logits ? int64_t(c.tokens.size()) : 1;
+  if (!sharding.computes_logits) return;
   logits.resize(size_t(out_rows * V));
   if (out_rows == 0) return;
   // sel: [out_rows, H], the selected rows (s.h is free: out_rows <= rows).
@@ -82,7 +84,30 @@ void DecoderModel::Logits(std::span<const SequenceChunk> batch, const float* x, 
       std::memcpy(sel + r * H, x + (layout_.row_begin[i] + t) * H, size_t(H) * sizeof(float));
   }
   if (norm != nullptr) kernels::RmsNorm(sel, norm, out_rows, H, float(cfg_.rms_norm_eps), sel);
-  lm_head.Forward(sel, out_rows, logits.data(), pool_);
+  dist::Comm* group = sharding.logits_group;
+  if (group == nullptr) {
+    lm_head.Forward(sel, out_rows, logits.data(), pool_);
+    return;
+  }
+  // Vocabulary-parallel lm_head: each rank's [out_rows, slice] (the last
+  // rank's padded to the slice), gathered on rank 0 as [tp, out_rows, slice]
+  // and interleaved into [out_rows, V].
+  const int64_t S = sharding.vocab_slice, mine = lm_head.out(), tp = group->size();
+  float* part = Scratch::Get(vocab_part_, out_rows * S);
+  lm_head.Forward(sel, out_rows, part, pool_);
+  if (mine < S)  // rows were written [out_rows, mine]: spread them to stride S
+    for (int64_t r = out_rows - 1; r >= 0; --r) {
+      std::memmove(part + r * S, part + r * mine, size_t(mine) * sizeof(float));
+      std::fill(part + r * S + mine, part + (r + 1) * S, 0.0f);
+    }
+  float* all = group->rank() == 0 ? Scratch::Get(vocab_all_, tp * out_rows * S) : nullptr;
+  group->Gather(part, out_rows * S, all, 0);
+  if (group->rank() != 0) return;
+  for (int64_t g = 0; g < tp; ++g) {
+    const int64_t v0 = g * S, n = std::min(S, V - v0);
+    for (int64_t r = 0; r < out_rows && n > 0; ++r)
+      std::memcpy(logits.data() + r * V + v0, all + (g * out_rows + r) * S, size_t(n) * sizeof(float));
+  }
 }
 
 Status DecoderModel::Forward(std::span<const SequenceChunk> batch, KvCache& cache, std::vector<float>& logits) {
@@ -159,6 +184,7 @@ void DecoderModel::ForEachLinear(const std::function<void(Linear&)>& fn) {
 }
 
 int64_t DecoderModel::WeightBytes() const {
+  if (sharding.weight_bytes >= 0) return sharding.weight_bytes;
   int64_t bytes = 0;
   for (const auto& [name, t] : store_.all()) bytes += int64_t(t.nbytes);
   return bytes;

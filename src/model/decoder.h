@@ -29,6 +29,18 @@ class DecoderModel final : public Model {
   // The multi-token-prediction head (Qwen3.5 / Qwen3-Next), when the checkpoint
   // has one; its layers cache after the main attention layers.
   std::unique_ptr<MtpHead> mtp;
+  // Tensor / expert parallelism (model/shard.h). Each rank of logits_group
+  // holds vocabulary rows [rank * vocab_slice, ...) of lm_head and the group
+  // gathers the logits on its rank 0; ranks with !computes_logits (other
+  // tensor-parallel groups) compute none. kv_heads: this rank's KV heads.
+  struct Sharding {
+    dist::Comm* logits_group = nullptr;
+    int64_t vocab_slice = 0;
+    bool computes_logits = true;
+    int64_t kv_heads = 0;        // 0: the config's
+    int64_t weight_bytes = -1;   // bytes this rank holds (-1: every tensor of the checkpoint)
+  };
+  Sharding sharding;
 
   // Calls fn on every Linear layer of the main model (attention, MLP, experts,
   // routers, lm_head; not the MTP head's: mtp->ForEachLinear).
@@ -75,6 +87,7 @@ class DecoderModel final : public Model {
   Scratch scratch_;
   std::vector<float> x_;  // residual stream [rows, hidden]
   std::vector<float> embedded_;  // MtpForward: embedding rows [rows, hidden]
+  std::vector<float> vocab_part_, vocab_all_;  // tensor parallel: [rows, vocab_slice], [tp, rows, vocab_slice]
 };
 
 }  // namespace tern

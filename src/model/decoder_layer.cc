@@ -13,9 +13,11 @@ void DecoderLayer::Forward(const BatchLayout& batch, float* x, KvCache& cache, S
   } else {
     attention.Forward(batch, h, y, cache, s, pool);
   }
+  if (mixer_reduce != nullptr) mixer_reduce->AllReduceSum(y, T * H);
   kernels::AddInPlace(x, y, T * H);
   kernels::RmsNorm(x, post_attn_norm.data(), T, H, eps, h);
   std::visit([&](const auto& f) { f.Forward(h, T, y, s, pool); }, ffn);
+  if (ffn_reduce != nullptr) ffn_reduce->AllReduceSum(y, T * H);
   kernels::AddInPlace(x, y, T * H);
 }
 

@@ -8,6 +8,7 @@
 #include <variant>
 #include <vector>
 
+#include "dist/comm.h"
 #include "model/attention_block.h"
 #include "model/ffn_block.h"
 #include "model/gated_deltanet.h"
@@ -21,6 +22,10 @@ struct DecoderLayer {
   std::unique_ptr<GatedDeltaNet> linear_attn;
   AttentionBlock attention;
   std::variant<DenseFfn, MoeFfn> ffn;
+  // Tensor / expert parallelism (model/shard.h): the ranks whose partial
+  // mixer and FFN outputs sum to the layer's; null on one rank.
+  dist::Comm* mixer_reduce = nullptr;
+  dist::Comm* ffn_reduce = nullptr;
 
   // x: [batch.rows, hidden] residual stream, updated in place:
   //   x += mixer(rmsnorm(x; input_norm));  x += ffn(rmsnorm(x; post_attn_norm)).

@@ -90,7 +90,7 @@ Result<MoeFfn> MoeFfn::Load(const WeightLoader& w, const std::string& prefix, co
 
 void MoeFfn::Forward(const float* x, int64_t rows, float* out, Scratch& s, ThreadPool& pool) const {
   RoutedForward(x, rows, out, s, pool);
-  if (!shared_expert) return;
+  if (!shared_expert || !add_shared) return;
   const int64_t H = router.in();
   float* y = Scratch::Get(s.shared, rows * H);
   shared_expert->Forward(x, rows, y, s, pool);
@@ -113,7 +113,14 @@ void MoeFfn::RoutedForward(const float* x, int64_t rows, float* out, Scratch& s,
   const std::vector<int32_t>& count = r.first;  // count[e]: the first slot of expert e
   const std::vector<int32_t>& slot_token = r.slot_token;
   const std::vector<float>& slot_weight = r.slot_weight;
-  const std::vector<int32_t>& active = r.active;
+  const std::vector<int32_t>* active_all = &r.active;
+  if (expert_begin > 0 || (expert_end >= 0 && expert_end < E)) {  // expert parallel: this rank's experts only
+    s.local_experts.clear();
+    for (int32_t e : r.active)
+      if (e >= expert_begin && e < expert_end) s.local_experts.push_back(e);
+    active_all = &s.local_experts;
+  }
+  const std::vector<int32_t>& active = *active_all;
   const size_t slots = size_t(r.slots());
   std::memset(out, 0, size_t(rows * H) * sizeof(float));
   // out[token] += weight * expert output, expert by expert, slot by slot: the

@@ -32,6 +32,11 @@ struct MoeFfn {
   // sigmoid(shared_expert_gate(x)) (gate: [1, hidden]).
   std::unique_ptr<DenseFfn> shared_expert;
   Linear shared_expert_gate;
+  // Expert parallelism (model/shard.h): this rank runs routed experts
+  // [expert_begin, expert_end) only (the others' entries are empty), and adds
+  // the shared expert only when add_shared (one tensor-parallel group does).
+  int64_t expert_begin = 0, expert_end = -1;  // -1: every expert
+  bool add_shared = true;
 
   // Loads `<prefix>gate` (router) and the experts, stored either per expert
   // (`<prefix>experts.{e}.{gate,up,down}_proj`, any weight format) or fused

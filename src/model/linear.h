@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -42,6 +43,9 @@ struct Linear {
   float input_scale = 0.0f;       // static activation scale of a quantized layer (0: none in the file)
   bool quantize_input = false;    // ActivationNumerics::kGpuQuantized applies to this layer
   ActivationObserver* observer = nullptr;  // when set, Forward records its input's amax
+  // Memory `w` points into when it is not the mapped checkpoint (a rank's
+  // slice of a tensor-parallel layer, model/linear_slice.h).
+  std::shared_ptr<const void> owned;
 
   int64_t in() const { return w.cols; }
   int64_t out() const { return w.rows; }

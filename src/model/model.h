@@ -34,6 +34,12 @@ struct LoadOptions {
   size_t threads = 0;  // 0: all cores
   ActivationNumerics numerics = ActivationNumerics::kFull;  // for quantized layers
   WeightCheck weight_check = WeightCheck::kWarn;  // kWarn: a warning on stderr naming each tensor
+  // Tensor / expert parallelism across the ranks of an mpirun job
+  // (model/shard.h). Under mpirun every rank calls LoadModel: rank 0 gets a
+  // model whose Forward drives every rank (model/lockstep.h), the others
+  // their part, to pass to RunWorker. Every rank fails when any does.
+  int tp = 1;
+  int ep = 1;
 };
 
 class Model {

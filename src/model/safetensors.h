@@ -50,6 +50,7 @@ class SafetensorsFile {
 
   const std::vector<TensorView>& tensors() const { return tensors_; }
   const std::string& path() const { return file_.path(); }
+  void DropResidentPages() const { file_.DropResidentPages(); }
 
  private:
   MappedFile file_;
@@ -72,6 +73,10 @@ class TensorStore {
   std::vector<std::string> Unused() const;
 
   const std::map<std::string, TensorView>& all() const { return by_name_; }
+  // MappedFile::DropResidentPages for every file.
+  void DropResidentPages() const {
+    for (const auto& f : files_) f->DropResidentPages();
+  }
 
  private:
   std::vector<std::unique_ptr<SafetensorsFile>> files_;

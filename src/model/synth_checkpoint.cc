@@ -22,10 +22,11 @@ std::vector<SynthPreset> SynthPresets() {
       {"tiny", "qwen3_moe", 64, 2, 4, 2, 16, 96, 0, false, 8, 2, 32},
       {"qwen3-0.6b", "qwen3", 1024, 28, 16, 8, 128, 3072, 151936, true, 0, 0, 0},
       {"moe-small", "qwen3_moe", 2048, 8, 32, 4, 128, 6144, 151936, false, 128, 8, 768},
-      // Qwen3.5: 3 linear-attention layers, then one full (interval 4).
-      {"qwen3.5-tiny", "qwen3_5_moe", 64, 4, 4, 2, 32, 0, 0, false, 8, 2, 32, 4096, 2, 4, 16, 16, 4, 48, 4, 0.25, 1},
+      // Qwen3.5: 3 linear-attention layers, then one full (interval 4). A shared
+      // expert of 64 (not 48): NVFP4 halves of it still fall on 16-element blocks (--tp 2).
+      {"qwen3.5-tiny", "qwen3_5_moe", 64, 4, 4, 2, 32, 0, 0, false, 8, 2, 32, 4096, 2, 4, 16, 16, 4, 64, 4, 0.25, 1},
       // Qwen3-Next: the same dimensions, fused in_proj_qkvz / in_proj_ba, flat model.layers.* names.
-      {"qwen3-next-tiny", "qwen3_next", 64, 4, 4, 2, 32, 96, 0, false, 8, 2, 32, 4096, 2, 4, 16, 16, 4, 48, 4, 0.25,
+      {"qwen3-next-tiny", "qwen3_next", 64, 4, 4, 2, 32, 96, 0, false, 8, 2, 32, 4096, 2, 4, 16, 16, 4, 64, 4, 0.25,
        1},
       // The real 397B per-layer dimensions (hidden 4096, GDN 16/64 heads of 128,
       // attention 32/2 heads of 256, experts of 1024, top-10, vocab 248320) with

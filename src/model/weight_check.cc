@@ -35,7 +35,7 @@ int64_t Scan(const TensorView& t, int64_t begin, int64_t end, int64_t* first) {
 
 }  // namespace
 
-std::vector<NonFiniteTensor> FindNonFiniteWeights(const TensorStore& store, ThreadPool& pool) {
+std::vector<NonFiniteTensor> FindNonFiniteWeights(const TensorStore& store, ThreadPool& pool, int part, int parts) {
   // Work in pieces of up to 1M elements so one large tensor spreads over every thread.
   constexpr int64_t kPiece = int64_t(1) << 20;
   struct Piece {
@@ -44,7 +44,9 @@ std::vector<NonFiniteTensor> FindNonFiniteWeights(const TensorStore& store, Thre
     int64_t count = 0, first = 0;
   };
   std::vector<Piece> pieces;
+  int index = -1;
   for (const auto& [name, t] : store.all()) {
+    if (++index % parts != part) continue;
     const int64_t n = t.numel();
     if (t.dtype != DType::kF32 && t.dtype != DType::kF16 && t.dtype != DType::kBF16 && t.dtype != DType::kF8E4M3)
       continue;

@@ -22,7 +22,10 @@ struct NonFiniteTensor {
 // S.1111.111), which covers NVFP4's E4M3 block scales and F32 global scales;
 // packed FP4 and integer tensors cannot hold either. Reads every byte once,
 // spread over `pool`.
-std::vector<NonFiniteTensor> FindNonFiniteWeights(const TensorStore& store, ThreadPool& pool);
+// With parts > 1 only every parts-th tensor from `part` on (in name order):
+// the ranks of a tensor-parallel job check a share each.
+std::vector<NonFiniteTensor> FindNonFiniteWeights(const TensorStore& store, ThreadPool& pool, int part = 0,
+                                                  int parts = 1);
 
 // One line per tensor for a warning or an error: "'name': 3 non-finite values (first at element 17)".
 std::string DescribeNonFinite(const std::vector<NonFiniteTensor>& found, size_t max_lines = 8);

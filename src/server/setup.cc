@@ -111,7 +111,9 @@ Status LoadServerModel(ServerContext& ctx) {
                                                                                    ? WeightCheck::kSkip
                                                                                : ctx.opts.strict_weights
                                                                                    ? WeightCheck::kError
-                                                                                   : WeightCheck::kWarn}));
+                                                                                   : WeightCheck::kWarn,
+                                                               .tp = ctx.opts.tp,
+                                                               .ep = ctx.opts.ep}));
   TERN_RETURN_IF_ERROR(CheckTokenizerFitsModel(*ctx.tokenizer, ctx.model->config().vocab_size, dir));
   ctx.eos_token_ids = ctx.generation.eos_token_ids.empty() ? ctx.model->config().eos_token_ids : ctx.generation.eos_token_ids;
   if (ctx.tokenizer_config.eos_token) {

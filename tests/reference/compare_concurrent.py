@@ -4,7 +4,7 @@
 Usage:
   compare_concurrent.py --tern TERN --model DIR [--prompts 5] [--steps 24] [--seed 1]
       [--kv-dtypes f32,f16,bf16,fp8_e4m3] [--max-running 3] [--pool-tokens 96] [--page-size 4]
-      [--expect-retraction] [--tern-arg=...]
+      [--expect-retraction] [--tern-arg=...] [--launcher CMD] [--same-ids-as-single]
 
 For each KV cache dtype, ONE `tern generate` runs every prompt concurrently (--prompt-ids
 repeated) through the engine the server runs, with at most --max-running sequences at once
@@ -22,6 +22,11 @@ random-weight MoE's expert choice for a token (measured: one row at 3.3e-2, the 
 prompt runs alone);
 --fp8-tol (default 0.1, E4M3 keeps 3 mantissa bits: fp8_kv_cache.py's bound) for fp8_e4m3, where a token may also differ from the reference argmax when the
 reference's gap to it is below --fp8-tie-abs (default 0.05, a near tie; same file).
+
+With --launcher (e.g. "tests/dist/mpirun.sh shm 2" and --tern-arg=--tp=2), tern runs under that
+command: the ranks of a tensor / expert-parallel job, held to the same bounds; with
+--same-ids-as-single, each prompt's greedy ids must also equal those of the same run in one
+process (no launcher, no --tp/--ep arguments).
 The last line reads "N passed, M failed"; exit 1 when any check failed.
 """
 
@@ -29,6 +34,7 @@ import argparse
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -49,12 +55,14 @@ def make_prompts(count, vocab, seed):
     return prompts
 
 
-def run(args, prompts, kv, tmp):
-    out = os.path.join(tmp, f"logits-{kv}.npy")
-    cmd = [args.tern, "generate", "--model", args.model, "--max-tokens", str(args.steps), "--temperature", "0",
+def run(args, prompts, kv, tmp, single=False):
+    out = os.path.join(tmp, f"logits-{kv}{'-single' if single else ''}.npy")
+    launcher = [] if single else shlex.split(args.launcher)
+    tern_args = [a for a in args.tern_arg if not (single and a.split("=")[0] in ("--tp", "--ep"))]
+    cmd = launcher + [args.tern, "generate", "--model", args.model, "--max-tokens", str(args.steps), "--temperature", "0",
            "--ignore-eos", "--kv-cache-dtype", kv, "--logits-out", out,
            "--max-running-requests", str(args.max_running), "--max-total-tokens", str(args.pool_tokens),
-           "--page-size", str(args.page_size), "--prefill-chunk", "16"] + list(args.tern_arg)
+           "--page-size", str(args.page_size), "--prefill-chunk", "16"] + tern_args
     for p in prompts:
         cmd += ["--prompt-ids", ",".join(map(str, p))]
     print("running:", " ".join(cmd), flush=True)
@@ -88,6 +96,8 @@ def main():
     ap.add_argument("--fp8-tie-abs", type=float, default=0.05)
     ap.add_argument("--tern-arg", action="append", default=[])
     ap.add_argument("--timeout", type=float, default=600)
+    ap.add_argument("--launcher", default="", help="command tern runs under (mpirun ...)")
+    ap.add_argument("--same-ids-as-single", action="store_true")
     args = ap.parse_args()
 
     model = compare.load_reference(args.model, cache_weights=True)
@@ -107,9 +117,14 @@ def main():
         with tempfile.TemporaryDirectory(prefix="tern-concurrent-") as tmp:
             try:
                 ids, logits, retractions = run(args, prompts, kv, tmp)
+                single_ids = run(args, prompts, kv, tmp, single=True)[0] if args.same_ids_as_single else None
             except (RuntimeError, OSError, subprocess.TimeoutExpired, ValueError) as e:
                 verdict(False, f"kv {kv}: {e}")
                 continue
+        if single_ids is not None:
+            for i, (a, b) in enumerate(zip(ids, single_ids)):
+                verdict(a == b, f"kv {kv} prompt {i}: greedy ids {'equal' if a == b else 'differ from'} "
+                                f"those of one process ({len(a)} steps)")
         if args.expect_retraction:
             verdict(retractions > 0, f"kv {kv}: the engine retracted {retractions} sequences mid-decode")
         for i, (prompt, got, rows) in enumerate(zip(prompts, ids, logits)):
