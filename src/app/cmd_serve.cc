@@ -1,6 +1,5 @@
 // `tern serve`: SGLang's launch_server flags where they exist.
 #include "app/commands.h"
-#include "app/parallel.h"
 #include "server/server.h"
 
 namespace tern::app {
@@ -48,6 +47,10 @@ Command RegisterServe(CLI::App& app) {
   auto numerics = AddQuantNumericsOption(app);
   app.add_option("--log-level", o->log_level, "the server's own lines on stderr: debug, info, warning or error")
       ->default_val("info");
+  app.add_option("--log-requests-format", o->log_requests_format, "request log lines: text or json")->default_val("text");
+  app.add_flag("--log-requests", o->log_requests, "put prompt and completion text in request logs (see the level)");
+  app.add_option("--log-requests-level", o->log_requests_level,
+                 "0: metadata; 1: and sampling parameters; 2: and 2048 characters of text; 3: all text")->default_val(2);
   app.add_option("--http-read-timeout", o->http_read_timeout_s,
                  "seconds a request's line, headers and body may take to arrive")
       ->default_val(60);
@@ -59,19 +62,10 @@ Command RegisterServe(CLI::App& app) {
       ->default_val(256);
   app.add_option("--shutdown-grace", o->shutdown_grace_s, "seconds running requests get to finish on SIGTERM")
       ->default_val(30);
-  auto par = AddParallelOptions(app);
-  return [o, numerics, par, &app]() {
+  return [o, numerics, &app]() {
     auto num = numerics();
     if (!num.ok()) return Fail("serve: " + num.status().message());
     o->quant_numerics = *num;
-    o->tp = par->tp;
-    o->ep = par->ep;
-    if (IsWorkerRank())
-      return RunShardWorker(o->model_path, {.threads = o->threads, .numerics = *num,
-                                            .weight_check = o->skip_weight_check ? WeightCheck::kSkip
-                                                            : o->strict_weights  ? WeightCheck::kError
-                                                                                 : WeightCheck::kWarn,
-                                            .tp = o->tp, .ep = o->ep});
     if (o->page_size <= 0 || o->max_running_requests <= 0 || o->chunked_prefill_size <= 0)
       return Fail("serve: --page-size, --max-running-requests and --chunked-prefill-size must be positive");
     // An empty key would silently turn authentication off.

@@ -15,6 +15,7 @@
 #include "engine/engine.h"
 #include "model/config.h"
 #include "model/model.h"
+#include "server/request_log.h"
 #include "server/server.h"
 #include "tokenize/tokenizer.h"
 #include "tokenize/tokenizer_config.h"
@@ -25,6 +26,7 @@ enum class Health { kStarting, kUp, kUnhealthy, kShuttingDown };
 
 struct ServerContext {
   ServeOptions opts;
+  RequestLogOptions request_log;  // from opts (RunServer)
   std::string model_name;  // served name
   std::unique_ptr<Model> model;
   std::unique_ptr<Engine> engine;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "server/http_util.h"
+#include "server/request_log.h"
 
 namespace tern::server {
 
@@ -19,6 +20,33 @@ SamplingParams ToEngineSampling(const api::SamplingParams& s) {
   e.logit_bias = s.logit_bias;
   e.min_new_tokens = s.min_new_tokens;  // the engine suppresses the request's stop tokens until reached
   return e;
+}
+
+void RecordGeneration(RequestRecord& record, const ServerContext& ctx, const RunSpec& spec,
+                      std::string_view prompt_text) {
+  if (record.request_id.empty()) record.request_id = spec.id;
+  else if (record.request_id != spec.id) record.response_id = spec.id;
+  record.prompt_tokens = int64_t(spec.prompt.size());
+  record.completion_tokens = 0;
+  if (LogsSampling(ctx.request_log)) {
+    const api::SamplingParams& s = spec.sampling;
+    nlohmann::json j = {{"temperature", s.temperature}, {"top_p", s.top_p}, {"top_k", s.top_k}, {"min_p", s.min_p},
+                        {"n", s.n}};
+    if (s.max_new_tokens) j["max_new_tokens"] = *s.max_new_tokens;
+    if (s.seed) j["seed"] = *s.seed;
+    if (s.repetition_penalty != 1.0) j["repetition_penalty"] = s.repetition_penalty;
+    if (s.presence_penalty != 0.0) j["presence_penalty"] = s.presence_penalty;
+    if (s.frequency_penalty != 0.0) j["frequency_penalty"] = s.frequency_penalty;
+    record.sampling_json = j.dump();
+  }
+  record.text_chars = LoggedTextChars(ctx.request_log);
+  if (record.text_chars > 0) record.prompt_text = std::string(prompt_text.substr(0, record.text_chars));
+}
+
+void RecordCompletion(RequestRecord& record, const std::vector<std::shared_ptr<GenerationRun>>& runs) {
+  int64_t n = 0;
+  for (const auto& r : runs) n += r->completion_tokens();
+  record.completion_tokens = n;
 }
 
 std::vector<int32_t> KeptParserTagIds(const Tokenizer& tokenizer, const std::vector<std::string>& tags) {
@@ -181,10 +209,11 @@ void StreamRuns(HttpResponse& res, std::vector<std::shared_ptr<GenerationRun>> r
   auto abort_all = [st] {
     for (auto& r : st->runs) r->Abort();
   };
+  std::shared_ptr<RequestRecord> record = res.record;
   res.headers.Add("Cache-Control", "no-cache");
   StreamBody body{
       .next =
-      [st, on_step, on_start, on_end, abort_all](ChunkSink& sink) {
+      [st, on_step, on_start, on_end, abort_all, record](ChunkSink& sink) {
         if (!st->started) {
           st->started = true;
           on_start(sink);
@@ -193,6 +222,7 @@ void StreamRuns(HttpResponse& res, std::vector<std::shared_ptr<GenerationRun>> r
         const auto& notifier = st->runs[0]->notifier();
         for (;;) {
           if (!sink.Writable()) {
+            record->client_gone = true;
             abort_all();
             return false;
           }
@@ -202,12 +232,14 @@ void StreamRuns(HttpResponse& res, std::vector<std::shared_ptr<GenerationRun>> r
           for (size_t i = 0; i < st->runs.size(); ++i) {
             if (st->finished[i] || !st->runs[i]->Next(step, std::chrono::milliseconds(0))) continue;
             progressed = true;
+            record->AppendCompletion(step.text);
             on_step(int(i), step, sink);
             if (step.finished) {
               st->finished[i] = true;
               --st->left;
             }
           }
+          if (progressed) RecordCompletion(*record, st->runs);
           if (st->left == 0) {
             on_end(sink);
             sink.Write(kSseDone);

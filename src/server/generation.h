@@ -104,6 +104,15 @@ using SinkWriter = std::function<void(ChunkSink&)>;
 void StreamRuns(HttpResponse& res, std::vector<std::shared_ptr<GenerationRun>> runs, StepWriter on_step,
                 SinkWriter on_start, SinkWriter on_end);
 
+// The request log's view of a generation (RequestRecord, request_log.h): the
+// prompt's tokens, the response id (unless the client named the request with
+// X-Request-Id), the sampling parameters at --log-requests-level >= 1 and,
+// when the log keeps text, the prompt. Call before the runs start.
+void RecordGeneration(RequestRecord& record, const ServerContext& ctx, const RunSpec& spec,
+                      std::string_view prompt_text);
+// Completion tokens so far, summed over the choices.
+void RecordCompletion(RequestRecord& record, const std::vector<std::shared_ptr<GenerationRun>>& runs);
+
 // The engine's sampling parameters for a resolved API request.
 SamplingParams ToEngineSampling(const api::SamplingParams& s);
 

@@ -27,6 +27,16 @@ namespace {
 
 using HandlerResponse = httplib::Server::HandlerResponse;
 
+// The record of the request this thread is serving (RequestRecord): made
+// when its first byte arrives, shared by every plain response of its stages.
+thread_local std::shared_ptr<RequestRecord> t_record;
+
+HttpResponse NewResponse() {
+  HttpResponse p;
+  if (t_record) p.record = t_record;
+  return p;
+}
+
 bool IsBodyMethod(const std::string& m) { return m == "POST" || m == "PUT" || m == "PATCH" || m == "DELETE"; }
 
 std::string Lower(std::string s) {
@@ -106,7 +116,7 @@ void Apply(HttpResponse&& p, httplib::Response& res) {
 // type and (with_body) body; what it changes or adds goes back.
 template <typename Hook>
 void RunOnResponse(const httplib::Request& req, httplib::Response& res, bool with_body, Hook&& hook) {
-  HttpResponse p;
+  HttpResponse p = NewResponse();
   p.status = res.status == -1 ? 0 : res.status;
   p.content_type = res.get_header_value("Content-Type");
   if (with_body) p.body = res.body;
@@ -255,7 +265,7 @@ httplib::Server::HandlerWithContentReader HttpServer::Impl::Bounded(HttpHandler 
       res.status = 404;
       return;
     }
-    HttpResponse out;
+    HttpResponse out = NewResponse();
     handler(ToPlain(req, std::move(body)), out);
     Apply(std::move(out), res);
   };
@@ -274,7 +284,7 @@ HandlerResponse HttpServer::Impl::BeforeRouting(const httplib::Request& req, htt
   // taken for the next request.
   if (!body_method && framed && req.get_header_value("Content-Length") != "0") CloseConnectionAfterResponse();
   if (!routes_.before_routing) return HandlerResponse::Unhandled;
-  HttpResponse out;
+  HttpResponse out = NewResponse();
   const bool handled = routes_.before_routing(plain, out);
   Apply(std::move(out), res);
   return handled ? HandlerResponse::Handled : HandlerResponse::Unhandled;
@@ -285,7 +295,7 @@ void HttpServer::Impl::Mount(HttpRoutes routes) {
   for (const HttpRoutes::Route& r : routes_.routes()) {
     if (r.method == "GET") {
       Get(r.pattern, [h = r.handler](const httplib::Request& req, httplib::Response& res) {
-        HttpResponse out;
+        HttpResponse out = NewResponse();
         h(ToPlain(req, req.body), out);
         Apply(std::move(out), res);
       });
@@ -322,7 +332,7 @@ void HttpServer::Impl::Mount(HttpRoutes routes) {
   });
   set_logger([this](const httplib::Request& req, const httplib::Response& res) {
     if (!routes_.on_finished) return;
-    HttpResponse p;
+    HttpResponse p = NewResponse();
     p.status = res.status;
     p.content_type = res.get_header_value("Content-Type");
     routes_.on_finished(ToPlain(req), p);
@@ -380,6 +390,7 @@ bool HttpServer::Impl::process_and_close_socket(socket_t sock) {
     CurrentConnectionScope scope(&conn);
     for (size_t left = control.limits.keep_alive_max_requests; left > 0; --left) {
       if (!conn.WaitForRequest()) break;
+      t_record = std::make_shared<RequestRecord>();  // received: now, at the request's first byte
       bool closed = false;
       try {
         ret = process_request(conn, left == 1 || control.stopping.load(), closed, nullptr);
@@ -391,6 +402,7 @@ bool HttpServer::Impl::process_and_close_socket(socket_t sock) {
       } catch (...) {
         ret = false;
       }
+      t_record.reset();
       if (conn.close_after_response) linger = true;
       if (!ret || closed || conn.broken() || conn.close_after_response || control.stopping.load()) break;
     }

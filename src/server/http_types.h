@@ -4,7 +4,10 @@
 // with values in a unit test, and the library could be swapped.
 #pragma once
 
+#include <chrono>
+#include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -77,12 +80,33 @@ struct StreamBody {
   std::function<void(bool completed)> on_end;
 };
 
+// What a request's log line (request_log.h) says beyond its method, path
+// and status: one record per request, shared by every stage that handles it
+// (handlers fill it; a stream updates it as it runs).
+struct RequestRecord {
+  std::chrono::steady_clock::time_point received = std::chrono::steady_clock::now();
+  std::string request_id;          // X-Request-Id when the client sent one, else the response's id
+  std::string response_id;         // the response's id when X-Request-Id named the request otherwise
+  int64_t prompt_tokens = -1;      // -1: not a generation
+  int64_t completion_tokens = 0;   // summed over the choices
+  bool client_gone = false;        // a stream ended because the client went away
+  std::string sampling_json;       // the resolved sampling parameters (at --log-requests-level >= 1)
+  // Texts only when the log keeps them (--log-requests): at most
+  // text_chars bytes each (std::string::npos: all); 0: none.
+  size_t text_chars = 0;
+  std::string prompt_text, completion_text;
+  void AppendCompletion(std::string_view text) {
+    if (text_chars > completion_text.size()) completion_text.append(text.substr(0, text_chars - completion_text.size()));
+  }
+};
+
 struct HttpResponse {
   int status = 0;            // 0: not set (200 once a route handled the request, 404 when none did)
   HttpHeaders headers;       // besides Content-Type
   std::string content_type;  // "" with an empty body
   std::string body;
   std::optional<StreamBody> stream;  // set: the body is streamed instead of `body`
+  std::shared_ptr<RequestRecord> record = std::make_shared<RequestRecord>();  // the same for every stage
 
   void SetBody(int status_code, std::string text, std::string type) {
     status = status_code;

@@ -1,6 +1,6 @@
 // The server's own lines on stderr, by --log-level: debug < info < warning <
 // error. Lines below the level are dropped; errors always print. Prompt text
-// is never logged.
+// is never logged, except in request logs when asked for (request_log.h).
 #pragma once
 
 #include <atomic>
@@ -26,6 +26,12 @@ inline std::optional<LogLevel> ParseLogLevel(std::string_view s) {
 inline std::atomic<LogLevel>& CurrentLogLevel() {
   static std::atomic<LogLevel> level{LogLevel::kInfo};
   return level;
+}
+
+// `line` as it is, without the "tern serve: " prefix (JSON request logs), by the same rule.
+inline void LogLine(LogLevel level, std::string_view line) {
+  if (level < CurrentLogLevel().load() && level != LogLevel::kError) return;
+  fmt::print(stderr, "{}\n", line);
 }
 
 template <typename... Args>

@@ -1,12 +1,15 @@
 // The cross-cutting HTTP behaviour of tern serve: the API key, JSON bodies
-// for the errors the HTTP layer makes itself, response counting; and the
-// table of every route (ServerRoutes).
+// for the errors the HTTP layer makes itself, request ids (X-Request-Id),
+// response counting and request logs; and the table of every route
+// (ServerRoutes).
 #include <fmt/format.h>
 
 #include "api/error_json.h"
 #include "server/context.h"
 #include "server/http_routes.h"
 #include "server/http_util.h"
+#include "server/log.h"
+#include "server/request_log.h"
 #include "server/routes.h"
 
 namespace tern::server {
@@ -22,6 +25,8 @@ bool SafeEquals(const std::string& a, const std::string& b) {
 
 void InstallMiddleware(HttpRoutes& routes, ServerContext& ctx) {
   routes.before_routing = [&ctx](const HttpRequest& req, HttpResponse& res) {
+    // A gateway's id names the request in the log and comes back as it was sent.
+    if (std::string id = UsableRequestId(req.Header("X-Request-Id")); !id.empty()) res.record->request_id = id;
     auto pass = [&] {
       // `curl -X POST .../flush_cache` sends neither Content-Length nor a
       // chunked body, which the HTTP library refuses for POST (RFC 9112 says such a
@@ -57,7 +62,30 @@ void InstallMiddleware(HttpRoutes& routes, ServerContext& ctx) {
   routes.on_exception = [](const HttpRequest&, HttpResponse& res, const std::string& what) {
     ReplyFlatError(res, 500, "Internal server error: " + what, "InternalServerError");
   };
-  routes.on_finished = [&ctx](const HttpRequest&, const HttpResponse& res) { ctx.CountResponse(res.status); };
+  routes.before_send = [&ctx](const HttpRequest& req, HttpResponse& res) {
+    std::string& id = res.record->request_id;  // the client's, the response's (a generation), or a new one
+    if (id.empty()) id = UsableRequestId(req.Header("X-Request-Id"));
+    if (id.empty()) id = ctx.NewRequestId();
+    res.headers.Add("X-Request-Id", id);
+  };
+  routes.on_finished = [&ctx](const HttpRequest& req, const HttpResponse& res) {
+    ctx.CountResponse(res.status);
+    const auto now = std::chrono::steady_clock::now();
+    const double ms = std::chrono::duration<double, std::milli>(now - res.record->received).count();
+    const LogLevel level = IsProbePath(req.path) ? LogLevel::kDebug : LogLevel::kInfo;
+    if (level < CurrentLogLevel().load()) return;
+    const std::string line = FormatRequestLog({.req = req,
+                                               .status = res.status,
+                                               .record = *res.record,
+                                               .latency_ms = ms,
+                                               .time = std::chrono::system_clock::now(),
+                                               .level = level == LogLevel::kDebug ? "debug" : "info"},
+                                              ctx.request_log);
+    if (ctx.request_log.format == RequestLogFormat::kJson)
+      LogLine(level, line);
+    else
+      Log(level, "{}", line);
+  };
 }
 
 HttpRoutes ServerRoutes(ServerContext& ctx) {

@@ -41,6 +41,7 @@ void HandleGenerate(ServerContext& ctx, const HttpRequest& http_req, HttpRespons
   const std::string id = req.rid.value_or(api::NewRequestId(""));
   RunSpec spec{.id = id, .prompt = prompt, .sampling = *sampling,
                .top_logprobs = req.return_logprob ? int32_t(req.top_logprobs_num) : -1};
+  RecordGeneration(*res.record, ctx, spec, req.prompts[0].text.value_or(""));
   auto started = GenerationRun::StartGroup(ctx, std::move(spec));
   if (!started.ok()) return ReplyGenerateError(res, started.error());
   std::vector<std::shared_ptr<GenerationRun>> runs = std::move(started).value();
@@ -76,6 +77,8 @@ void HandleGenerate(ServerContext& ctx, const HttpRequest& http_req, HttpRespons
     Json outputs = Json::array();
     for (size_t i = 0; i < runs.size(); ++i) {
       GenerationRun::Step all = runs[i]->RunToEnd(http_req.connected);
+      res.record->AppendCompletion(all.text);
+      RecordCompletion(*res.record, runs);
       if (all.finish.kind == api::FinishReason::Kind::kAbort && all.finish.status_code)
         return ReplyGenerateError(res, api::ApiError::Http(*all.finish.status_code, all.finish.message));
       outputs.push_back(api::GenerateJson(make_output(int(i), all.text, all.tokens, all.finish)));

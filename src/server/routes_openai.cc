@@ -116,6 +116,7 @@ void HandleChat(ServerContext& ctx, const HttpRequest& http_req, HttpResponse& r
   RunSpec spec{.id = meta.id, .prompt = prompt, .sampling = *sampling,
                .top_logprobs = req.logprobs ? int32_t(req.top_logprobs) : -1,
                .keep_special_ids = KeptParserTagIds(*ctx.tokenizer, api::ChatParserTags(pcfg))};
+  RecordGeneration(*res.record, ctx, spec, rendered);
   auto started = GenerationRun::StartGroup(ctx, std::move(spec));
   if (!started.ok()) return ReplyApiError(res, started.error());
   std::vector<std::shared_ptr<GenerationRun>> runs = std::move(started).value();
@@ -125,6 +126,8 @@ void HandleChat(ServerContext& ctx, const HttpRequest& http_req, HttpResponse& r
     int64_t reasoning_tokens = 0;
     for (auto& run : runs) {
       GenerationRun::Step all = run->RunToEnd(http_req.connected);
+      res.record->AppendCompletion(all.text);
+      RecordCompletion(*res.record, runs);
       if (auto e = ChoiceError(all)) return ReplyApiError(res, *e);
       api::ChatChoice choice = api::ParseChatOutput(pcfg, forced.reply_prefix + all.text, all.finish);
       if (req.logprobs) choice.logprobs = ToLogprobs(ctx, all.tokens);
@@ -232,6 +235,7 @@ void HandleCompletion(ServerContext& ctx, const HttpRequest& http_req, HttpRespo
   api::ResponseMeta meta{.id = req.rid.value_or(api::NewRequestId("cmpl-")), .created = UnixNow(), .model = req.model};
   RunSpec spec{.id = meta.id, .prompt = prompt, .sampling = *sampling,
                .top_logprobs = req.logprobs ? int32_t(*req.logprobs) : -1};
+  RecordGeneration(*res.record, ctx, spec, prompt_text);
   auto started = GenerationRun::StartGroup(ctx, std::move(spec));
   if (!started.ok()) return ReplyApiError(res, started.error());
   std::vector<std::shared_ptr<GenerationRun>> runs = std::move(started).value();
@@ -241,6 +245,8 @@ void HandleCompletion(ServerContext& ctx, const HttpRequest& http_req, HttpRespo
     std::vector<api::CompletionChoice> choices;
     for (auto& run : runs) {
       GenerationRun::Step all = run->RunToEnd(http_req.connected);
+      res.record->AppendCompletion(all.text);
+      RecordCompletion(*res.record, runs);
       if (auto e = ChoiceError(all)) return ReplyApiError(res, *e);
       api::CompletionChoice choice{.text = (echo ? prompt_text : "") + all.text, .finish = all.finish};
       if (req.logprobs) choice.logprobs = ToLogprobs(ctx, all.tokens);

@@ -73,6 +73,13 @@ int RunServer(const ServeOptions& opts) {
   const std::optional<LogLevel> level = ParseLogLevel(opts.log_level);
   if (!level) return fail(fmt::format("--log-level {}: expected debug, info, warning or error", opts.log_level));
   CurrentLogLevel() = *level;
+  const std::optional<RequestLogFormat> log_format = ParseRequestLogFormat(opts.log_requests_format);
+  if (!log_format) return fail(fmt::format("--log-requests-format {}: expected text or json", opts.log_requests_format));
+  if (opts.log_requests_level < 0 || opts.log_requests_level > 3)
+    return fail(fmt::format("--log-requests-level {}: expected 0, 1, 2 or 3", opts.log_requests_level));
+  ctx->request_log = {.format = *log_format, .log_requests = opts.log_requests, .level = opts.log_requests_level};
+  if (LoggedTextChars(ctx->request_log) > 0)
+    Log(LogLevel::kWarning, "--log-requests: request log lines carry prompt and completion text");
   Log(LogLevel::kInfo, "loading {}", opts.model_path);
   if (Status s = LoadServerModel(*ctx); !s.ok()) return fail(s.message());
   ctx->load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - ctx->start_time).count();
