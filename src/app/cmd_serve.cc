@@ -1,5 +1,6 @@
 // `tern serve`: SGLang's launch_server flags where they exist.
 #include "app/commands.h"
+#include "app/parallel.h"
 #include "server/server.h"
 
 namespace tern::app {
@@ -62,10 +63,19 @@ Command RegisterServe(CLI::App& app) {
       ->default_val(256);
   app.add_option("--shutdown-grace", o->shutdown_grace_s, "seconds running requests get to finish on SIGTERM")
       ->default_val(30);
-  return [o, numerics, &app]() {
+  auto par = AddParallelOptions(app);
+  return [o, numerics, par, &app]() {
     auto num = numerics();
     if (!num.ok()) return Fail("serve: " + num.status().message());
     o->quant_numerics = *num;
+    o->tp = par->tp;
+    o->ep = par->ep;
+    if (IsWorkerRank())
+      return RunShardWorker(o->model_path, {.threads = o->threads, .numerics = *num,
+                                            .weight_check = o->skip_weight_check ? WeightCheck::kSkip
+                                                            : o->strict_weights  ? WeightCheck::kError
+                                                                                 : WeightCheck::kWarn,
+                                            .tp = o->tp, .ep = o->ep});
     if (o->page_size <= 0 || o->max_running_requests <= 0 || o->chunked_prefill_size <= 0)
       return Fail("serve: --page-size, --max-running-requests and --chunked-prefill-size must be positive");
     // An empty key would silently turn authentication off.

@@ -41,6 +41,7 @@ struct ServeOptions {
   ActivationNumerics quant_numerics = ActivationNumerics::kFull;  // --quant-numerics
   bool strict_weights = false;  // --strict-weights: NaN/Inf in the weights refuse the load (else a warning)
   bool skip_weight_check = false;  // --skip-weight-check: no load-time NaN/Inf scan (it reads every weight once)
+  int tp = 1, ep = 1;  // --tp / --ep: ranks of an mpirun job (model/shard.h)
   int64_t max_request_bytes = 32 << 20;  // a request body, decoded; more is 413
   double http_read_timeout_s = 60;   // a request's line, headers and body must arrive within it
   double http_write_timeout_s = 60;  // each write of a response must progress within it
