@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -22,6 +23,11 @@ Command RegisterTemplate(CLI::App& app);
 Command RegisterServe(CLI::App& app);
 Command RegisterBenchServing(CLI::App& app);
 Command RegisterQuantize(CLI::App& app);
+Command RegisterService(CLI::App& app);
+// `tern service install [options] -- [serve flags]`: drops that "--" from argv
+// before parsing (CLI11 rejects arguments after it there; without it, the serve
+// flags are taken from the first flag install does not know).
+void DropServiceInstallSeparator(std::vector<char*>& argv);
 
 // Adds --quant-numerics (w4a16 | w4a4) to a command; the returned function
 // reads the parsed choice.

@@ -40,8 +40,11 @@ int main(int argc, char** argv) {
   add("bench-serving", "load-test a running server (throughput, TTFT, inter-token latency)", RegisterBenchServing);
   add("bench", "measure prefill and decode speed against the memory bandwidth", RegisterBench);
   add("quantize", "write an NVFP4 or FP8 checkpoint (ModelOpt layout) from a BF16 one", RegisterQuantize);
+  add("service", "run tern serve as a systemd service: install, status, uninstall", RegisterService);
   try {
-    app.parse(argc, argv);
+    std::vector<char*> args(argv, argv + argc);
+    DropServiceInstallSeparator(args);
+    app.parse(int(args.size()), args.data());
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }

@@ -17,6 +17,7 @@
 #include "server/http_util.h"
 #include "server/log.h"
 #include "server/routes.h"
+#include "server/sd_notify.h"
 
 namespace tern::server {
 namespace {
@@ -101,10 +102,15 @@ int RunServer(const ServeOptions& opts) {
   std::signal(SIGTERM, OnSignal);
   std::signal(SIGPIPE, SIG_IGN);
 
+  // Type=notify units (tern service): READY=1 only once /health answers 200.
+  auto notify = [](const std::string& state) {
+    if (Status s = NotifyServiceManager(state); !s.ok()) Log(LogLevel::kWarning, "{}", s.message());
+  };
   if (opts.skip_server_warmup) {
     ctx->health = Health::kUp;
   } else {
     Log(LogLevel::kInfo, "warming up");
+    notify("STATUS=warming up");
     const std::string warmup_error = Warmup(*ctx);
     ctx->health = warmup_error.empty() ? Health::kUp : Health::kUnhealthy;
     if (ctx->health != Health::kUp) {
@@ -114,10 +120,12 @@ int RunServer(const ServeOptions& opts) {
     }
   }
   Log(LogLevel::kInfo, "listening on http://{}:{} (model \"{}\")", opts.host, opts.port, ctx->model_name);
+  notify(fmt::format("READY=1\nSTATUS=serving {} on http://{}:{}", ctx->model_name, opts.host, opts.port));
 
   while (g_signal_count.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   Log(LogLevel::kInfo, "signal {} received; draining (grace {:.0f} s)", g_signal.load(), opts.shutdown_grace_s);
   ctx->health = Health::kShuttingDown;
+  notify("STOPPING=1\nSTATUS=draining");
   // No new connection, no new request on an open one; idle connections and
   // requests still being read close now. Requests being handled run on.
   http.BeginShutdown();
