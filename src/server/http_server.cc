@@ -287,6 +287,12 @@ HandlerResponse HttpServer::Impl::BeforeRouting(const httplib::Request& req, htt
   HttpResponse out = NewResponse();
   const bool handled = routes_.before_routing(plain, out);
   Apply(std::move(out), res);
+  // Answered before its body was read (a 401, say): the body's bytes must not
+  // be taken for the next request on this connection, so it closes.
+  if (handled && body_method && framed && req.get_header_value("Content-Length") != "0") {
+    res.set_header("Connection", "close");
+    CloseConnectionAfterResponse();
+  }
   return handled ? HandlerResponse::Handled : HandlerResponse::Unhandled;
 }
 

@@ -192,6 +192,27 @@ TEST(ReadBodyBoundedTest, StopsAtTheLimit) {
   EXPECT_EQ(body, "abc");
 }
 
+// A hook that answers a POST before its body is read (the API key check)
+// must not leave the body to be parsed as the next request.
+TEST_F(HttpServerTest, BodyRefusedBeforeRoutingIsNotTakenForTheNextRequest) {
+  HttpRoutes routes;
+  routes.before_routing = [](const HttpRequest& req, HttpResponse& res) {
+    if (req.path != "/refuse") return false;
+    res.SetBody(401, "no", "text/plain");
+    return true;
+  };
+  Start({}, std::move(routes));
+  const int fd = Connect();
+  SendAll(fd, "POST /refuse HTTP/1.1\r\nHost: x\r\nContent-Length: 25\r\n\r\n{\"messages\": [1, 2, 3]} "
+              "GET /ok HTTP/1.1\r\nHost: x\r\n\r\n");
+  const std::string r = ReadAll(fd, milliseconds(3000));
+  ::close(fd);
+  EXPECT_EQ(r.substr(0, 12), "HTTP/1.1 401") << r;
+  EXPECT_EQ(r.find("400"), std::string::npos) << r;  // the body was not parsed as a request line
+  // Either the second request was answered (200) or the connection closed after the 401; not a 400.
+  EXPECT_TRUE(r.find("Connection: close") != std::string::npos || r.find("HTTP/1.1 200") != std::string::npos) << r;
+}
+
 TEST_F(HttpServerTest, ChunkedBodyPastTheLimitIs413) {
   Start();
   const int fd = Connect();
