@@ -3,6 +3,9 @@
 # the sanitizers in CI; "integration" tests (whole models, reference scripts) run
 # in the Release build only.
 function(tern_test name)
+  if(NOT TERN_BUILD_TESTS)
+    return()
+  endif()
   cmake_parse_arguments(T "" "LABEL" "SOURCES;LIBS" ${ARGN})
   if(NOT T_LABEL)
     set(T_LABEL unit)

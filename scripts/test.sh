@@ -11,7 +11,8 @@ jobs=$(nproc)
 export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=true
 
 echo "== Release build and tests"
-scripts/build.sh build
+# Tests and benchmarks on explicitly: scripts/quickstart.sh configures the same folder without them.
+scripts/build.sh build -DTERN_BUILD_TESTS=ON -DTERN_BUILD_BENCHMARKS=ON
 ctest --test-dir build --output-on-failure -j"$jobs"
 
 echo "== AddressSanitizer + UndefinedBehaviorSanitizer build and unit tests"
