@@ -20,3 +20,10 @@ elif [ ! -f "$dest/.clients-1" ]; then
   npm install --silent --no-audit --no-fund --prefix "$dest" $clients
   touch "$dest/.clients-1"
 fi
+# The chat page's browser test (tests/server/webui.test.mjs) drives Debian's
+# Chromium (scripts/install-deps.sh) with puppeteer-core, which downloads no
+# browser of its own; 24.x is the newest line that runs on Debian 12's Node 20.
+if [ ! -f "$dest/.webui-1" ]; then
+  npm install --silent --no-audit --no-fund --prefix "$dest" puppeteer-core@24.43.1
+  touch "$dest/.webui-1"
+fi

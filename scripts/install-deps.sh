@@ -7,6 +7,7 @@ packages=(
   libhwy-dev libpcre2-dev libutf8proc-dev nlohmann-json3-dev libcli11-dev
   libfmt-dev libcpp-httplib-dev libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  chromium  # headless, for the chat page's browser test (tests/server/webui.test.mjs)
   clang libclang-rt-14-dev
   python3 python3-numpy python3-jinja2
   curl ca-certificates iproute2

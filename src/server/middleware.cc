@@ -11,6 +11,7 @@
 #include "server/log.h"
 #include "server/request_log.h"
 #include "server/routes.h"
+#include "server/webui.h"
 
 namespace tern::server {
 
@@ -38,8 +39,9 @@ void InstallMiddleware(HttpRoutes& routes, ServerContext& ctx) {
       }
       return false;
     };
+    // The chat page needs no key: a browser sends none when it opens it; the page asks for it.
     if (ctx.opts.api_key.empty() || req.method == "OPTIONS" || req.path.rfind("/health", 0) == 0 ||
-        req.path.rfind("/metrics", 0) == 0)
+        req.path.rfind("/metrics", 0) == 0 || IsWebUiRequest(req))
       return pass();
     const std::string auth = req.Header("Authorization");
     const std::string prefix = "Bearer ";
@@ -95,6 +97,7 @@ HttpRoutes ServerRoutes(ServerContext& ctx) {
   AddTokenizeRoutes(routes, ctx);
   AddGenerateRoutes(routes, ctx);
   AddOpenAiRoutes(routes, ctx);
+  AddWebUiRoutes(routes);
   return routes;
 }
 

@@ -9,6 +9,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <thread>
 
@@ -200,6 +201,25 @@ TEST_F(RoutesTest, ApiKeyIsRequiredExceptForHealth) {
   const HttpResponse denied = Call(Request("POST", "/v1/chat/completions", "{}"));
   EXPECT_EQ(denied.status, 401);
   EXPECT_EQ(Json(denied)["message"], "Unauthorized");
+}
+
+TEST_F(RoutesTest, ChatPageIsTheSourceFileServedWithoutTheKey) {
+  ctx_->opts.api_key = "sekrit";  // a browser opening the page sends no key
+  const HttpResponse page = Call(Request("GET", "/"));
+  EXPECT_EQ(page.status, 200);
+  EXPECT_EQ(page.content_type, "text/html; charset=utf-8");
+  const char* root = std::getenv("TERN_SOURCE_DIR");
+  std::ifstream f(std::string(root ? root : ".") + "/src/server/webui/index.html", std::ios::binary);
+  const std::string source((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  ASSERT_FALSE(source.empty());
+  EXPECT_EQ(page.body, source);  // byte for byte, as embedded at build time
+  // Nothing from elsewhere: the policy allows this server only, and the page names no other.
+  EXPECT_NE(page.headers.Get("Content-Security-Policy").find("connect-src 'self'"), std::string::npos);
+  EXPECT_EQ(page.body.find("http://"), std::string::npos);
+  EXPECT_EQ(page.body.find("https://"), std::string::npos);
+  EXPECT_EQ(Call(Request("HEAD", "/")).status, 200);
+  EXPECT_EQ(Call(Request("GET", "/index.html")).status, 401);  // only the page itself is open
+  EXPECT_EQ(Call(Request("GET", "/model_info")).status, 401);
 }
 
 TEST_F(RoutesTest, StreamedChatAnswers17Times19WithReasoningApart) {
