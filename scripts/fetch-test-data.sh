@@ -27,3 +27,10 @@ if [ ! -f "$dest/.webui-1" ]; then
   npm install --silent --no-audit --no-fund --prefix "$dest" puppeteer-core@24.43.1
   touch "$dest/.webui-1"
 fi
+# Structured output (src/grammar, issue 19): the official JSON Schema Test
+# Suite (draft 4 files; src/grammar/conformance_test.cc) and ajv + ajv-formats, the
+# independent validator of constrained outputs (tests/server/structured_output.test.mjs).
+if [ ! -f "$dest/.grammar-1" ]; then
+  npm install --silent --no-audit --no-fund --prefix "$dest" json-schema-test-suite@0.0.10 ajv@8.20.0 ajv-formats@3.0.1
+  touch "$dest/.grammar-1"
+fi

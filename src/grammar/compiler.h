@@ -1,0 +1,62 @@
+// GrammarCompiler: constraint text (a JSON schema, a regex or an EBNF
+// grammar) to a CompiledGrammar for one tokenizer's vocabulary, with a cache
+// keyed by the kind, options and text, so repeated schemas compile once.
+// Thread-safe. Every failure is a Status whose message can go to the client
+// as a 400: bad syntax, an unsupported keyword, a grammar too large or too
+// slow to compile (inputs are bounded in size, states and time).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "base/status.h"
+#include "grammar/compiled_grammar.h"
+#include "grammar/json_schema.h"
+
+namespace tern::grammar {
+
+enum class ConstraintKind { kJsonSchema, kRegex, kEbnf };
+
+struct ConstraintSpec {
+  ConstraintKind kind = ConstraintKind::kJsonSchema;
+  std::string text;  // the schema as JSON text, the regex, or the grammar
+  JsonSchemaOptions json;
+};
+
+struct GrammarCompilerOptions {
+  size_t max_text_bytes = 1 << 20;  // larger constraints are refused before parsing
+  std::chrono::milliseconds compile_timeout{10000};
+  size_t cache_entries = 256;
+  GrammarLimits limits;
+};
+
+// The constraint as a grammar AST (EBNF for a schema goes through
+// JsonSchemaToEbnf); what GrammarCompiler compiles. For tests and tools.
+Result<GrammarAst> ConstraintToAst(const ConstraintSpec& spec, size_t max_text_bytes = 1 << 20);
+
+class GrammarCompiler {
+ public:
+  GrammarCompiler(std::shared_ptr<const TokenVocabulary> vocab, GrammarCompilerOptions options = {});
+
+  Result<std::shared_ptr<const CompiledGrammar>> Compile(const ConstraintSpec& spec);
+  const TokenVocabulary& vocab() const { return *vocab_; }
+  std::shared_ptr<const TokenVocabulary> shared_vocab() const { return vocab_; }
+
+ private:
+  std::shared_ptr<const TokenVocabulary> vocab_;
+  GrammarCompilerOptions options_;
+  std::mutex mu_;
+  std::list<std::string> lru_;  // most recent first
+  struct Entry {
+    std::shared_ptr<const CompiledGrammar> grammar;
+    std::list<std::string>::iterator pos;
+  };
+  std::unordered_map<std::string, Entry> cache_;
+};
+
+}  // namespace tern::grammar

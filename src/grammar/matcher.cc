@@ -1,0 +1,123 @@
+#include "grammar/matcher.h"
+
+#include <algorithm>
+
+namespace tern::grammar {
+namespace {
+inline void SetBit(std::span<uint64_t> m, int32_t id) { m[size_t(id) >> 6] |= uint64_t(1) << (id & 63); }
+inline bool GetBit(std::span<const uint64_t> m, int32_t id) { return (m[size_t(id) >> 6] >> (id & 63)) & 1; }
+}  // namespace
+
+GrammarMatcher::GrammarMatcher(std::shared_ptr<const CompiledGrammar> grammar, std::vector<int32_t> stop_tokens)
+    : grammar_(std::move(grammar)),
+      stop_tokens_(std::move(stop_tokens)),
+      runner_(grammar_->automaton(), pool_, /*max_level=*/0) {
+  const Automaton& a = grammar_->automaton();
+  current_.nodes = {pool_.Intern(a.RuleStart(a.root_rule()), kBottom)};
+  runner_.Close(&current_);
+  scratch_.resize(grammar_->vocab().max_token_bytes() + 1);
+}
+
+bool GrammarMatcher::CanContinue() const {
+  if (terminated_) return false;
+  for (int32_t n : current_.nodes)
+    if (grammar_->automaton().HasBytes(pool_.node(n).state)) return true;
+  return false;
+}
+
+void GrammarMatcher::FillNextTokenMask(std::span<uint64_t> mask) {
+  std::fill(mask.begin(), mask.end(), 0);
+  if (terminated_) return;
+  const Automaton& a = grammar_->automaton();
+  const int32_t V = grammar_->vocab().size();
+  for (int32_t n : current_.nodes) {
+    const int32_t s = pool_.node(n).state;
+    if (!a.HasBytes(s)) continue;
+    const StateMask& m = grammar_->mask(s);
+    if (!m.accepted_bits.empty()) {
+      for (size_t w = 0; w < mask.size(); ++w) mask[w] |= m.accepted_bits[w];
+    } else {
+      for (int32_t id : m.accepted) SetBit(mask, id);
+    }
+  }
+  pool_.BeginScratch();
+  for (int32_t n : current_.nodes) {
+    const int32_t s = pool_.node(n).state;
+    if (a.HasBytes(s) && !grammar_->mask(s).uncertain.empty()) CheckUncertain(n, grammar_->mask(s).uncertain, mask);
+  }
+  pool_.DropScratch();
+  if (current_.can_end)
+    for (int32_t id : stop_tokens_)
+      if (id >= 0 && id < V) SetBit(mask, id);
+}
+
+void GrammarMatcher::CheckUncertain(int32_t node, std::span<const int32_t> tokens, std::span<uint64_t> mask) {
+  const TokenVocabulary& v = grammar_->vocab();
+  scratch_[0].nodes = {node};
+  scratch_[0].unknown = false;
+  std::string_view prev;
+  size_t valid = 0;  // scratch_[0..valid] hold the positions after prev's first bytes
+  for (int32_t id : tokens) {
+    const std::string_view b = v.bytes(id);
+    size_t lcp = 0;
+    const size_t lim = std::min({prev.size(), b.size(), valid});
+    while (lcp < lim && prev[lcp] == b[lcp]) ++lcp;
+    prev = b;
+    if (GetBit(mask, id)) {
+      valid = lcp;
+      continue;
+    }
+    size_t d = lcp;
+    bool alive = !scratch_[d].nodes.empty();
+    while (alive && d < b.size()) {
+      runner_.Advance(scratch_[d], uint8_t(b[d]), &scratch_[d + 1]);
+      ++d;
+      alive = !scratch_[d].nodes.empty();
+    }
+    valid = d;
+    if (alive) SetBit(mask, id);
+  }
+}
+
+bool GrammarMatcher::AcceptBytes(std::string_view bytes) {
+  if (terminated_) return false;
+  PositionSet next = current_, tmp;
+  for (unsigned char c : bytes) {
+    runner_.Advance(next, c, &tmp);
+    if (tmp.nodes.empty()) return false;
+    std::swap(next, tmp);
+  }
+  current_ = std::move(next);
+  MaybeCompact();
+  return true;
+}
+
+bool GrammarMatcher::AcceptToken(int32_t id) {
+  if (terminated_) return false;
+  if (std::find(stop_tokens_.begin(), stop_tokens_.end(), id) != stop_tokens_.end()) {
+    if (!current_.can_end) return false;
+    terminated_ = true;
+    return true;
+  }
+  const TokenVocabulary& v = grammar_->vocab();
+  if (id < 0 || id >= v.size() || v.special(id) || v.bytes(id).empty()) return false;
+  return AcceptBytes(v.bytes(id));
+}
+
+// The pool keeps every stack node ever made; when it grows large, rebuild it
+// with only the nodes the current positions use.
+void GrammarMatcher::MaybeCompact() {
+  if (pool_.size() < (1u << 20)) return;
+  StackPool fresh;
+  std::vector<int32_t> remap(pool_.size(), -1);
+  auto copy = [&](auto&& self, int32_t id) -> int32_t {
+    if (id < 0) return id;
+    if (remap[size_t(id)] >= 0) return remap[size_t(id)];
+    const StackPool::Node n = pool_.node(id);
+    return remap[size_t(id)] = fresh.Intern(n.state, self(self, n.parent));
+  };
+  for (int32_t& n : current_.nodes) n = copy(copy, n);
+  pool_ = std::move(fresh);
+}
+
+}  // namespace tern::grammar

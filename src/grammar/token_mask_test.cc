@@ -1,0 +1,136 @@
+// Token masks against a brute-force reference: a token is allowed exactly
+// when a fresh matcher fed the accepted text so far plus the token's bytes
+// (AcceptBytes, no precomputed mask involved) still has a live position.
+// Covers tokens that span grammar boundaries, byte-level tokens that are
+// part of a UTF-8 character, special tokens and EOS, with a small vocabulary
+// and with the real Qwen3 tokenizer.
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "grammar/test_util.h"
+#include "tokenize/byte_level.h"
+#include "tokenize/test_util.h"
+#include "tokenize/tokenizer.h"
+
+namespace tern::grammar {
+namespace {
+
+bool Bit(const std::vector<uint64_t>& m, int32_t id) { return (m[size_t(id) >> 6] >> (id & 63)) & 1; }
+
+// The reference answer for one token after `text`.
+bool BruteAllowed(const std::shared_ptr<const CompiledGrammar>& g, const std::string& text, int32_t id,
+                  const std::vector<int32_t>& stops) {
+  GrammarMatcher m(g, stops);
+  if (!m.AcceptBytes(text)) return false;
+  const TokenVocabulary& v = g->vocab();
+  if (std::find(stops.begin(), stops.end(), id) != stops.end()) return m.CanTerminate();
+  if (v.special(id) || v.bytes(id).empty()) return false;
+  return m.AcceptBytes(v.bytes(id));
+}
+
+// Walks `steps` random allowed tokens, checking every mask against the reference on `ids`.
+void RandomWalk(const std::shared_ptr<const CompiledGrammar>& g, const std::vector<int32_t>& stops, int steps,
+                uint32_t seed, const std::vector<int32_t>& ids) {
+  std::mt19937 rng(seed);
+  GrammarMatcher m(g, stops);
+  std::string text;
+  std::vector<uint64_t> mask(g->vocab().mask_words());
+  for (int step = 0; step < steps && !m.IsTerminated(); ++step) {
+    m.FillNextTokenMask(mask);
+    std::vector<int32_t> allowed;
+    for (int32_t id = 0; id < g->vocab().size(); ++id)
+      if (Bit(mask, id)) allowed.push_back(id);
+    for (int32_t id : ids) ASSERT_EQ(Bit(mask, id), BruteAllowed(g, text, id, stops)) << "token " << id << " after '" << text << "'";
+    // Every allowed token when few, else a random 500 of them.
+    for (size_t k = 0; k < std::min<size_t>(allowed.size(), 500); ++k) {
+      const int32_t id = allowed.size() <= 500 ? allowed[k] : allowed[rng() % allowed.size()];
+      ASSERT_TRUE(BruteAllowed(g, text, id, stops)) << "token " << id << " after '" << text << "'";
+    }
+    ASSERT_FALSE(allowed.empty()) << "dead end after '" << text << "'";
+    // Prefer ending late: stop tokens only after a while.
+    int32_t pick = allowed[rng() % allowed.size()];
+    if (step < steps / 2)
+      for (int tries = 0; tries < 8 && std::find(stops.begin(), stops.end(), pick) != stops.end(); ++tries)
+        pick = allowed[rng() % allowed.size()];
+    ASSERT_TRUE(m.AcceptToken(pick));
+    if (!m.IsTerminated()) text += g->vocab().bytes(pick);
+  }
+}
+
+TEST(TokenMask, SmallVocabularyBoundariesAndUtf8) {
+  // 256 byte tokens, multi-byte tokens crossing grammar boundaries, two halves
+  // of "你" (E4 BD A0), an EOS (special) and another special token.
+  std::vector<std::string> extra = {"\":", "\",\"", "\"}", "{\"", "ab", "\":\"", "1,", "},{", "\xe4", "\xbd\xa0",
+                                    "\xe4\xbd", "\xa0\"", "<eos>", "<|im_start|>", "null}", "true", "]}"};
+  const int32_t eos = 256 + 12, other_special = 256 + 13;
+  auto vocab = testing::ByteVocab(extra, {eos, other_special});
+  std::vector<int32_t> all;
+  for (int32_t id = 0; id < vocab->size(); ++id) all.push_back(id);
+  for (const char* schema : {
+           R"({"type":"object","properties":{"ab":{"type":"string","maxLength":3},"n":{"type":["integer","null"]},
+               "l":{"type":"array","items":{"type":"object","properties":{"x":{"type":"boolean"}}}}},"required":["ab","l"]})",
+           R"({"type":"array","items":{"anyOf":[{"type":"string","pattern":"^[你a]+$"},{"type":"integer","minimum":-3,"maximum":12}]},"minItems":1})"}) {
+    auto g = testing::CompileFor({.kind = ConstraintKind::kJsonSchema, .text = schema}, vocab);
+    ASSERT_TRUE(g.ok()) << g.status().message();
+    for (uint32_t seed = 0; seed < 20; ++seed) RandomWalk(*g, {eos}, 60, seed, all);
+  }
+  auto re = testing::CompileFor({.kind = ConstraintKind::kRegex, .text = "(你|ab)+[0-9]?"}, vocab);
+  ASSERT_TRUE(re.ok());
+  GrammarMatcher m(*re, {eos});
+  std::vector<uint64_t> mask(vocab->mask_words());
+  m.FillNextTokenMask(mask);
+  EXPECT_TRUE(Bit(mask, 256 + 8));   // "\xe4": the start of 你
+  EXPECT_TRUE(Bit(mask, 256 + 10));  // "\xe4\xbd"
+  EXPECT_FALSE(Bit(mask, 256 + 9));  // "\xbd\xa0" cannot start a character
+  EXPECT_FALSE(Bit(mask, eos));      // nothing matched yet
+  EXPECT_FALSE(Bit(mask, other_special));
+  ASSERT_TRUE(m.AcceptToken(256 + 8));
+  m.FillNextTokenMask(mask);
+  EXPECT_TRUE(Bit(mask, 256 + 9));
+  EXPECT_TRUE(Bit(mask, 0xbd));
+  EXPECT_FALSE(Bit(mask, 'a'));  // inside a character
+  EXPECT_FALSE(m.AcceptToken('a'));
+  ASSERT_TRUE(m.AcceptToken(256 + 9));
+  m.FillNextTokenMask(mask);
+  EXPECT_TRUE(Bit(mask, eos));
+  EXPECT_TRUE(Bit(mask, '7'));
+  ASSERT_TRUE(m.AcceptToken('7'));
+  m.FillNextTokenMask(mask);
+  for (int32_t id = 0; id < vocab->size(); ++id) EXPECT_EQ(Bit(mask, id), id == eos) << id;  // complete: EOS only
+  EXPECT_FALSE(m.CanContinue());
+  ASSERT_TRUE(m.AcceptToken(eos));
+  EXPECT_TRUE(m.IsTerminated());
+}
+
+TEST(TokenMask, Qwen3Tokenizer) {
+  const auto path = tok::testing::NpmTokenizerFile("qwen3", "tokenizer.json");
+  TERN_REQUIRE_TEST_DATA(path, "the Qwen3 tokenizer (scripts/fetch-test-data.sh)");
+  auto tok = Tokenizer::FromFile(*path);
+  ASSERT_TRUE(tok.ok()) << tok.status().message();
+  auto vocab = TokenVocabulary::FromTokenizer(*tok, 151936);
+  const int32_t eos = *tok->TokenToId("<|im_end|>");
+  std::mt19937 rng(1);
+  std::vector<int32_t> sample;  // a fixed random sample plus the tokens near the grammar's structure
+  for (int i = 0; i < 1500; ++i) sample.push_back(int32_t(rng() % 151936));
+  for (const char* t : {"\"", "\":", "\",", "\"}", "{\"", "},", "}", "]", "[", ",", "<think>", "</think>", "<tool_call>"})
+    if (auto id = tok->TokenToId(tok::ByteLevelAlphabet::Get().Encode(t)); id) sample.push_back(*id);
+  sample.push_back(eos);
+  struct Case {
+    ConstraintKind kind;
+    const char* text;
+  };
+  for (const Case& c : {Case{ConstraintKind::kJsonSchema,
+                             R"({"type":"object","properties":{"city":{"type":"string"},"temp":{"type":"number","minimum":-50,"maximum":60},
+                                 "when":{"type":"string","format":"date"},"ok":{"type":"boolean"}},"required":["city","temp"]})"},
+                        Case{ConstraintKind::kRegex, R"(\d{3}-[A-Z][a-z]+( [A-Z][a-z]+)*)"},
+                        Case{ConstraintKind::kEbnf, "root ::= \"(\" expr \")\"\nexpr ::= term ((\"+\" | \"-\") term)*\n"
+                                                    "term ::= [0-9]+ | \"(\" expr \")\""}}) {
+    auto g = testing::CompileFor({.kind = c.kind, .text = c.text}, vocab);
+    ASSERT_TRUE(g.ok()) << g.status().message();
+    for (uint32_t seed = 0; seed < 2; ++seed) RandomWalk(*g, {eos}, 20, seed, sample);
+  }
+}
+
+}  // namespace
+}  // namespace tern::grammar
