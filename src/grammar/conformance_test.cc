@@ -44,6 +44,7 @@ Json ToDraft2020(const Json& s) {
     } else if (k == "$ref" && v.is_string()) {
       std::string r = v.get<std::string>();
       if (r.rfind("#/definitions/", 0) == 0) r = "#/$defs/" + r.substr(14);
+      if (r.rfind("#/items/", 0) == 0) r = "#/prefixItems/" + r.substr(8);  // array items became prefixItems
       out["$ref"] = r;
     } else if (k == "items" && v.is_array()) {
       out["prefixItems"] = ToDraft2020(v);

@@ -213,12 +213,14 @@ class Compiler {
     for (const char* k : {"anyOf", "oneOf"}) {
       if (!s.contains(k)) continue;
       if (!s[k].is_array() || s[k].empty()) return Unsupported(path, fmt::format("{} must be a non-empty array", k));
+      // Keywords beside anyOf/oneOf apply to every branch: each branch is merged with them (allOf).
+      Json base = Json::object();
       for (const std::string& other : constraint_keys)
-        if (other != k && other != "nullable")
-          return Unsupported(path, fmt::format("keyword '{}' beside {} is not supported (move it into the branches)", other, k));
+        if (other != k && other != "nullable") base[other] = s[other];
       std::string alts;
       for (size_t i = 0; i < s[k].size(); ++i) {
-        TERN_ASSIGN_OR_RETURN(std::string a, Visit(s[k][i], fmt::format("{}/{}/{}", path, k, i), depth + 1));
+        const Json branch = base.empty() ? s[k][i] : Json{{"allOf", Json::array({base, s[k][i]})}};
+        TERN_ASSIGN_OR_RETURN(std::string a, Visit(branch, fmt::format("{}/{}/{}", path, k, i), depth + 1));
         alts += (i ? " | " : "") + a;
       }
       if (s.value("nullable", false)) alts += " | " + R("null");

@@ -83,10 +83,15 @@ void StackRunner::Add(PositionSet* set, int32_t node) {
 }
 
 void StackRunner::Close(PositionSet* set) {
+  // The common case inside a rule: one position that neither calls nor ends.
+  if (set->nodes.size() == 1) {
+    const int32_t state = pool_.node(set->nodes[0]).state;
+    if (!a_.IsFinal(state) && a_.Calls(state).empty()) return;
+  }
   ++epoch_;
-  const std::vector<int32_t> start = std::move(set->nodes);
+  start_.swap(set->nodes);
   set->nodes.clear();
-  for (int32_t n : start) Add(set, n);
+  for (int32_t n : start_) Add(set, n);
   for (size_t i = 0; i < set->nodes.size(); ++i) {
     const StackPool::Node n = pool_.node(set->nodes[i]);
     for (const RuleCall& c : a_.Calls(n.state))

@@ -78,6 +78,7 @@ class StackRunner {
   StackPool& pool_;
   int max_level_;
   std::vector<uint32_t> seen_;
+  std::vector<int32_t> start_;  // scratch of Close
   uint32_t epoch_ = 0;
 };
 
