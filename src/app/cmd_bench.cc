@@ -44,6 +44,9 @@ Result<RunTimes> RunOnce(Engine& engine, const std::vector<int32_t>& prompt, int
 
 // Times `reps` x 1000 all-reduces of n floats over every rank (rank 0 reports).
 int BenchAllReduce(int64_t n, int reps) {
+  // Every rank is here, none loads a model: the startup agreement that the
+  // model commands make is this one (app/parallel.h: FinishRanks).
+  if (Status st = dist::AgreeOnStatus(Status::Ok()); !st.ok()) return Fail(st.message());
   dist::Comm& world = dist::World();
   std::vector<float> buf(size_t(n), 1.0f);
   std::vector<double> us;
@@ -138,10 +141,11 @@ Command RegisterBench(CLI::App& app) {
     fmt::print("model            {} ({}, {} layers, hidden {}, {})\n", o->model, cfg.model_type, cfg.num_hidden_layers,
                cfg.hidden_size, cfg.torch_dtype.empty() ? "?" : cfg.torch_dtype);
     fmt::print("threads          {}   simd {}\n", model.pool().size(), kernels::SimdTargetName());
+    fmt::print("memory           {:.1f} MB of weights held, {:.1f} MB resident after the runs\n",
+               double(model.WeightBytes()) / 1e6, double(ResidentBytes()) / 1e6);
     if (par->tp > 1 || par->ep > 1)  // (the other ranks print their own memory when they stop)
-      fmt::print("ranks            tp {} ep {}: rank 0 holds {:.1f} MB of weights, {:.1f} MB resident; the figures "
-                 "above read rank 0's share\n",
-                 par->tp, par->ep, double(model.WeightBytes()) / 1e6, double(ResidentBytes()) / 1e6);
+      fmt::print("ranks            tp {} ep {}: the figures above are rank 0's (weights/token: its share)\n", par->tp,
+                 par->ep);
     fmt::print("prefill          {:.1f} tokens/s  ({} tokens, chunk {}, median of {})\n", prefill_tps, o->prompt_tokens,
                o->chunk, o->reps);
     fmt::print("decode           {:.2f} tokens/s  ({} tokens after the prompt, median of {})\n", decode_tps,

@@ -165,4 +165,46 @@ void GatedDeltaRuleRecurrent(const DeltaRuleArgs& a);
 // Mathematically equal to the recurrent form.
 void GatedDeltaRuleChunked(const DeltaRuleArgs& a, int64_t chunk = 64);
 
+// The small steps around the delta rule (Gated DeltaNet, spec §2.3) and the
+// gates of gated attention and the shared expert. Each has a scalar
+// reference in reference.h; exp / log1p / sqrt round differently there.
+
+// Causal depthwise convolution over time, then SiLU, per channel, in place:
+// with in = [state rows (K-1) | x rows (n)] ([K-1+n, C]),
+//   x[t, c] <- silu(sum_j w[j, c] * in[t + j, c])   for t in [0, n),
+// then state <- the last K-1 rows of in. x: row t at x + t * x_stride (C
+// floats); w: [K, C] (time-major: the checkpoint's [C, 1, K] transposed);
+// state: [K-1, C], oldest first. 2 <= K <= kMaxConvKernel. w and state rows may be longer than
+// C (w_stride, state_stride): a caller can run channel ranges in parallel.
+inline constexpr int64_t kMaxConvKernel = 64;  // (the config check's bound too)
+struct CausalConvArgs {
+  float* x;
+  int64_t x_stride, channels, n;
+  float* state;
+  int64_t state_stride;
+  const float* w;
+  int64_t w_stride, kernel;
+};
+void CausalConvSilu(const CausalConvArgs& a);
+
+// x[r, :] <- x[r, :] * scale / sqrt(sum(x[r, :]^2) + eps), rows of `dim` at
+// x + r * stride (the q / k normalisation of Gated DeltaNet, with scale
+// dk^-1/2 for q).
+void L2NormRows(float* x, int64_t rows, int64_t dim, int64_t stride, float eps, float scale);
+
+// The decay and write gates, per head, in place: b <- sigmoid(b);
+// a <- neg_exp_a[h] * softplus(a + dt_bias[h]) (the log-decay g).
+// b, a: [rows, heads] contiguous.
+void DeltaGates(float* b, float* a, const float* neg_exp_a, const float* dt_bias, int64_t rows, int64_t heads);
+
+// Gated RMSNorm: o[r, :] <- w * (o[r, :] / sqrt(mean(o[r, :]^2) + eps)) * silu(z[r, :]),
+// for `rows` rows of `dim` (o, z contiguous [rows, dim]; w: [dim]).
+void GatedRmsNorm(float* o, const float* z, const float* w, int64_t rows, int64_t dim, float eps);
+
+// x[i] <- x[i] * sigmoid(gate[i]) (gated attention's output gate).
+void SigmoidMul(float* x, const float* gate, int64_t n);
+
+// y[i] <- y[i] + alpha * x[i].
+void Axpy(float alpha, const float* x, float* y, int64_t n);
+
 }  // namespace tern::kernels

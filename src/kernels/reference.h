@@ -23,5 +23,11 @@ void KvWrite(const KvPages& kv, int64_t start, int64_t tokens, const float* k, c
 void PagedAttention(std::span<const AttentionJob> jobs, int64_t q_heads, float scale);
 void GatedDeltaRuleRecurrent(const DeltaRuleArgs& a);
 void GatedDeltaRuleChunked(const DeltaRuleArgs& a, int64_t chunk = 64);
+void CausalConvSilu(const CausalConvArgs& a);
+void L2NormRows(float* x, int64_t rows, int64_t dim, int64_t stride, float eps, float scale);
+void DeltaGates(float* b, float* a, const float* neg_exp_a, const float* dt_bias, int64_t rows, int64_t heads);
+void GatedRmsNorm(float* o, const float* z, const float* w, int64_t rows, int64_t dim, float eps);
+void SigmoidMul(float* x, const float* gate, int64_t n);
+void Axpy(float alpha, const float* x, float* y, int64_t n);
 
 }  // namespace tern::kernels::ref

@@ -90,8 +90,7 @@ void AttentionBlock::Forward(const BatchLayout& batch, const float* x, float* ou
                     .ctx_len = c.start_pos + n, .kv = pages});
   }
   kernels::PagedAttention(jobs, q_heads, float(1.0 / std::sqrt(double(D))), pool);
-  if (gate != nullptr)
-    for (int64_t i = 0; i < T * q_heads * D; ++i) attn[i] *= 1.0f / (1.0f + std::exp(-gate[i]));
+  if (gate != nullptr) kernels::SigmoidMul(attn, gate, T * q_heads * D);
   o_proj.Forward(attn, T, out, pool);
 }
 

@@ -10,6 +10,7 @@
 // field.
 #include <cmath>
 
+#include "kernels/ops.h"
 #include "model/config.h"
 
 namespace tern {
@@ -22,7 +23,6 @@ constexpr int64_t kMaxHeadDim = 4096;
 constexpr int64_t kMaxExperts = int64_t(1) << 16;
 constexpr int64_t kMaxVocab = int64_t(1) << 30;      // ids are int32
 constexpr int64_t kMaxPositions = int64_t(1) << 30;
-constexpr int64_t kMaxConvKernel = 64;
 constexpr int64_t kMaxMtpLayers = 16;
 
 class Checker {
@@ -97,7 +97,7 @@ Status ValidateModelConfig(const ModelConfig& c, const std::string& source) {
     k.Range("linear_num_value_heads", c.linear_num_value_heads, 1, kMaxHeads);
     k.Range("linear_key_head_dim", c.linear_key_head_dim, 1, kMaxHeadDim);
     k.Range("linear_value_head_dim", c.linear_value_head_dim, 1, kMaxHeadDim);
-    k.Range("linear_conv_kernel_dim", c.linear_conv_kernel_dim, 1, kMaxConvKernel);
+    k.Range("linear_conv_kernel_dim", c.linear_conv_kernel_dim, 1, kernels::kMaxConvKernel);
     if (k.status().ok() && c.linear_num_value_heads % c.linear_num_key_heads != 0)
       k.Fail(fmt::format("linear_num_value_heads {} is not a multiple of linear_num_key_heads {}",
                          c.linear_num_value_heads, c.linear_num_key_heads));

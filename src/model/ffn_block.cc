@@ -96,10 +96,7 @@ void MoeFfn::Forward(const float* x, int64_t rows, float* out, Scratch& s, Threa
   shared_expert->Forward(x, rows, y, s, pool);
   float* g = Scratch::Get(s.router, rows);  // (the routing logits are no longer needed)
   shared_expert_gate.Forward(x, rows, g, pool);
-  for (int64_t r = 0; r < rows; ++r) {
-    const float w = 1.0f / (1.0f + std::exp(-g[r]));
-    for (int64_t j = 0; j < H; ++j) out[r * H + j] += w * y[r * H + j];
-  }
+  for (int64_t r = 0; r < rows; ++r) kernels::Axpy(1.0f / (1.0f + std::exp(-g[r])), y + r * H, out + r * H, H);
 }
 
 void MoeFfn::RoutedForward(const float* x, int64_t rows, float* out, Scratch& s, ThreadPool& pool) const {
@@ -126,11 +123,8 @@ void MoeFfn::RoutedForward(const float* x, int64_t rows, float* out, Scratch& s,
   // out[token] += weight * expert output, expert by expert, slot by slot: the
   // same order (so the same sums) whichever way the experts run.
   auto accumulate = [&](int32_t b, int32_t n, const float* ye) {
-    for (int32_t i = 0; i < n; ++i) {
-      float* o = out + slot_token[size_t(b + i)] * H;
-      const float w = slot_weight[size_t(b + i)];
-      for (int64_t j = 0; j < H; ++j) o[j] += w * ye[i * H + j];
-    }
+    for (int32_t i = 0; i < n; ++i)
+      kernels::Axpy(slot_weight[size_t(b + i)], ye + i * H, out + slot_token[size_t(b + i)] * H, H);
   };
   // Decode-sized batches route their few rows to many experts, each a few
   // small matmuls: run one expert per thread at a time (claimed dynamically)

@@ -8,21 +8,8 @@
 namespace tern {
 namespace {
 
-float Silu(float x) { return x / (1.0f + std::exp(-x)); }
-float Softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }
-float Sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
-
 // Prompt chunks of at least this many tokens use the chunked form.
 constexpr int64_t kChunkedMinTokens = 16;
-
-// A per-thread buffer of at least n floats (the delta rule runs per head on
-// the pool's threads, every layer of every step).
-float* ThreadBuffer(int slot, int64_t n) {
-  thread_local std::vector<float> bufs[6];
-  std::vector<float>& b = bufs[slot];
-  if (int64_t(b.size()) < n) b.resize(size_t(n));
-  return b.data();
-}
 
 }  // namespace
 
@@ -54,8 +41,11 @@ Result<GatedDeltaNet> GatedDeltaNet::Load(const WeightLoader& w, const std::stri
   }
   TERN_ASSIGN_OR_RETURN(g.out_proj, w.Load(p + "out_proj", H, V));
   TERN_ASSIGN_OR_RETURN(const TensorView* conv, w.store().Get(p + "conv1d.weight", {C, 1, g.kernel}));
-  g.conv_weight.resize(size_t(C * g.kernel));
-  kernels::ConvertToF32(conv->dtype, conv->data, C * g.kernel, g.conv_weight.data());
+  std::vector<float> conv_ck(size_t(C * g.kernel));  // [C, K] as stored
+  kernels::ConvertToF32(conv->dtype, conv->data, C * g.kernel, conv_ck.data());
+  g.conv_weight.resize(conv_ck.size());  // [K, C]: what kernels::CausalConvSilu reads
+  for (int64_t c = 0; c < C; ++c)
+    for (int64_t j = 0; j < g.kernel; ++j) g.conv_weight[size_t(j * C + c)] = conv_ck[size_t(c * g.kernel + j)];
   TERN_ASSIGN_OR_RETURN(g.dt_bias, w.Vector(p + "dt_bias", g.value_heads));
   TERN_ASSIGN_OR_RETURN(std::vector<float> a_log, w.Vector(p + "A_log", g.value_heads));
   g.neg_exp_a.resize(a_log.size());
@@ -104,44 +94,22 @@ void GatedDeltaNet::Forward(const BatchLayout& batch, const float* x, float* out
     const SequenceChunk& c = batch.seqs[i];
     const int64_t r0 = batch.row_begin[i], n = int64_t(c.tokens.size());
     float* state = reinterpret_cast<float*>(cache.State(c.state_slot) + state_offset);
-    float* conv_state = state;                      // [C, K-1]: inputs t-K+1 .. t-1, oldest first
+    float* conv_state = state;                      // [K-1, C]: inputs t-K+1 .. t-1, oldest first
     float* rec = state + conv_state_floats;         // [Hv, dk, dv]
     if (c.start_pos == 0) std::memset(state, 0, size_t(state_bytes()));
-    // Causal depthwise conv + SiLU per channel, over [state | chunk], in place
-    // (each channel's window is saved before its outputs overwrite it).
+    // Causal depthwise conv + SiLU over [state | chunk], in place, channel blocks in parallel.
     pool.ParallelFor(size_t(C), 64, [&](size_t c0, size_t c1, size_t) {
-      float* window = ThreadBuffer(5, K - 1 + n);
-      for (size_t ch = c0; ch < c1; ++ch) {
-        float* st = conv_state + ch * size_t(K - 1);
-        for (int64_t j = 0; j < K - 1; ++j) window[j] = st[j];
-        for (int64_t t = 0; t < n; ++t) window[K - 1 + t] = qkv[(r0 + t) * C + int64_t(ch)];
-        const float* wch = conv_weight.data() + ch * size_t(K);
-        for (int64_t t = 0; t < n; ++t) {
-          float acc = 0.0f;
-          for (int64_t j = 0; j < K; ++j) acc += wch[j] * window[t + j];
-          qkv[(r0 + t) * C + int64_t(ch)] = Silu(acc);
-        }
-        for (int64_t j = 0; j < K - 1; ++j) st[j] = window[n + j];
-      }
+      kernels::CausalConvSilu({.x = qkv + r0 * C + int64_t(c0), .x_stride = C, .channels = int64_t(c1 - c0), .n = n,
+                               .state = conv_state + c0, .state_stride = C, .w = conv_weight.data() + c0,
+                               .w_stride = C, .kernel = K});
     });
     // q, k: L2-normalised per head (q also scaled by dk^-1/2); beta, g.
     for (int64_t t = 0; t < n; ++t) {
       float* row = qkv + (r0 + t) * C;
-      for (int64_t h = 0; h < 2 * Hk; ++h) {
-        float* v = row + h * dk;
-        double ss = 0;
-        for (int64_t d = 0; d < dk; ++d) ss += double(v[d]) * v[d];
-        float inv = float(1.0 / std::sqrt(ss + 1e-6));
-        if (h < Hk) inv *= float(1.0 / std::sqrt(double(dk)));
-        for (int64_t d = 0; d < dk; ++d) v[d] *= inv;
-      }
-      for (int64_t h = 0; h < Hv; ++h) {
-        float& bb = b[(r0 + t) * Hv + h];
-        float& aa = a[(r0 + t) * Hv + h];
-        bb = Sigmoid(bb);
-        aa = neg_exp_a[size_t(h)] * Softplus(aa + dt_bias[size_t(h)]);  // g, the log-decay
-      }
+      kernels::L2NormRows(row, Hk, dk, dk, 1e-6f, float(1.0 / std::sqrt(double(dk))));
+      kernels::L2NormRows(row + Hk * dk, Hk, dk, dk, 1e-6f, 1.0f);
     }
+    kernels::DeltaGates(b + r0 * Hv, a + r0 * Hv, neg_exp_a.data(), dt_bias.data(), n, Hv);  // a becomes g, the log-decay
     // The delta rule, one value head per task (value head h reads key head h /
     // group): the chunked form for prompt chunks, the recurrent step for decode.
     pool.Run(size_t(Hv), [&](size_t h, size_t) {
@@ -163,16 +131,8 @@ void GatedDeltaNet::Forward(const BatchLayout& batch, const float* x, float* out
       }
     });
   }
-  // Gated RMSNorm per head: w * o / rms(o) * silu(z).
-  for (int64_t r = 0; r < T; ++r)
-    for (int64_t h = 0; h < Hv; ++h) {
-      float* oh = o + r * V + h * dv;
-      const float* zh = z + r * V + h * dv;
-      double ss = 0;
-      for (int64_t d = 0; d < dv; ++d) ss += double(oh[d]) * oh[d];
-      const float inv = float(1.0 / std::sqrt(ss / double(dv) + double(norm_eps)));
-      for (int64_t d = 0; d < dv; ++d) oh[d] = norm_weight[size_t(d)] * (oh[d] * inv) * Silu(zh[d]);
-    }
+  // Gated RMSNorm per head: w * o / rms(o) * silu(z), rows [T * Hv, dv].
+  kernels::GatedRmsNorm(o, z, norm_weight.data(), T * Hv, dv, norm_eps);
   out_proj.Forward(o, T, out, pool);
 }
 

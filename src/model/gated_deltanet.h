@@ -4,7 +4,7 @@
 // delta-rule recurrence in f32, gated RMSNorm, output projection.
 //
 // Per-sequence state (in the KvCache's state slot, at state_offset): the conv
-// state [conv_dim, K-1] (the last K-1 conv inputs) and the recurrent state
+// state [K-1, conv_dim] (the last K-1 conv inputs, oldest first) and the recurrent state
 // [Hv, dk, dv], both f32. A chunk with start_pos == 0 starts from zero state.
 #pragma once
 
@@ -29,7 +29,7 @@ struct GatedDeltaNet {
   // and in_proj_ba [2 Hv, H] with groups [b(g) | a(g)], g = Hv / Hk.
   bool fused_inputs = false;
   Linear in_proj_qkvz, in_proj_ba;
-  std::vector<float> conv_weight;  // [conv_dim, K]
+  std::vector<float> conv_weight;  // [K, conv_dim] (time-major: the checkpoint's [conv_dim, 1, K] transposed)
   std::vector<float> dt_bias;      // [Hv]
   std::vector<float> neg_exp_a;    // [Hv]: -exp(A_log)
   std::vector<float> norm_weight;  // [dv]

@@ -33,7 +33,8 @@ int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 }  // namespace
 
-Result<Linear> SliceLinear(const Linear& l, std::span<const IndexRange> rows, IndexRange cols, bool keep_bias) {
+Result<Linear> SliceLinear(const Linear& l, std::span<const IndexRange> rows, IndexRange cols, bool keep_bias,
+                           bool copy) {
   const kernels::MatrixView& w = l.w;
   const int64_t N = w.rows, K = w.cols;
   int64_t R = 0;
@@ -73,7 +74,7 @@ Result<Linear> SliceLinear(const Linear& l, std::span<const IndexRange> rows, In
   const ElemBytes eb = BytesPerElement(w);
   const auto* src = static_cast<const uint8_t*>(w.data);
   const auto* scales = static_cast<const uint8_t*>(w.scales);
-  if (rows.size() == 1 && cols.begin == 0 && cols.end == K) {  // contiguous rows: a view
+  if (!copy && rows.size() == 1 && cols.begin == 0 && cols.end == K) {  // contiguous rows: a view
     const int64_t r0 = rows[0].begin;
     out.w.data = src + eb.of(r0 * w.row_stride);
     if (nvfp4) out.w.scales = scales + r0 * w.scale_stride;

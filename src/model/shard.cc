@@ -7,6 +7,10 @@
 namespace tern {
 namespace {
 
+// Every slice is copied into memory the layer owns (linear_slice.h says why);
+// lm_head stays a view: its rows are the embedding's, which every rank reads.
+constexpr bool kCopy = true;
+
 // Part `index` of `parts` equal parts of [0, n).
 IndexRange Part(int64_t n, int64_t parts, int64_t index) { return {n / parts * index, n / parts * (index + 1)}; }
 
@@ -20,8 +24,8 @@ Status ShardDense(DenseFfn& f, int64_t tp, int64_t tp_rank) {
   const int64_t F = f.gate_proj.out();
   TERN_RETURN_IF_ERROR(Divides(f.gate_proj.name + ": intermediate size", F, tp, "--tp"));
   const IndexRange r = Part(F, tp, tp_rank);
-  TERN_ASSIGN_OR_RETURN(f.gate_proj, SliceRows(f.gate_proj, r.begin, r.end));
-  TERN_ASSIGN_OR_RETURN(f.up_proj, SliceRows(f.up_proj, r.begin, r.end));
+  TERN_ASSIGN_OR_RETURN(f.gate_proj, SliceRows(f.gate_proj, r.begin, r.end, kCopy));
+  TERN_ASSIGN_OR_RETURN(f.up_proj, SliceRows(f.up_proj, r.begin, r.end, kCopy));
   TERN_ASSIGN_OR_RETURN(f.down_proj, SliceCols(f.down_proj, r.begin, r.end, tp_rank == 0));
   return Status::Ok();
 }
@@ -39,9 +43,9 @@ Status ShardAttention(AttentionBlock& a, int64_t tp, int64_t tp_rank) {
                           Hkv, tp);
   }
   const int64_t qn = Hq / tp, q0 = tp_rank * qn, rows_per_head = a.output_gate ? 2 * D : D;
-  TERN_ASSIGN_OR_RETURN(a.q_proj, SliceRows(a.q_proj, q0 * rows_per_head, (q0 + qn) * rows_per_head));
-  TERN_ASSIGN_OR_RETURN(a.k_proj, SliceRows(a.k_proj, kv0 * D, (kv0 + kvn) * D));
-  TERN_ASSIGN_OR_RETURN(a.v_proj, SliceRows(a.v_proj, kv0 * D, (kv0 + kvn) * D));
+  TERN_ASSIGN_OR_RETURN(a.q_proj, SliceRows(a.q_proj, q0 * rows_per_head, (q0 + qn) * rows_per_head, kCopy));
+  TERN_ASSIGN_OR_RETURN(a.k_proj, SliceRows(a.k_proj, kv0 * D, (kv0 + kvn) * D, kCopy));
+  TERN_ASSIGN_OR_RETURN(a.v_proj, SliceRows(a.v_proj, kv0 * D, (kv0 + kvn) * D, kCopy));
   TERN_ASSIGN_OR_RETURN(a.o_proj, SliceCols(a.o_proj, q0 * D, (q0 + qn) * D, tp_rank == 0));
   a.q_heads = qn;
   a.kv_heads = kvn;
@@ -49,9 +53,9 @@ Status ShardAttention(AttentionBlock& a, int64_t tp, int64_t tp_rank) {
 }
 
 template <typename T>
-std::vector<T> Gather(const std::vector<T>& v, std::span<const IndexRange> ranges, int64_t stride = 1) {
+std::vector<T> Gather(const std::vector<T>& v, std::span<const IndexRange> ranges) {
   std::vector<T> out;
-  for (const IndexRange& r : ranges) out.insert(out.end(), v.begin() + r.begin * stride, v.begin() + r.end * stride);
+  for (const IndexRange& r : ranges) out.insert(out.end(), v.begin() + r.begin, v.begin() + r.end);
   return out;
 }
 
@@ -64,16 +68,21 @@ Status ShardLinearAttention(GatedDeltaNet& g, int64_t tp, int64_t tp_rank) {
                                  {2 * Hk * dk + v0 * dv, 2 * Hk * dk + (v0 + vn) * dv}};
   if (g.fused_inputs) {  // groups per key head: contiguous
     const int64_t gq = 2 * dk + 2 * group * dv;
-    TERN_ASSIGN_OR_RETURN(g.in_proj_qkvz, SliceRows(g.in_proj_qkvz, k0 * gq, (k0 + kn) * gq));
-    TERN_ASSIGN_OR_RETURN(g.in_proj_ba, SliceRows(g.in_proj_ba, k0 * 2 * group, (k0 + kn) * 2 * group));
+    TERN_ASSIGN_OR_RETURN(g.in_proj_qkvz, SliceRows(g.in_proj_qkvz, k0 * gq, (k0 + kn) * gq, kCopy));
+    TERN_ASSIGN_OR_RETURN(g.in_proj_ba, SliceRows(g.in_proj_ba, k0 * 2 * group, (k0 + kn) * 2 * group, kCopy));
   } else {
     TERN_ASSIGN_OR_RETURN(g.in_proj_qkv, SliceLinear(g.in_proj_qkv, channels, IndexRange{0, g.in_proj_qkv.in()}));
-    TERN_ASSIGN_OR_RETURN(g.in_proj_z, SliceRows(g.in_proj_z, v0 * dv, (v0 + vn) * dv));
-    TERN_ASSIGN_OR_RETURN(g.in_proj_b, SliceRows(g.in_proj_b, v0, v0 + vn));
-    TERN_ASSIGN_OR_RETURN(g.in_proj_a, SliceRows(g.in_proj_a, v0, v0 + vn));
+    TERN_ASSIGN_OR_RETURN(g.in_proj_z, SliceRows(g.in_proj_z, v0 * dv, (v0 + vn) * dv, kCopy));
+    TERN_ASSIGN_OR_RETURN(g.in_proj_b, SliceRows(g.in_proj_b, v0, v0 + vn, kCopy));
+    TERN_ASSIGN_OR_RETURN(g.in_proj_a, SliceRows(g.in_proj_a, v0, v0 + vn, kCopy));
   }
   TERN_ASSIGN_OR_RETURN(g.out_proj, SliceCols(g.out_proj, v0 * dv, (v0 + vn) * dv, tp_rank == 0));
-  g.conv_weight = Gather(g.conv_weight, channels, g.kernel);
+  std::vector<float> conv;  // [K, C] -> [K, this rank's channels]
+  const int64_t C = g.conv_dim();
+  for (int64_t j = 0; j < g.kernel; ++j)
+    for (const IndexRange& r : channels)
+      conv.insert(conv.end(), g.conv_weight.begin() + j * C + r.begin, g.conv_weight.begin() + j * C + r.end);
+  g.conv_weight = std::move(conv);
   const IndexRange heads[] = {{v0, v0 + vn}};
   g.dt_bias = Gather(g.dt_bias, heads);
   g.neg_exp_a = Gather(g.neg_exp_a, heads);
@@ -87,15 +96,23 @@ Status ShardMoe(MoeFfn& m, const ShardSpec& s) {
   if (s.ep > 1) {
     TERN_RETURN_IF_ERROR(Divides(m.router.name + ": experts", E, s.ep, "--ep"));
     const IndexRange mine = Part(E, s.ep, s.rank);
-    for (int64_t e = 0; e < E; ++e)
-      if (e < mine.begin || e >= mine.end) m.experts[size_t(e)] = DenseFfn{};
+    for (int64_t e = 0; e < E; ++e) {
+      DenseFfn& f = m.experts[size_t(e)];
+      if (e < mine.begin || e >= mine.end) {
+        f = DenseFfn{};
+        continue;
+      }
+      for (Linear* l : {&f.gate_proj, &f.up_proj, &f.down_proj}) {  // whole, but copied (kCopy)
+        TERN_ASSIGN_OR_RETURN(*l, SliceRows(*l, 0, l->out(), kCopy));
+      }
+    }
     m.expert_begin = mine.begin;
     m.expert_end = mine.end;
   } else {
     for (DenseFfn& f : m.experts) TERN_RETURN_IF_ERROR(ShardDense(f, s.tp, s.tp_rank()));
   }
   if (m.shared_expert) {
-    TERN_RETURN_IF_ERROR(ShardDense(*m.shared_expert, s.tp, s.tp_rank()));
+    if (s.tp > 1) TERN_RETURN_IF_ERROR(ShardDense(*m.shared_expert, s.tp, s.tp_rank()));
     m.add_shared = s.group() == 0;
   }
   return Status::Ok();
@@ -121,7 +138,8 @@ Status ShardModel(DecoderModel& m, const ShardSpec& s) {
   for (size_t i = 0; i < m.layers.size(); ++i) {
     DecoderLayer& l = m.layers[i];
     Status st = Status::Ok();
-    if (l.linear_attn) {
+    if (tp == 1) {  // (expert parallel alone: the mixer is replicated, read in place)
+    } else if (l.linear_attn) {
       st = ShardLinearAttention(*l.linear_attn, tp, tp_rank);
       l.linear_attn->state_offset = state_offset;
       state_offset += l.linear_attn->state_bytes();
@@ -134,7 +152,7 @@ Status ShardModel(DecoderModel& m, const ShardSpec& s) {
     if (auto* moe = std::get_if<MoeFfn>(&l.ffn)) {
       TERN_RETURN_IF_ERROR(ShardMoe(*moe, s));
       l.ffn_reduce = s.ep > 1 ? s.world_comm : tp > 1 ? s.tp_group : nullptr;
-    } else {
+    } else if (tp > 1) {
       TERN_RETURN_IF_ERROR(ShardDense(std::get<DenseFfn>(l.ffn), tp, tp_rank));
       l.ffn_reduce = tp > 1 ? s.tp_group : nullptr;
     }
