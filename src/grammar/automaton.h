@@ -39,6 +39,8 @@ class Automaton {
   int32_t num_states() const { return int32_t(final_.size()); }
   int32_t num_rules() const { return int32_t(rule_start_.size()); }
   int32_t num_byte_classes() const { return num_classes_; }
+  // Bytes no transition tells apart share a class.
+  uint8_t ByteClass(uint8_t byte) const { return byte_class_[byte]; }
   // The state after `byte`, or -1.
   int32_t Next(int32_t state, uint8_t byte) const {
     return next_[size_t(state) * size_t(num_classes_) + byte_class_[byte]];

@@ -9,11 +9,19 @@
 //   rejected  - everything else (never stored).
 // Most tokens are decided once here, so the matcher's per-token work is an
 // OR of a few bitsets plus a check of the few uncertain tokens.
+//
+// Create computes the masks of the states in order until a CPU-time budget
+// is spent; a state left over gets its mask the first time a matcher reaches
+// it (once, under a lock; later readers take it without one). So a grammar
+// with many states (a string of maxLength 1000 is 1000 states) is ready at
+// once, and each state costs one walk of the vocabulary trie at most.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "base/status.h"
@@ -30,23 +38,33 @@ struct StateMask {
 
 class CompiledGrammar {
  public:
-  // Fails when the precomputation would exceed `deadline` (a grammar too large to serve).
-  static Result<std::shared_ptr<const CompiledGrammar>> Create(
+  // eager_cpu: the thread CPU time spent computing masks before returning
+  // (the rest are computed on first use); unlimited by default.
+  static std::shared_ptr<const CompiledGrammar> Create(
       Automaton automaton, std::shared_ptr<const TokenVocabulary> vocab,
-      std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
+      std::chrono::nanoseconds eager_cpu = std::chrono::nanoseconds::max());
 
   const Automaton& automaton() const { return automaton_; }
   const TokenVocabulary& vocab() const { return *vocab_; }
-  // The mask of a state with HasBytes(state).
-  const StateMask& mask(int32_t state) const { return masks_[size_t(mask_of_[size_t(state)])]; }
+  // The mask of a state with HasBytes(state). Thread-safe.
+  const StateMask& mask(int32_t state) const {
+    if (const StateMask* m = ready_[size_t(state)].load(std::memory_order_acquire)) return *m;
+    return ComputeMask(state);
+  }
+  // States whose masks are computed so far, and their memory.
+  int64_t masks_ready() const;
   size_t memory_bytes() const;
 
  private:
-  CompiledGrammar(Automaton a, std::shared_ptr<const TokenVocabulary> v) : automaton_(std::move(a)), vocab_(std::move(v)) {}
+  CompiledGrammar(Automaton a, std::shared_ptr<const TokenVocabulary> v);
+  const StateMask& ComputeMask(int32_t state) const;
   Automaton automaton_;
   std::shared_ptr<const TokenVocabulary> vocab_;
-  std::vector<int32_t> mask_of_;  // state -> index in masks_ (-1: no bytes)
-  std::vector<StateMask> masks_;
+  std::vector<uint64_t> below_;      // [trie node]: byte classes strictly below it (<= 64 classes)
+  std::vector<uint64_t> self_loop_;  // [state]: byte classes that stay in the state
+  mutable std::mutex mu_;            // guards storage_ and writes of ready_
+  mutable std::vector<std::unique_ptr<StateMask>> storage_;
+  std::unique_ptr<std::atomic<const StateMask*>[]> ready_;
 };
 
 }  // namespace tern::grammar

@@ -46,10 +46,9 @@ Result<std::shared_ptr<const CompiledGrammar>> GrammarCompiler::Compile(const Co
       return it->second.grammar;
     }
   }
-  const auto deadline = std::chrono::steady_clock::now() + options_.compile_timeout;
   TERN_ASSIGN_OR_RETURN(GrammarAst ast, ConstraintToAst(spec, options_.max_text_bytes));
   TERN_ASSIGN_OR_RETURN(Automaton a, Automaton::Build(ast, options_.limits));
-  TERN_ASSIGN_OR_RETURN(auto compiled, CompiledGrammar::Create(std::move(a), vocab_, deadline));
+  auto compiled = CompiledGrammar::Create(std::move(a), vocab_, options_.eager_mask_cpu);
   std::lock_guard lock(mu_);
   if (cache_.find(key) == cache_.end()) {
     lru_.push_front(key);

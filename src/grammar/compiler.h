@@ -2,8 +2,9 @@
 // grammar) to a CompiledGrammar for one tokenizer's vocabulary, with a cache
 // keyed by the kind, options and text, so repeated schemas compile once.
 // Thread-safe. Every failure is a Status whose message can go to the client
-// as a 400: bad syntax, an unsupported keyword, a grammar too large or too
-// slow to compile (inputs are bounded in size, states and time).
+// as a 400: bad syntax, an unsupported keyword, a grammar too large
+// (inputs are bounded in bytes and automaton states; mask work per state is
+// bounded by one walk of the vocabulary).
 #pragma once
 
 #include <chrono>
@@ -30,7 +31,9 @@ struct ConstraintSpec {
 
 struct GrammarCompilerOptions {
   size_t max_text_bytes = 1 << 20;  // larger constraints are refused before parsing
-  std::chrono::milliseconds compile_timeout{10000};
+  // CPU time spent on token masks before a grammar is returned; the rest are
+  // computed as matchers first reach their states.
+  std::chrono::milliseconds eager_mask_cpu{300};
   size_t cache_entries = 256;
   GrammarLimits limits;
 };

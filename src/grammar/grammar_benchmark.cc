@@ -1,5 +1,6 @@
-// Compile time and per-token mask time on the real Qwen3 tokenizer, for a
-// JSON schema, a regex and an EBNF grammar. Mask times are per call of
+// Compile time (until the grammar is usable: automaton plus the eager mask
+// budget; and with every state's mask) and per-token mask time on the real
+// Qwen3 tokenizer, for a JSON schema, a regex and an EBNF grammar. Mask times are per call of
 // FillNextTokenMask along a walk that picks a random allowed token each
 // step; the median and p99 are reported as counters (microseconds).
 //   build/src/grammar/grammar_benchmark --benchmark_counters_tabular=true
@@ -63,6 +64,25 @@ void BM_Compile(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_Compile)->DenseRange(0, 2)->Unit(benchmark::kMillisecond)->Iterations(3);
+
+// Every state's mask computed up front (what a grammar costs in all).
+void BM_CompileAllMasks(benchmark::State& state) {
+  const Case& c = kCases[state.range(0)];
+  std::vector<int32_t> stops;
+  auto vocab = Qwen3Vocab(&stops);
+  if (!vocab) return state.SkipWithError("Qwen3 tokenizer missing: run scripts/fetch-test-data.sh");
+  state.SetLabel(c.name);
+  for (auto _ : state) {
+    auto ast = ConstraintToAst({.kind = c.kind, .text = c.text});
+    auto a = Automaton::Build(*ast);
+    if (!a.ok()) return state.SkipWithError(a.status().message().c_str());
+    const int32_t states = a->num_states();
+    auto g = CompiledGrammar::Create(std::move(*a), vocab);
+    state.counters["states"] = states;
+    state.counters["mask_MB"] = double(g->memory_bytes()) / 1e6;
+  }
+}
+BENCHMARK(BM_CompileAllMasks)->DenseRange(0, 2)->Unit(benchmark::kMillisecond)->Iterations(2);
 
 void BM_Mask(benchmark::State& state) {
   const Case& c = kCases[state.range(0)];

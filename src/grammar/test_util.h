@@ -27,7 +27,7 @@ inline Result<std::shared_ptr<const CompiledGrammar>> CompileFor(const Constrain
                                                                  std::shared_ptr<const TokenVocabulary> vocab) {
   TERN_ASSIGN_OR_RETURN(GrammarAst ast, ConstraintToAst(spec));
   TERN_ASSIGN_OR_RETURN(Automaton a, Automaton::Build(ast));
-  return CompiledGrammar::Create(std::move(a), std::move(vocab));
+  return CompiledGrammar::Create(std::move(a), std::move(vocab), std::chrono::milliseconds(50));
 }
 
 // Whether `text` is a complete match.
