@@ -75,7 +75,7 @@ Command RegisterServe(CLI::App& app) {
                                             .weight_check = o->skip_weight_check ? WeightCheck::kSkip
                                                             : o->strict_weights  ? WeightCheck::kError
                                                                                  : WeightCheck::kWarn,
-                                            .tp = o->tp, .ep = o->ep});
+                                            .tp = o->tp, .ep = o->ep, .report_progress = true});
     if (o->page_size <= 0 || o->max_running_requests <= 0 || o->chunked_prefill_size <= 0)
       return Fail("serve: --page-size, --max-running-requests and --chunked-prefill-size must be positive");
     // An empty key would silently turn authentication off.

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <chrono>
 #include <string>
 #include <thread>
 #include <vector>
@@ -13,6 +14,42 @@ namespace tern {
 
 namespace {
 
+// The phases of a load, each timed, with a progress line every few seconds of
+// a long one (LoadOptions::report_progress).
+class LoadReport {
+ public:
+  using Clock = std::chrono::steady_clock;
+  LoadReport(bool on, const std::string& dir) : on_(on) {
+    prefix_ = dist::WorldSize() > 1 ? fmt::format("tern: rank {}: {}", dist::WorldRank(), dir) : "tern: " + dir;
+  }
+  // Ends the current phase, named `what` (with `detail`).
+  void Phase(const std::string& what, const std::string& detail = "") {
+    const Clock::time_point now = Clock::now();
+    const double s = std::chrono::duration<double>(now - phase_start_).count();
+    phases_ += fmt::format("{}{} {:.1f} s{}", phases_.empty() ? "" : ", ", what, s, detail.empty() ? "" : " (" + detail + ")");
+    phase_start_ = now;
+  }
+  void Progress(const char* what, int64_t done, int64_t total) {
+    const Clock::time_point now = Clock::now();
+    if (!on_ || now - last_print_ < std::chrono::seconds(3) || total <= 0) return;
+    last_print_ = now;
+    const double s = std::chrono::duration<double>(now - phase_start_).count();
+    const double eta = done > 0 ? s * double(total - done) / double(done) : 0.0;
+    fmt::print(stderr, "{}: {} {:.1f} of {:.1f} GB ({:.0f}%), {:.0f} s, about {:.0f} s left\n", prefix_, what,
+               double(done) / 1e9, double(total) / 1e9, 100.0 * double(done) / double(total), s, eta);
+  }
+  void End() const {
+    if (!on_) return;
+    const double s = std::chrono::duration<double>(Clock::now() - start_).count();
+    fmt::print(stderr, "{}: loaded in {:.1f} s: {}\n", prefix_, s, phases_);
+  }
+
+ private:
+  bool on_;
+  std::string prefix_, phases_;
+  Clock::time_point start_ = Clock::now(), phase_start_ = start_, last_print_ = start_;
+};
+
 // Loads the whole model as views of the checkpoint, then (under mpirun) keeps
 // this rank's part of it; the weight check covers this rank's share of the
 // tensors.
@@ -22,7 +59,11 @@ Result<std::unique_ptr<DecoderModel>> LoadPart(const std::string& dir, const Loa
   if (arch == nullptr)
     return Status::Errorf("{}/config.json: unknown architecture model_type \"{}\" (supported: {})", dir,
                           cfg.model_type, ArchitectureNames());
+  LoadReport report(opts.report_progress, dir);
   TERN_ASSIGN_OR_RETURN(TensorStore store, TensorStore::OpenDir(dir));
+  int64_t mapped = 0;
+  for (const auto& [name, t] : store.all()) mapped += int64_t(t.nbytes);
+  report.Phase("mapped", fmt::format("{} tensors, {:.2f} GB", store.all().size(), double(mapped) / 1e9));
   LoadOptions o = opts;
   if (o.threads == 0 && dist::LocalSize() > 1)  // ranks sharing a host share its cores
     o.threads = std::max<size_t>(1, std::thread::hardware_concurrency() / size_t(dist::LocalSize()));
@@ -36,9 +77,13 @@ Result<std::unique_ptr<DecoderModel>> LoadPart(const std::string& dir, const Loa
   std::vector<std::string> ignored = {"model.rotary_emb.", "rotary_emb.", "model.visual."};
   if (!m->mtp) ignored.push_back("mtp.");
   TERN_RETURN_IF_ERROR(m->CheckAllTensorsUsed(ignored));
+  report.Phase("layers", fmt::format("{} of {}", m->layers.size(), m->config().model_type));
   const int world = dist::WorldSize(), rank = dist::WorldRank();
   if (opts.weight_check != WeightCheck::kSkip) {
-    const std::vector<NonFiniteTensor> bad = FindNonFiniteWeights(m->store(), m->pool(), rank, world);
+    const std::vector<NonFiniteTensor> bad = FindNonFiniteWeights(
+        m->store(), m->pool(), rank, world,
+        [&](int64_t done, int64_t total) { report.Progress("checking the weights for NaN/Inf:", done, total); });
+    report.Phase("weight check", world > 1 ? fmt::format("this rank's 1/{} of the tensors", world) : "");
     if (!bad.empty() && opts.weight_check == WeightCheck::kError)
       return Status::Errorf("loading {}: weights hold NaN or Inf: {}", dir, DescribeNonFinite(bad));
     if (!bad.empty())
@@ -53,7 +98,9 @@ Result<std::unique_ptr<DecoderModel>> LoadPart(const std::string& dir, const Loa
     // The checks and the slicing read whole tensors; keep resident only what
     // this rank's part touches from now on.
     m->store().DropResidentPages();
+    report.Phase("split", fmt::format("{:.2f} GB held here", double(m->WeightBytes()) / 1e9));
   }
+  report.End();
   return m;
 }
 

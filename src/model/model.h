@@ -40,6 +40,9 @@ struct LoadOptions {
   // their part, to pass to RunWorker. Every rank fails when any does.
   int tp = 1;
   int ep = 1;
+  // Print the load's phases on stderr (`tern serve`): a progress line every
+  // few seconds of a long phase (bytes, ETA) and each phase's time at the end.
+  bool report_progress = false;
 };
 
 class Model {

@@ -35,7 +35,8 @@ int64_t Scan(const TensorView& t, int64_t begin, int64_t end, int64_t* first) {
 
 }  // namespace
 
-std::vector<NonFiniteTensor> FindNonFiniteWeights(const TensorStore& store, ThreadPool& pool, int part, int parts) {
+std::vector<NonFiniteTensor> FindNonFiniteWeights(const TensorStore& store, ThreadPool& pool, int part, int parts,
+                                                  const std::function<void(int64_t, int64_t)>& progress) {
   // Work in pieces of up to 1M elements so one large tensor spreads over every thread.
   constexpr int64_t kPiece = int64_t(1) << 20;
   struct Piece {
@@ -52,7 +53,22 @@ std::vector<NonFiniteTensor> FindNonFiniteWeights(const TensorStore& store, Thre
       continue;
     for (int64_t b = 0; b < n; b += kPiece) pieces.push_back({&t, b, std::min(n, b + kPiece)});
   }
-  pool.Run(pieces.size(), [&](size_t i, size_t) { pieces[i].count = Scan(*pieces[i].t, pieces[i].begin, pieces[i].end, &pieces[i].first); });
+  // In batches of ~1 GiB (whole pieces), so `progress` can be told between them.
+  auto bytes_of = [](const Piece& p) { return (p.end - p.begin) * int64_t(DTypeSize(p.t->dtype)); };
+  int64_t total = 0, done = 0;
+  for (const Piece& p : pieces) total += bytes_of(p);
+  for (size_t b = 0; b < pieces.size();) {
+    size_t e = b;
+    int64_t batch = 0;
+    while (e < pieces.size() && (e == b || batch < (int64_t(1) << 30))) batch += bytes_of(pieces[e++]);
+    pool.Run(e - b, [&](size_t i, size_t) {
+      Piece& p = pieces[b + i];
+      p.count = Scan(*p.t, p.begin, p.end, &p.first);
+    });
+    done += batch;
+    b = e;
+    if (progress) progress(done, total);
+  }
   std::vector<NonFiniteTensor> found;
   for (const Piece& p : pieces) {  // in name order, pieces of a tensor in element order
     if (p.count == 0) continue;

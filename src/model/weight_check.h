@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -24,8 +25,11 @@ struct NonFiniteTensor {
 // spread over `pool`.
 // With parts > 1 only every parts-th tensor from `part` on (in name order):
 // the ranks of a tensor-parallel job check a share each.
+// `progress`, when set, is called on this thread after each ~1 GiB scanned
+// with (bytes scanned, bytes to scan).
 std::vector<NonFiniteTensor> FindNonFiniteWeights(const TensorStore& store, ThreadPool& pool, int part = 0,
-                                                  int parts = 1);
+                                                  int parts = 1,
+                                                  const std::function<void(int64_t, int64_t)>& progress = nullptr);
 
 // One line per tensor for a warning or an error: "'name': 3 non-finite values (first at element 17)".
 std::string DescribeNonFinite(const std::vector<NonFiniteTensor>& found, size_t max_lines = 8);

@@ -113,7 +113,8 @@ Status LoadServerModel(ServerContext& ctx) {
                                                                                    ? WeightCheck::kError
                                                                                    : WeightCheck::kWarn,
                                                                .tp = ctx.opts.tp,
-                                                               .ep = ctx.opts.ep}));
+                                                               .ep = ctx.opts.ep,
+                                                               .report_progress = true}));
   TERN_RETURN_IF_ERROR(CheckTokenizerFitsModel(*ctx.tokenizer, ctx.model->config().vocab_size, dir));
   ctx.eos_token_ids = ctx.generation.eos_token_ids.empty() ? ctx.model->config().eos_token_ids : ctx.generation.eos_token_ids;
   if (ctx.tokenizer_config.eos_token) {

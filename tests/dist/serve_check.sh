@@ -46,4 +46,9 @@ for name in ("tp2", "tp2ep2"):
     ok &= not diff
 sys.exit(0 if ok else 1)
 PY
+# Startup says what loading took, phase by phase, on every rank (issue 21 item 3).
+grep -q "models/demo: loaded in .* s: mapped .*layers .*weight check" "$work/one.log" || fail "no load phases in one.log"
+for r in 0 1; do
+  grep -q "tern: rank $r: .*loaded in .*split .*GB held here" "$work/tp2.log" || fail "no load phases of rank $r"
+done
 echo "ok: tern check --suite full gives the same results at --tp 2 and --tp 2 --ep 2 as in one process"

@@ -44,8 +44,14 @@ before(async () => {
   assert.ok(TERN, 'set TERN');
   const port = await freePort();
   base = `http://127.0.0.1:${port}`;
-  server = spawn(TERN, ['serve', '--port', String(port), '--threads', '2', '--reasoning-parser', 'qwen3',
-    '--tool-call-parser', 'qwen25'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  // TERN_LAUNCHER (e.g. "tests/dist/mpirun.sh shm 2") and TERN_SERVE_ARGS (e.g. "--tp 2"): the same
+  // clients against a server split over the ranks of an mpirun job (tests/dist).
+  const launcher = (process.env.TERN_LAUNCHER || '').split(' ').filter(Boolean);
+  const extra = (process.env.TERN_SERVE_ARGS || '').split(' ').filter(Boolean);
+  const args = ['serve', '--port', String(port), '--threads', launcher.length ? '1' : '2', '--reasoning-parser', 'qwen3',
+    '--tool-call-parser', 'qwen25', ...extra];
+  server = launcher.length ? spawn(launcher[0], [...launcher.slice(1), TERN, ...args], { stdio: ['ignore', 'ignore', 'pipe'] })
+    : spawn(TERN, args, { stdio: ['ignore', 'ignore', 'pipe'] });
   server.stderr.on('data', (d) => { stderr += d; });
   for (let i = 0; i < 1200; ++i) {
     try { if ((await fetch(base + '/health')).status === 200) return; } catch {}
@@ -53,7 +59,8 @@ before(async () => {
   }
   throw new Error('tern serve did not come up:\n' + stderr);
 });
-after(() => { if (server) server.kill('SIGKILL'); });
+// (mpirun cannot pass on SIGKILL: it gets SIGTERM and ends its ranks itself.)
+after(() => { if (server) server.kill(process.env.TERN_LAUNCHER ? 'SIGTERM' : 'SIGKILL'); });
 
 const provider = () => createOpenAICompatible({ name: 'tern', baseURL: base + '/v1', apiKey: 'none' });
 
