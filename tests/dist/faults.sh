@@ -42,18 +42,18 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); pr
 mp=$!
 "$tern" wait --url "http://127.0.0.1:$port" --timeout 120 >/dev/null || { kill $mp; fail "the server never became healthy"; }
 curl -s -m 60 "http://127.0.0.1:$port/generate" -H 'Content-Type: application/json' \
-  -d '{"input_ids":[5,6,7],"sampling_params":{"max_new_tokens":400,"temperature":0,"ignore_eos":true}}' >"$work/req.json" &
+  -d '{"input_ids":[5,6,7],"sampling_params":{"max_new_tokens":100,"temperature":0,"ignore_eos":true}}' >"$work/req.json" &
 cp=$!
 sleep 0.5
 kill -TERM "$(rank_pid "$tern serve" 0)"
-wait_for $mp 60
+wait_for $mp 180  # (a loaded CI machine: the drain waits for the request in flight)
 [ "$code" = 0 ] || fail "mpirun exited $code after SIGTERM to rank 0 (want 0: drained)"
 wait $cp || fail "the request in flight failed (curl exit $?)"
 python3 - "$work/req.json" <<'PY' || fail "the request in flight did not finish whole"
 import json, sys
 r = json.load(open(sys.argv[1]))
 n = r["meta_info"]["completion_tokens"]
-assert n == 400, f"{n} tokens"
+assert n == 100, f"{n} tokens"
 print(f"ok: drained; the request in flight got all {n} tokens")
 PY
 [ -z "$(tern_pids "$tern serve")" ] || fail "tern processes remain"
