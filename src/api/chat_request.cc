@@ -201,7 +201,7 @@ ApiResult<ChatRequest> ParseChatRequest(const Json& body, const ServerLimits& li
   if (auto e = internal::CheckN(req.sampling)) return *e;
   if (auto e = internal::CheckTopLogprobs("top_logprobs", req.top_logprobs, kMaxTopLogprobs)) return *e;
   if (unsupported) return *unsupported;
-  if (auto e = internal::CheckUnsupportedConstraints(body)) return *e;
+  if (auto e = internal::ReadConstraint(body, &req.sampling)) return *e;
   // SGLang's _convert_to_internal_request, after the serving-layer checks.
   if (req.stream && req.return_prompt_token_ids)
     return ApiError::BadRequest(

@@ -307,12 +307,26 @@ TEST(ChatRequest, ReturnPromptTokenIds) {
   EXPECT_TRUE(Chat(Body(R"("return_prompt_token_ids": false, "stream": true)")).ok());
 }
 
-TEST(ChatRequest, UnsupportedConstraints) {
-  ExpectBadRequest(Body(R"("response_format": {"type": "json_object"})"),
-                   "response_format type 'json_object' is not supported by this server yet (it has no "
-                   "constrained decoding); use type 'text'.");
+TEST(ChatRequest, Constraints) {
+  auto obj = Chat(Body(R"("response_format": {"type": "json_object"})"));
+  ASSERT_TRUE(obj.ok());
+  ASSERT_TRUE(obj->sampling.constraint);
+  EXPECT_EQ(obj->sampling.constraint->kind, ConstraintRequest::Kind::kJsonSchema);
+  EXPECT_EQ(obj->sampling.constraint->text, R"({"type":"object"})");
+  auto schema = Chat(Body(R"("response_format": {"type": "json_schema", "json_schema": {"name": "w", "schema": {"type": "integer"}}})"));
+  ASSERT_TRUE(schema.ok());
+  EXPECT_EQ(schema->sampling.constraint->text, R"({"type":"integer"})");
+  auto regex = Chat(Body(R"("regex": "[a-z]+")"));
+  ASSERT_TRUE(regex.ok());
+  EXPECT_EQ(regex->sampling.constraint->kind, ConstraintRequest::Kind::kRegex);
   EXPECT_TRUE(Chat(Body(R"("response_format": {"type": "text"})")).ok());
-  ExpectBadRequest(Body(R"("regex": "[a-z]+")"), "'regex' constrained decoding is not supported by this server yet.");
+  EXPECT_FALSE(Chat(Body(R"("response_format": {"type": "text"})"))->sampling.constraint);
+  ExpectBadRequest(Body(R"("regex": "a", "ebnf": "root ::= 'a'")"), "Only one of regex, json_schema, or ebnf can be set.");
+  ExpectBadRequest(Body(R"("regex": "a", "response_format": {"type": "json_object"})"),
+                   "Only one of regex, json_schema, or ebnf can be set.");
+  ExpectBadRequest(Body(R"("response_format": {"type": "structural_tag"})"),
+                   "response_format type 'structural_tag' is not supported by tern; use 'json_schema' or "
+                   "'json_object' (or the regex / ebnf fields).");
   ExpectValidation(Body(R"("response_format": {"type": "yaml"})"),
                    "[{'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), 'msg': \"Input should "
                    "be 'text', 'json_object' or 'json_schema'\"}]");

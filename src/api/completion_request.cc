@@ -105,7 +105,7 @@ ApiResult<CompletionRequest> ParseCompletionRequest(const Json& body) {
   if (auto e = internal::CheckN(req.sampling)) return *e;
   if (req.logprobs)
     if (auto e = internal::CheckTopLogprobs("logprobs", *req.logprobs, kMaxTopLogprobs)) return *e;
-  if (auto e = internal::CheckUnsupportedConstraints(body)) return *e;
+  if (auto e = internal::ReadConstraint(body, &req.sampling)) return *e;
   return req;
 }
 

@@ -37,12 +37,9 @@ std::optional<ApiError> ReadSamplingParams(FieldReader& r, SamplingRequest* s) {
   for (const auto& [key, v] : sp->items())
     if (!KnownSamplingKeys().count(key))
       return ApiError::BadRequest(fmt::format("Unexpected keyword argument '{}'", key));
-  for (const char* key : {"json_schema", "regex", "ebnf", "structural_tag", "stop_regex"}) {
-    const auto it = sp->find(key);
-    if (it != sp->end() && !it->is_null())
-      return ApiError::BadRequest(fmt::format(
-          "'{}' constrained decoding is not supported by this server yet.", key));
-  }
+  if (const auto it = sp->find("stop_regex"); it != sp->end() && !it->is_null())
+    return ApiError::BadRequest("'stop_regex' is not supported by this server yet.");
+  if (auto e = internal::ReadNativeConstraint(*sp, s)) return e;
   FieldReader p(*sp, r.At("sampling_params"), r.errors());
   if (sp->contains("max_new_tokens")) s->max_new_tokens = p.Int("max_new_tokens");  // null: no limit
   if (auto v = p.Int("min_new_tokens")) s->min_new_tokens = *v;

@@ -135,21 +135,62 @@ void ValidateResponseFormat(FieldReader& r) {
   }
 }
 
-std::optional<ApiError> CheckUnsupportedConstraints(const Json& body) {
+namespace {
+constexpr const char* kOneConstraint = "Only one of regex, json_schema, or ebnf can be set.";
+}  // namespace
+
+std::optional<ApiError> ReadConstraint(const Json& body, SamplingRequest* s) {
+  std::vector<ConstraintRequest> found;
   if (const auto rf = body.find("response_format"); rf != body.end() && rf->is_object()) {
     const std::string type = rf->value("type", std::string("text"));
-    if (type != "text")
-      return ApiError::BadRequest(fmt::format(
-          "response_format type '{}' is not supported by this server yet (it has no "
-          "constrained decoding); use type 'text'.",
-          type));
+    if (type == "structural_tag")
+      return ApiError::BadRequest(
+          "response_format type 'structural_tag' is not supported by tern; use 'json_schema' or 'json_object' "
+          "(or the regex / ebnf fields).");
+    if (type == "json_object") found.push_back({ConstraintRequest::Kind::kJsonSchema, R"({"type":"object"})"});
+    if (type == "json_schema") {
+      // SGLang moves a top-level `schema` into json_schema.
+      const Json* schema = nullptr;
+      if (const auto js = rf->find("json_schema"); js != rf->end() && js->is_object() && js->contains("schema"))
+        schema = &(*js)["schema"];
+      else if (rf->contains("schema"))
+        schema = &(*rf)["schema"];
+      if (!schema || schema->is_null())
+        return ApiError::BadRequest("schema_ is required for json_schema response format request.");
+      if (!schema->is_object() && !schema->is_boolean())
+        return ApiError::BadRequest("response_format.json_schema.schema must be a JSON Schema object.");
+      found.push_back({ConstraintRequest::Kind::kJsonSchema, schema->dump()});
+    }
   }
-  for (const char* key : {"regex", "ebnf", "json_schema", "structural_tag"}) {
+  for (const char* key : {"regex", "ebnf"}) {
     const auto it = body.find(key);
-    if (it != body.end() && !it->is_null())
-      return ApiError::BadRequest(fmt::format(
-          "'{}' constrained decoding is not supported by this server yet.", key));
+    if (it == body.end() || it->is_null()) continue;
+    if (!it->is_string()) return ApiError::BadRequest(fmt::format("'{}' must be a string.", key));
+    found.push_back({std::string(key) == "regex" ? ConstraintRequest::Kind::kRegex : ConstraintRequest::Kind::kEbnf,
+                     it->get<std::string>()});
   }
+  if (const auto it = body.find("json_schema"); it != body.end() && !it->is_null())
+    return ApiError::BadRequest(
+        "'json_schema' is a /generate sampling parameter; use response_format {\"type\": \"json_schema\", ...} here.");
+  if (found.size() > 1) return ApiError::BadRequest(kOneConstraint);
+  if (!found.empty()) s->constraint = std::move(found[0]);
+  return std::nullopt;
+}
+
+std::optional<ApiError> ReadNativeConstraint(const Json& sp, SamplingRequest* s) {
+  if (const auto it = sp.find("structural_tag"); it != sp.end() && !it->is_null())
+    return ApiError::BadRequest("'structural_tag' constrained decoding is not supported by tern; use json_schema, regex or ebnf.");
+  std::vector<ConstraintRequest> found;
+  for (const auto& [key, kind] : {std::pair{"json_schema", ConstraintRequest::Kind::kJsonSchema},
+                                  std::pair{"regex", ConstraintRequest::Kind::kRegex},
+                                  std::pair{"ebnf", ConstraintRequest::Kind::kEbnf}}) {
+    const auto it = sp.find(key);
+    if (it == sp.end() || it->is_null()) continue;
+    if (!it->is_string()) return ApiError::BadRequest(fmt::format("sampling_params.{} must be a string.", key));
+    found.push_back({kind, it->get<std::string>()});
+  }
+  if (found.size() > 1) return ApiError::BadRequest(kOneConstraint);
+  if (!found.empty()) s->constraint = std::move(found[0]);
   return std::nullopt;
 }
 

@@ -33,10 +33,15 @@ void ReadStreamOptions(FieldReader& r, bool* include_usage, bool* continuous_usa
 // `rid`: a string (a one-element list is accepted as well).
 std::optional<std::string> ReadRid(FieldReader& r);
 
-// Rejects what tern cannot honour yet: response_format json_object /
-// json_schema / structural_tag, regex, ebnf, json_schema (400
-// BadRequestError naming the feature). Run after the SGLang checks.
-std::optional<ApiError> CheckUnsupportedConstraints(const Json& body);
+// The structured-output fields of a chat or completion body
+// (response_format json_object / json_schema, regex, ebnf) into
+// s->constraint; a 400 for response_format structural_tag (not supported),
+// for a top-level json_schema (a /generate sampling parameter), and when more
+// than one is set. Run after the SGLang checks.
+std::optional<ApiError> ReadConstraint(const Json& body, SamplingRequest* s);
+// The same for /generate's sampling_params (json_schema, regex and ebnf are
+// strings there).
+std::optional<ApiError> ReadNativeConstraint(const Json& sampling_params, SamplingRequest* s);
 
 // Pydantic checks of response_format's shape (type literal, json_schema.name
 // required); appends FieldErrors.

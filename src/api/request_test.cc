@@ -77,8 +77,11 @@ TEST(CompletionRequest, Errors) {
               "`logprobs` must be a positive value.");
   ExpectError(ParseCompletionRequest(J(R"({"prompt": "x", "n": -2})")), "BadRequestError",
               "n must be at least 1, got -2.");
-  ExpectError(ParseCompletionRequest(J(R"({"prompt": "x", "ebnf": "root ::= 'a'"})")), "BadRequestError",
-              "'ebnf' constrained decoding is not supported by this server yet.");
+  auto ebnf = ParseCompletionRequest(J(R"({"prompt": "x", "ebnf": "root ::= 'a'"})"));
+  ASSERT_TRUE(ebnf.ok());
+  EXPECT_EQ(ebnf->sampling.constraint->kind, ConstraintRequest::Kind::kEbnf);
+  ExpectError(ParseCompletionRequest(J(R"({"prompt": "x", "ebnf": "root ::= 'a'", "regex": "a"})")), "BadRequestError",
+              "Only one of regex, json_schema, or ebnf can be set.");
 }
 
 // ---- /generate ----
@@ -116,8 +119,17 @@ TEST(GenerateRequest, Errors) {
   ExpectError(ParseGenerateRequest(J(R"({"input_ids": []})")), "BadRequestError", "input_ids cannot be empty.");
   ExpectError(ParseGenerateRequest(J(R"({"text": "x", "sampling_params": {"max_tokens": 5}})")), "BadRequestError",
               "Unexpected keyword argument 'max_tokens'");
-  ExpectError(ParseGenerateRequest(J(R"({"text": "x", "sampling_params": {"regex": "a+"}})")), "BadRequestError",
-              "'regex' constrained decoding is not supported by this server yet.");
+  auto regex = ParseGenerateRequest(J(R"({"text": "x", "sampling_params": {"regex": "a+"}})"));
+  ASSERT_TRUE(regex.ok());
+  EXPECT_EQ(regex->sampling.constraint->kind, ConstraintRequest::Kind::kRegex);
+  EXPECT_EQ(regex->sampling.constraint->text, "a+");
+  auto js = ParseGenerateRequest(J(R"({"text": "x", "sampling_params": {"json_schema": "{\"type\":\"string\"}"}})"));
+  ASSERT_TRUE(js.ok());
+  EXPECT_EQ(js->sampling.constraint->kind, ConstraintRequest::Kind::kJsonSchema);
+  ExpectError(ParseGenerateRequest(J(R"({"text": "x", "sampling_params": {"regex": "a+", "ebnf": "root ::= 'a'"}})")),
+              "BadRequestError", "Only one of regex, json_schema, or ebnf can be set.");
+  ExpectError(ParseGenerateRequest(J(R"({"text": "x", "sampling_params": {"json_schema": {"type": "string"}}})")),
+              "BadRequestError", "sampling_params.json_schema must be a string.");
   ExpectError(ParseGenerateRequest(J(R"({"text": 5})")), "Bad Request",
               "[{'type': 'list_type', 'loc': ('body', 'text', 'list[str]'), 'msg': 'Input should be a valid list'}, "
               "{'type': 'string_type', 'loc': ('body', 'text', 'str'), 'msg': 'Input should be a valid string'}]");

@@ -11,9 +11,9 @@
 //   - SGLang's serving-layer checks (_validate_request) fail with 400
 //     "BadRequestError" and SGLang's exact text ("Messages cannot be empty.",
 //     "Tool 'f' not found in tools list.", ...);
-//   - features tern does not have yet (images, response_format json_object /
-//     json_schema, regex/ebnf grammars) fail with 400 "BadRequestError" and a
-//     message naming the feature.
+//   - features tern does not have yet (images, response_format
+//     structural_tag) fail with 400 "BadRequestError" and a message naming
+//     the feature.
 // Unknown fields are ignored, as SGLang's models ignore extra fields. Where
 // SGLang and vLLM differ on input both spellings are accepted (nulls for
 // defaults, `reasoning` on assistant messages, `include_reasoning`, ...).
@@ -50,6 +50,18 @@ struct PyNumber {
   std::string Repr() const;
 };
 
+// Structured output: what the reply must match (src/grammar compiles it).
+// Chat and completions: response_format json_object (the schema
+// {"type":"object"}) or json_schema, or SGLang's `regex` / `ebnf`;
+// /generate: sampling_params.json_schema (a string), regex or ebnf. At most
+// one per request (SGLang: "Only one of regex, json_schema, or ebnf can be
+// set.").
+struct ConstraintRequest {
+  enum class Kind { kJsonSchema, kRegex, kEbnf };
+  Kind kind = Kind::kJsonSchema;
+  std::string text;  // the schema as JSON text, the regex or the grammar
+};
+
 // Sampling fields as the request set them; std::nullopt = not set.
 struct SamplingRequest {
   // Chat: max_completion_tokens or max_tokens (Python truthiness, as SGLang);
@@ -70,6 +82,7 @@ struct SamplingRequest {
   int64_t n = 1;
   // Keys as sent (strings of token ids); ResolveSampling checks them.
   std::vector<std::pair<std::string, double>> logit_bias;
+  std::optional<ConstraintRequest> constraint;
 };
 
 enum class ToolChoiceMode { kNone, kAuto, kRequired, kFunction };

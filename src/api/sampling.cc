@@ -125,6 +125,7 @@ ApiResult<SamplingParams> ResolveSampling(const SamplingRequest& r, const Genera
   p.no_stop_trim = r.no_stop_trim;
   p.seed = r.seed;
   p.n = r.n;
+  p.constraint = r.constraint;
   return p;
 }
 

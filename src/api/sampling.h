@@ -42,6 +42,7 @@ struct SamplingParams {
   std::optional<int64_t> seed;
   int64_t n = 1;
   std::vector<std::pair<int32_t, float>> logit_bias;  // token id, bias
+  std::optional<ConstraintRequest> constraint;        // structured output
 
   bool greedy() const { return top_k == 1; }
 };

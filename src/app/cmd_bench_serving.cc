@@ -41,12 +41,14 @@ double Percentile(std::vector<double> v, double p) {
 // also when its text is empty (random-weight checkpoints whose tokenizer
 // cannot spell most of their vocabulary); otherwise, as SGLang's
 // bench_serving, only chunks with text count.
+// extra: fields merged into every request body (--extra-body), e.g. a response_format.
 RequestStats RunOne(const check::HttpClient& client, const std::string& model, const std::vector<int32_t>& prompt,
-                    int64_t output_len, bool token_timing) {
+                    int64_t output_len, bool token_timing, const nlohmann::json& extra) {
   RequestStats s;
   nlohmann::json body = {{"model", model}, {"prompt", prompt}, {"max_tokens", output_len}, {"temperature", 0},
                          {"ignore_eos", true}, {"stream", true}, {"stream_options", {{"include_usage", true}}}};
   if (token_timing) body["logprobs"] = 0;
+  if (extra.is_object()) body.update(extra);
   check::SseParser parser;
   std::vector<check::SseEvent> events;
   double last = -1;
@@ -92,7 +94,7 @@ RequestStats RunOne(const check::HttpClient& client, const std::string& model, c
 
 Command RegisterBenchServing(CLI::App& app) {
   struct Opts {
-    std::string url = "http://127.0.0.1:30000", model = "default", api_key, json_out;
+    std::string url = "http://127.0.0.1:30000", model = "default", api_key, json_out, extra_body;
     int64_t concurrency = 1, requests = 16, input_len = 128, output_len = 64, vocab = 1000;
     uint64_t seed = 1;
     bool token_timing = false;
@@ -108,6 +110,8 @@ Command RegisterBenchServing(CLI::App& app) {
   app.add_option("--vocab", o->vocab, "prompt token ids are drawn from [10, vocab)")->default_val(1000);
   app.add_option("--seed", o->seed, "prompt seed")->default_val(1);
   app.add_option("--json", o->json_out, "also write the results as JSON to this file");
+  app.add_option("--extra-body", o->extra_body,
+                 "a JSON object merged into every request (e.g. '{\"response_format\": {...}}' for structured output)");
   app.add_flag("--token-timing", o->token_timing,
                "time every chunk carrying a token (asks for logprobs), not only chunks with text");
   return [o]() {
@@ -115,6 +119,8 @@ Command RegisterBenchServing(CLI::App& app) {
       return Fail("bench-serving: --concurrency, --requests, --input-len, --output-len must be positive, --vocab > 10");
     auto url = check::ParseBaseUrl(o->url);
     if (!url.ok()) return Fail(url.status().message());
+    const nlohmann::json extra = o->extra_body.empty() ? nlohmann::json() : nlohmann::json::parse(o->extra_body, nullptr, false);
+    if (!o->extra_body.empty() && !extra.is_object()) return Fail("bench-serving: --extra-body must be a JSON object");
     check::HttpClient client({.url = *url, .api_key = o->api_key, .timeout_s = 600});
     std::mt19937_64 rng(o->seed);
     std::vector<std::vector<int32_t>> prompts(size_t(o->requests));
@@ -126,7 +132,7 @@ Command RegisterBenchServing(CLI::App& app) {
     std::vector<std::thread> workers;
     for (int64_t w = 0; w < std::min(o->concurrency, o->requests); ++w)
       workers.emplace_back([&] {
-        for (size_t i; (i = next.fetch_add(1)) < prompts.size();) stats[i] = RunOne(client, o->model, prompts[i], o->output_len, o->token_timing);
+        for (size_t i; (i = next.fetch_add(1)) < prompts.size();) stats[i] = RunOne(client, o->model, prompts[i], o->output_len, o->token_timing, extra);
       });
     for (auto& t : workers) t.join();
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

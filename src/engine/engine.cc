@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "grammar/matcher.h"
+
 namespace tern {
 namespace {
 using Clock = std::chrono::steady_clock;
@@ -72,8 +74,24 @@ struct Engine::Sequence {
   Clock::time_point arrival, last_token;
   bool has_first = false;
   bool finished = false;  // FinishSequence ran (it may still sit in running_ until the step ends)
+  // Structured output: the matcher has seen every generated token since the
+  // grammar started, so it survives retraction (the sequence keeps its tokens
+  // and the recompute only rebuilds their KV).
+  std::unique_ptr<grammar::GrammarMatcher> matcher;
+  bool grammar_active = false;
 
-  explicit Sequence(EngineRequest r) : req(std::move(r)), sampler(req.sampling) {}
+  explicit Sequence(EngineRequest r) : req(std::move(r)), sampler(req.sampling) {
+    if (req.grammar) {
+      matcher = std::make_unique<grammar::GrammarMatcher>(req.grammar, req.stop_token_ids);
+      grammar_active = req.grammar_after.empty();
+    }
+  }
+  // After a token: starts the grammar once the output ends with grammar_after.
+  void MaybeStartGrammar() {
+    const auto& after = req.grammar_after;
+    if (!matcher || grammar_active || generated() < int64_t(after.size())) return;
+    grammar_active = std::equal(after.begin(), after.end(), tokens.end() - std::ptrdiff_t(after.size()));
+  }
   int64_t generated() const { return int64_t(tokens.size()) - num_prompt; }
   int64_t uncached() const { return int64_t(tokens.size()) - num_cached; }
   int64_t cached_tokens() const { return std::max<int64_t>(cached_prompt, 0); }
@@ -495,6 +513,13 @@ void Engine::Step() {
       done.push_back(s);
       continue;
     }
+    if (s->matcher && s->grammar_active && !MaskByGrammar(*s, l)) {
+      // No token keeps the output inside the grammar: it is complete (and no
+      // stop token may end it, e.g. ignore_eos), so the sequence ends here.
+      FinishSequence(*s, FinishReason::kStop, -1, "", EngineError::kNone);
+      done.push_back(s);
+      continue;
+    }
     TokenOutput out;
     const auto output_so_far = std::span<const int32_t>(s->tokens).subspan(size_t(s->num_prompt));
     if (s->req.top_logprobs >= 0 || s->req.return_logits) {
@@ -507,7 +532,14 @@ void Engine::Step() {
     }
     out.time = now;
     const int32_t tok = out.id;
+    if (s->matcher && s->grammar_active && !s->matcher->AcceptToken(tok)) {
+      // Only when the sampler itself suppressed every allowed token (min_tokens on a complete grammar).
+      FinishSequence(*s, FinishReason::kStop, -1, "", EngineError::kNone);
+      done.push_back(s);
+      continue;
+    }
     s->tokens.push_back(tok);
+    s->MaybeStartGrammar();
     ++produced;
     if (!s->has_first) {
       metrics_.ttft.Observe(Secs(s->arrival, now));
@@ -538,6 +570,22 @@ void Engine::Step() {
     running_.erase(std::remove_if(running_.begin(), running_.end(),
                                   [&](const auto& p) { return std::find(done.begin(), done.end(), p.get()) != done.end(); }),
                    running_.end());
+}
+
+bool Engine::MaskByGrammar(Sequence& s, std::span<float> logits) {
+  grammar_mask_.resize(s.matcher->grammar().vocab().mask_words());
+  s.matcher->FillNextTokenMask(grammar_mask_);
+  bool any = false;
+  for (size_t w = 0; w * 64 < logits.size(); ++w) {  // a word at a time: most are all allowed or all not
+    uint64_t bits = w < grammar_mask_.size() ? grammar_mask_[w] : 0;
+    const size_t end = std::min(logits.size(), w * 64 + 64);
+    if (end - w * 64 < 64) bits &= (uint64_t(1) << (end - w * 64)) - 1;  // ids past the logits row
+    any = any || bits != 0;
+    if (bits == ~uint64_t(0)) continue;
+    for (size_t i = w * 64; i < end; ++i)
+      if (!((bits >> (i & 63)) & 1)) logits[i] = -INFINITY;
+  }
+  return any;
 }
 
 void Engine::UpdateGauges() {

@@ -39,6 +39,10 @@
 #include "model/model.h"
 
 namespace tern {
+namespace grammar {
+class CompiledGrammar;  // grammar/compiled_grammar.h
+class GrammarMatcher;
+}  // namespace grammar
 
 struct EngineOptions {
   int64_t max_running_requests = 64;
@@ -59,6 +63,14 @@ struct EngineRequest {
   std::vector<int32_t> stop_token_ids;  // finish ("stop") after sampling one of these
   int32_t top_logprobs = -1;            // -1: no logprobs; 0: chosen token only; k > 0: also the top k
   bool return_logits = false;           // each TokenOutput carries its whole logits row (reference checks)
+  // Constrained decoding (structured output): every token sampled must keep
+  // the output a prefix of a string of `grammar`; stop tokens are allowed
+  // only where the grammar can end. Null: unconstrained.
+  std::shared_ptr<const grammar::CompiledGrammar> grammar;
+  // The grammar starts once the output ends with these tokens ("</think>"
+  // when the reply reasons first, as SGLang's reasoner grammar does); empty:
+  // from the first token.
+  std::vector<int32_t> grammar_after;
 };
 
 struct SubmitResult {
@@ -122,6 +134,8 @@ class Engine {
   void ReleaseBlocks(Sequence& s);
   void UpdateGauges();
   void MaybeFlush();
+  // Sets the logits of tokens the sequence's grammar forbids to -inf; false when none is allowed.
+  bool MaskByGrammar(Sequence& s, std::span<float> logits);
 
   Model& model_;
   EngineOptions opts_;
@@ -143,6 +157,7 @@ class Engine {
   std::deque<std::unique_ptr<Sequence>> waiting_;
   std::vector<std::unique_ptr<Sequence>> running_;
   std::vector<float> logits_;
+  std::vector<uint64_t> grammar_mask_;  // scratch: one sequence's allowed tokens
   std::atomic<int64_t> last_output_ns_{0};
   std::thread thread_;
 };

@@ -20,6 +20,10 @@
 #include "tokenize/tokenizer.h"
 #include "tokenize/tokenizer_config.h"
 
+namespace tern::grammar {
+class GrammarCompiler;  // grammar/compiler.h
+}
+
 namespace tern::server {
 
 enum class Health { kStarting, kUp, kUnhealthy, kShuttingDown };
@@ -37,6 +41,11 @@ struct ServerContext {
   std::optional<ChatPrompt> chat;  // absent when the model has no chat template
   std::string chat_error;          // why, for chat requests
   int64_t created = 0;  // unix seconds at start
+
+  // Structured output: grammars compiled for this tokenizer's vocabulary
+  // (and cached), built on first use (GrammarCompilerFor).
+  std::once_flag grammars_once;
+  std::shared_ptr<grammar::GrammarCompiler> grammars;
 
   std::atomic<Health> health{Health::kStarting};
   std::atomic<uint64_t> next_request_id{0};

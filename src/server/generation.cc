@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "grammar/compiler.h"
 #include "server/http_util.h"
 #include "server/request_log.h"
 
@@ -72,9 +73,33 @@ GenerationRun::~GenerationRun() {
   ctx_.Untrack(spec_.id, stream_);
 }
 
+namespace {
+// The request's constraint compiled (cached) for the served tokenizer; a 400 naming what is wrong.
+api::ApiResult<std::shared_ptr<const grammar::CompiledGrammar>> CompileConstraint(ServerContext& ctx,
+                                                                                  const api::ConstraintRequest& c) {
+  std::call_once(ctx.grammars_once, [&] {
+    ctx.grammars = std::make_shared<grammar::GrammarCompiler>(
+        grammar::TokenVocabulary::FromTokenizer(*ctx.tokenizer, int32_t(ctx.model->config().vocab_size)));
+  });
+  grammar::ConstraintSpec spec{.text = c.text};
+  spec.kind = c.kind == api::ConstraintRequest::Kind::kRegex  ? grammar::ConstraintKind::kRegex
+              : c.kind == api::ConstraintRequest::Kind::kEbnf ? grammar::ConstraintKind::kEbnf
+                                                              : grammar::ConstraintKind::kJsonSchema;
+  auto g = ctx.grammars->Compile(spec);
+  if (!g.ok()) return api::ApiError::BadRequest(g.status().message());
+  return *g;
+}
+}  // namespace
+
 api::ApiResult<std::vector<std::shared_ptr<GenerationRun>>> GenerationRun::StartGroup(ServerContext& ctx,
                                                                                        RunSpec spec) {
   const int64_t n = std::max<int64_t>(spec.sampling.n, 1);
+  std::shared_ptr<const grammar::CompiledGrammar> compiled;
+  if (spec.sampling.constraint) {
+    auto g = CompileConstraint(ctx, *spec.sampling.constraint);
+    if (!g.ok()) return g.error();
+    compiled = *g;
+  }
   std::vector<EngineRequest> reqs;
   std::vector<int32_t> stop_ids;
   for (int64_t i = 0; i < n; ++i) {
@@ -91,6 +116,8 @@ api::ApiResult<std::vector<std::shared_ptr<GenerationRun>>> GenerationRun::Start
         if (std::find(req.stop_token_ids.begin(), req.stop_token_ids.end(), id) == req.stop_token_ids.end())
           req.stop_token_ids.push_back(id);
     if (req.max_tokens <= 0) req.max_tokens = 0;
+    req.grammar = compiled;
+    req.grammar_after = spec.grammar_after;
     stop_ids = req.stop_token_ids;
     reqs.push_back(std::move(req));
   }

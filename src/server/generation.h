@@ -30,6 +30,9 @@ struct RunSpec {
   // Special tokens whose text joins the reply even with skip_special_tokens:
   // the parser tags that are special in this tokenizer (KeptParserTagIds).
   std::vector<int32_t> keep_special_ids;
+  // Structured output (sampling.constraint) starts once the output ends with
+  // these tokens: "</think>" when the reply starts inside reasoning.
+  std::vector<int32_t> grammar_after;
 };
 
 // The ids of the tags (api::ChatParserTags) that are special tokens of the

@@ -5,6 +5,7 @@
 #include "api/chat_template_inputs.h"
 #include "api/error_json.h"
 #include "api/requests.h"
+#include "api/structured_output.h"
 #include "server/generation.h"
 #include "server/http_util.h"
 #include "server/routes.h"
@@ -110,12 +111,17 @@ void HandleChat(ServerContext& ctx, const HttpRequest& http_req, HttpResponse& r
   api::ContextCheck cc = api::CheckContextLength(int64_t(prompt.size()), sampling->max_new_tokens,
                                                  ctx.engine->context_length(), false);
   if (cc.error) return ReplyApiError(res, *cc.error);
+  auto constraint = api::ChatConstraint(req, parsers, forced);  // structured output, tool arguments included
+  if (!constraint.ok()) return ReplyApiError(res, constraint.error());
+  sampling->constraint = *constraint;
 
   const api::ChatParseConfig pcfg = api::MakeChatParseConfig(req, parsers, rendered);
   api::ResponseMeta meta{.id = req.rid.value_or(api::NewRequestId("chatcmpl-")), .created = UnixNow(), .model = req.model};
   RunSpec spec{.id = meta.id, .prompt = prompt, .sampling = *sampling,
                .top_logprobs = req.logprobs ? int32_t(req.top_logprobs) : -1,
                .keep_special_ids = KeptParserTagIds(*ctx.tokenizer, api::ChatParserTags(pcfg))};
+  if (sampling->constraint && api::ConstraintAfterReasoning(pcfg, req))  // the grammar starts after the reasoning
+    if (auto ids = ctx.tokenizer->Encode("</think>", false); ids.ok()) spec.grammar_after = *ids;
   RecordGeneration(*res.record, ctx, spec, rendered);
   auto started = GenerationRun::StartGroup(ctx, std::move(spec));
   if (!started.ok()) return ReplyApiError(res, started.error());
