@@ -251,11 +251,15 @@ test('thinking off: the reply is content', async () => {
 test('named tool_choice: a Qwen3-Coder call, thinking skipped, stream and non-stream alike', async () => {
   const end = tokenizer.tokenToId('</tool_call>');
   assert.ok(Number.isInteger(end));
+  // The call is held to the tool's parameters schema (structured output): after the forced
+  // '<function=get_time>' the grammar allows only a parameter or '</function>'; the bias makes
+  // the model close at once, so the call has no arguments.
+  const closers = (await tokenizer.encode('</function>\n</tool_call>', null, { addSpecialTokens: false })).getIds();
   for (const kwargs of [{}, { enable_thinking: false }]) {
     // The first generated token is </tool_call>, which also stops the reply.
     const req = { messages: [{ role: 'user', content: 'Time in Tokyo?' }], tools: [weather, time], temperature: 0,
       tool_choice: { type: 'function', function: { name: 'get_time' } }, chat_template_kwargs: kwargs,
-      logit_bias: { [end]: 100 }, stop_token_ids: [end], max_tokens: 4 };
+      logit_bias: Object.fromEntries(closers.map((t) => [t, 100])), stop_token_ids: [end], max_tokens: 64 };
     const r = await client.chat.completions.create(req);
     const choice = r.choices[0];
     assert.equal(choice.finish_reason, 'tool_calls');
@@ -268,7 +272,7 @@ test('named tool_choice: a Qwen3-Coder call, thinking skipped, stream and non-st
     assert.equal(call.function.name, 'get_time');
     assert.equal(call.function.arguments, '{}');
     assert.equal(r.usage.reasoning_tokens, 0);
-    assert.equal(r.usage.completion_tokens, 1);
+    assert.ok(r.usage.completion_tokens >= 1 && r.usage.completion_tokens < req.max_tokens, String(r.usage.completion_tokens));
 
     const s = joinStream(await stream(req));
     assert.equal(s.reasoning, '');
