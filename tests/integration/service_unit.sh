@@ -22,7 +22,18 @@ fail() { echo "FAIL: $*"; exit 1; }
 port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 name=citest$$
 # A value with spaces and quotes exercises both quoting layers; it does not change what is served.
-serve_flags=(--port "$port" --threads 2 --served-model-name default --log-level info
+model_dir=$(cd "$here/../../models/demo" && pwd)
+# A service's private /tmp hides a binary or model under /tmp (install refuses them without --user):
+# a checkout there (a CI clone, say) stages both under /opt for the test.
+case "$(readlink -f "$tern") $model_dir" in
+  /tmp/* | /var/tmp/* | *" /tmp/"* | *" /var/tmp/"*)
+    stage=$(mktemp -d /opt/tern-service-test.XXXXXX) || fail "cannot stage under /opt"
+    cp "$tern" "$stage/tern" && cp -r "$model_dir" "$stage/demo" || fail "staging under $stage"
+    tern=$stage/tern model_dir=$stage/demo
+    trap 'rm -rf "$stage"' EXIT
+    ;;
+esac
+serve_flags=(--model "$model_dir" --port "$port" --threads 2 --served-model-name default --log-level info
              --default-chat-template-kwargs '{"enable_thinking": true}' --shutdown-grace 20)
 
 install_here() {
@@ -42,7 +53,7 @@ verify)
   [ "$(stat -c %a "$work/$name.env")" = 600 ] || fail "the env file (it may hold --api-key) is not mode 0600"
   for key in Type=notify Restart=on-failure RestartSec=10 TimeoutStopSec=50 LimitNOFILE=1024 DynamicUser=yes \
              NoNewPrivileges=yes ProtectSystem=strict PrivateTmp=yes ProtectHome=yes \
-             "ReadOnlyPaths=$(cd "$here/../../models/demo" && pwd)" "EnvironmentFile=$work/$name.env" \
+             "ReadOnlyPaths=$model_dir" "EnvironmentFile=$work/$name.env" \
              "ExecStart=$(readlink -f "$tern") serve \$TERN_SERVE_ARGS"; do
     grep -qxF -- "$key" "$unit" || fail "the unit has no line $key"
   done
@@ -80,7 +91,7 @@ systemd)
     exit $SKIP
   fi
   unit=tern-$name.service
-  cleanup() { systemctl stop "$unit" 2>/dev/null; "$tern" service uninstall "$name" --unit-dir /run/systemd/system --env-file "$work/$name.env" >/dev/null 2>&1; }
+  cleanup() { systemctl stop "$unit" 2>/dev/null; "$tern" service uninstall "$name" --unit-dir /run/systemd/system --env-file "$work/$name.env" >/dev/null 2>&1; rm -rf "${stage:-/nonexistent}"; }
   trap cleanup EXIT
   "$tern" service install --name "$name" --unit-dir /run/systemd/system --env-file "$work/$name.env" -- "${serve_flags[@]}" \
     || fail "install"
