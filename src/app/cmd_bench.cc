@@ -14,6 +14,7 @@
 #include "dist/runtime.h"
 #include "base/mapped_file.h"
 #include "engine/run_to_completion.h"
+#include "kernels/cpu_features.h"
 #include "kernels/simd_target.h"
 
 namespace tern::app {
@@ -140,7 +141,7 @@ Command RegisterBench(CLI::App& app) {
     const double read_gbps = bytes_per_tok * decode_tps / 1e9;
     fmt::print("model            {} ({}, {} layers, hidden {}, {})\n", o->model, cfg.model_type, cfg.num_hidden_layers,
                cfg.hidden_size, cfg.torch_dtype.empty() ? "?" : cfg.torch_dtype);
-    fmt::print("threads          {}   simd {}\n", model.pool().size(), kernels::SimdTargetName());
+    fmt::print("threads          {}   cpu path {}\n", model.pool().size(), kernels::CpuPathDescription());
     fmt::print("memory           {:.1f} MB of weights held, {:.1f} MB resident after the runs\n",
                double(model.WeightBytes()) / 1e6, double(ResidentBytes()) / 1e6);
     if (par->tp > 1 || par->ep > 1)  // (the other ranks print their own memory when they stop)
@@ -164,7 +165,7 @@ Command RegisterBench(CLI::App& app) {
     if (!o->json_out.empty()) {
       nlohmann::json j = {{"model", o->model}, {"threads", model.pool().size()},
                           {"recurrent_state_bytes", spec.recurrent_state_bytes}, {"kv_bytes_per_token", kv_per_token},
-                          {"simd", kernels::SimdTargetName()}, {"prompt_tokens", o->prompt_tokens},
+                          {"simd", kernels::SimdTargetName()}, {"cpu_path", kernels::CpuPathName()}, {"prompt_tokens", o->prompt_tokens},
                           {"gen_tokens", o->gen_tokens}, {"prefill_tokens_per_s", prefill_tps},
                           {"decode_tokens_per_s", decode_tps}, {"weight_bytes_per_token", bytes_per_tok},
                           {"bandwidth_gbps", bw_gbps}, {"decode_read_gbps", read_gbps},

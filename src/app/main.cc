@@ -11,6 +11,7 @@
 #include "app/parallel.h"
 #include "dist/runtime.h"
 #include "check/cli.h"
+#include "kernels/cpu_features.h"
 
 namespace tern::app {
 int Fail(const std::string& message) {
@@ -41,6 +42,8 @@ int main(int argc, char** argv) {
   add("bench", "measure prefill and decode speed against the memory bandwidth", RegisterBench);
   add("quantize", "write an NVFP4 or FP8 checkpoint (ModelOpt layout) from a BF16 one", RegisterQuantize);
   add("service", "run tern serve as a systemd service: install, status, uninstall", RegisterService);
+  add("plan", "per-rank weight, KV cache and request capacity of a sharded deployment, from the configs alone",
+      RegisterPlan);
   try {
     std::vector<char*> args(argv, argv + argc);
     DropServiceInstallSeparator(args);
@@ -53,6 +56,8 @@ int main(int argc, char** argv) {
   // exit status 1, never an uncaught-exception abort.
   // Under mpirun every rank runs the same command line (app/parallel.h).
   if (tern::Status st = tern::dist::Init(&argc, &argv); !st.ok()) return Fail(st.message());
+  // TERN_CPU_PATH=avx2 (etc.) runs lower kernels than the CPU allows, for A/B runs (kernels/cpu_features.h).
+  if (tern::Status st = tern::kernels::SetCpuPathFromEnvironment(); !st.ok()) return Fail(st.message());
   int code = 2;
   for (auto& [sub, run] : commands) {
     if (!sub->parsed()) continue;

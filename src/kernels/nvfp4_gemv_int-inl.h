@@ -54,7 +54,9 @@
 #include "base/thread_pool.h"
 #include "hwy/cache_control.h"
 #include "hwy/highway.h"
+#include "kernels/cpu_features.h"
 #include "kernels/matmul_internal.h"
+#include "kernels/nvfp4_gemv_vnni.h"
 #include "kernels/ops.h"
 #include "kernels/scratch.h"
 
@@ -64,7 +66,8 @@ namespace HWY_NAMESPACE {
 namespace nvfp4_int {
 
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
-// (AVX-512 targets run the same 256-bit code: it is what is tested here.)
+// (AVX-512 targets run the same 256-bit code, unless the CPU has AVX-512 VNNI:
+// then MatMul hands over to nvfp4_gemv_vnni.cc.)
 inline constexpr bool kAvailable = true;
 
 inline constexpr size_t kStep = 128;  // elements of K per step
@@ -261,6 +264,13 @@ inline bool Supports(const MatrixView& w) {
 // all targets.
 inline void MatMul(const float* x, size_t M, size_t ldx, std::span<const MatMulTarget> targets, ThreadPool& pool) {
   HWY_DASSERT(M >= 1 && M <= kMaxRows);
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+  // AVX-512 VNNI: the same contract on 512-bit vpdpbusd (nvfp4_gemv_vnni.cc).
+  static_assert(vnni::kMaxRows >= kMaxRows);
+  if (UseAvx512Vnni() &&
+      std::all_of(targets.begin(), targets.end(), [](const MatMulTarget& t) { return vnni::Supports(t.w); }))
+    return vnni::Nvfp4MatMul(x, M, ldx, targets, pool);
+#endif
   const size_t K = size_t(targets[0].w.cols);
   const size_t num_steps = (K + kStep - 1) / kStep;
   auto* steps = reinterpret_cast<PreparedStep*>(

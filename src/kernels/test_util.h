@@ -7,22 +7,35 @@
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "base/dtype.h"
+#include "kernels/cpu_features.h"
 #include "kernels/ops.h"
 #include "kernels/simd_target.h"
 
 namespace tern::kernels::testing {
 
-// Runs body() once per SIMD target, with the target's name in failure traces.
+// Runs body() once per SIMD target, with the target's name in failure traces;
+// on AVX3, once more per extension path the CPU has (cpu_features.h: the
+// AVX-512 VNNI kernels, then without them).
 template <class F>
 void ForEachSimdTarget(F&& body) {
   for (int64_t target : SimdTargetsForTest()) {
     SetSimdTargetForTest(target);
     SCOPED_TRACE(std::string("SIMD target ") + SimdTargetNameOf(target));
     EXPECT_STREQ(SimdTargetName(), SimdTargetNameOf(target));
-    body();
+    std::vector<std::string> paths = {"auto"};
+    if (std::string(SimdTargetNameOf(target)) == "AVX3" && DetectedCpuExtensions().avx512_vnni)
+      paths = {"avx512-vnni", "avx512"};
+    for (const std::string& path : paths) {
+      SCOPED_TRACE("cpu path " + path);
+      EXPECT_TRUE(SetCpuPath(path).ok());
+      EXPECT_STREQ(SimdTargetName(), SimdTargetNameOf(target));
+      body();
+    }
+    EXPECT_TRUE(SetCpuPath("auto").ok());
   }
   SetSimdTargetForTest(0);
 }

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "kernels/cpu_features.h"
 #include "api/parser_detect.h"
 #include "api/reasoning_parser.h"
 #include "api/tool_parser.h"
@@ -192,10 +193,11 @@ Status StartEngine(ServerContext& ctx) {
   if (!engine.ok()) return engine.status();
   ctx.engine = std::move(*engine);
   Log(LogLevel::kInfo,
-      "{} loaded in {:.1f} s; KV cache {} tokens ({}, {:.2f} GB), prefix cache {}, context {}, {} threads",
+      "{} loaded in {:.1f} s; KV cache {} tokens ({}, {:.2f} GB), prefix cache {}, context {}, {} threads, cpu path {}",
       ctx.model_name, ctx.load_seconds, ctx.engine->max_total_tokens(), DTypeName(*kv_dtype),
-             double(ctx.engine->max_total_tokens() * KvCache::BytesPerToken(ctx.model->cache_spec(), *kv_dtype)) / 1e9,
-             ctx.engine->prefix_cache_enabled() ? "on" : "off", context, ctx.model->pool().size());
+      double(ctx.engine->max_total_tokens() * KvCache::BytesPerToken(ctx.model->cache_spec(), *kv_dtype)) / 1e9,
+      ctx.engine->prefix_cache_enabled() ? "on" : "off", context, ctx.model->pool().size(),
+      kernels::CpuPathDescription());
 
   return Status::Ok();
 }

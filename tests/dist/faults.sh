@@ -20,7 +20,7 @@ echo "== 1. rank 1 killed mid-generation"
 "$here/mpirun.sh" shm 2 "$tern" generate --model "$work/model" --tp 2 --prompt-ids 5,6,7 --max-tokens 30000 \
   --ignore-eos --temperature 0 >"$work/kill.out" 2>"$work/kill.err" &
 mp=$!
-for ((i = 0; i < 300; i++)); do r1=$(rank_pid "$tern generate" 1); [ -n "$r1" ] && break; sleep 0.1; done
+for ((i = 0; i < 300; i++)); do r1=$(rank_pid "$tern generate --model $work/model" 1); [ -n "$r1" ] && break; sleep 0.1; done
 [ -n "${r1:-}" ] || fail "rank 1 never started"
 sleep 2
 kill -0 $mp 2>/dev/null || fail "the generation ended before rank 1 was killed (make it longer)"
@@ -28,10 +28,10 @@ kill -9 "$r1"
 t0=$(date +%s.%N)
 wait_for $mp 30
 t1=$(date +%s.%N)
-[ "$code" != 124 ] || { kill -9 $(tern_pids "$tern generate"); fail "the job still runs 30 s after rank 1 was killed"; }
+[ "$code" != 124 ] || { kill -9 $(tern_pids "$tern generate --model $work/model"); fail "the job still runs 30 s after rank 1 was killed"; }
 [ "$code" != 0 ] || fail "mpirun exited 0 after rank 1 was killed"
 grep -q "rank 1" "$work/kill.err" "$work/kill.out" || fail "no message names rank 1"
-[ -z "$(tern_pids "$tern generate")" ] || fail "tern processes remain"
+[ -z "$(tern_pids "$tern generate --model $work/model")" ] || fail "tern processes remain"
 [ ! -s "$work/kill.out" ] || fail "a partial generation was printed as output: $(head -c 200 "$work/kill.out")"
 echo "ok: exit $code after $(python3 -c "print(f'{$t1 - $t0:.1f}')") s: $(grep -m1 "rank 1" "$work/kill.err")"
 
@@ -45,7 +45,7 @@ curl -s -m 60 "http://127.0.0.1:$port/generate" -H 'Content-Type: application/js
   -d '{"input_ids":[5,6,7],"sampling_params":{"max_new_tokens":100,"temperature":0,"ignore_eos":true}}' >"$work/req.json" &
 cp=$!
 sleep 0.5
-kill -TERM "$(rank_pid "$tern serve" 0)"
+kill -TERM "$(rank_pid "$tern serve --model $work/model" 0)"
 wait_for $mp 180  # (a loaded CI machine: the drain waits for the request in flight)
 [ "$code" = 0 ] || fail "mpirun exited $code after SIGTERM to rank 0 (want 0: drained)"
 wait $cp || fail "the request in flight failed (curl exit $?)"
@@ -56,7 +56,7 @@ n = r["meta_info"]["completion_tokens"]
 assert n == 100, f"{n} tokens"
 print(f"ok: drained; the request in flight got all {n} tokens")
 PY
-[ -z "$(tern_pids "$tern serve")" ] || fail "tern processes remain"
+[ -z "$(tern_pids "$tern serve --model $work/model")" ] || fail "tern processes remain"
 
 echo "== 2b. SIGTERM to mpirun while serving"
 # Open MPI's mpirun forwards SIGTERM and sends SIGKILL one second later
@@ -71,7 +71,7 @@ wait_for $mp 30
 [ "$code" != 124 ] || fail "the job still runs 30 s after SIGTERM to mpirun"
 [ "$code" != 0 ] || fail "mpirun exited 0 (Open MPI reports a signalled job as failed: has it changed?)"
 sleep 1
-[ -z "$(tern_pids "$tern serve")" ] || fail "tern processes remain"
+[ -z "$(tern_pids "$tern serve --model $work/model")" ] || fail "tern processes remain"
 echo "ok: every rank ended; mpirun exited $code"
 
 echo "== 3. the model folder missing on rank 1"

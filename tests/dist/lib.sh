@@ -3,7 +3,9 @@
 # The pid of the tern process whose command line matches $1 (pgrep -f; its
 # first word is the tern binary, so mpirun itself never matches) and that is
 # rank $2 of an mpirun job (OMPI_COMM_WORLD_RANK or PMI_RANK in its
-# environment); rank 0 also matches a process started without mpirun.
+# environment). Tests run side by side (ctest -j): $1 must name something only
+# this test's job has (its model folder, its port), or the signal may go to
+# another test's server.
 rank_pid() {
   local p env exe
   exe=$(readlink -f "${1%% *}")
@@ -11,7 +13,6 @@ rank_pid() {
     [ "$(readlink -f "/proc/$p/exe" 2>/dev/null)" = "$exe" ] || continue
     env=$(tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null) || continue
     if grep -qxE "(OMPI_COMM_WORLD_RANK|PMI_RANK)=$2" <<<"$env"; then echo "$p"; return; fi
-    if [ "$2" = 0 ] && ! grep -qE "^(OMPI_COMM_WORLD_RANK|PMI_RANK)=" <<<"$env"; then echo "$p"; return; fi
   done
 }
 
@@ -26,7 +27,8 @@ wait_for() {
   code=124
 }
 
-# The pids of tern processes (the binary of $1's first word) whose command line matches $1.
+# The pids of tern processes (the binary of $1's first word) whose command line
+# matches $1 (as with rank_pid, name what only this test's processes have).
 tern_pids() {
   local p exe
   exe=$(readlink -f "${1%% *}")

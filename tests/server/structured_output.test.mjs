@@ -48,7 +48,8 @@ async function serve(args) {
     if (proc.exitCode !== null) throw new Error('tern serve exited:\n' + stderr);
     await new Promise((r) => setTimeout(r, 50));
   }
-  return { base, async stop() { proc.kill('SIGTERM'); await exited; return stderr; } };
+  // stop() may be called twice (a failure's report, then finally): the second finds it ended.
+  return { base, async stop() { if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGTERM'); await exited; return stderr; } };
 }
 
 const post = async (base, p, body) => {
@@ -200,6 +201,10 @@ test('random weights, real Qwen3 tokenizer: every constrained output validates',
     await bad({ text: 'x', sampling_params: { ebnf: 'root ::= root "a"' } }, '/generate', 'left-recursive');
     let deep = {}; for (let i = 0; i < 200; ++i) deep = { type: 'array', items: deep };
     await bad({ text: 'x', sampling_params: { json_schema: JSON.stringify(deep) } }, '/generate', 'nested deeper');
+  } catch (e) {
+    // The server's side of a failure (a crash, a signal from elsewhere) is in its log.
+    e.message += '\n--- tern serve stderr (tail):\n' + (await srv.stop()).slice(-4000);
+    throw e;
   } finally {
     await srv.stop();
   }
@@ -232,6 +237,9 @@ test('the demo model answers with JSON valid under the schema', { timeout: 600_0
         console.log(`demo (thinking ${thinking}): ${c.prompt} -> ${choice.message.content}`);
       }
     }
+  } catch (e) {
+    e.message += '\n--- tern serve stderr (tail):\n' + (await srv.stop()).slice(-4000);
+    throw e;
   } finally {
     await srv.stop();
   }

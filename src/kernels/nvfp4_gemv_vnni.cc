@@ -1,0 +1,228 @@
+// NVFP4 decode with AVX-512 VNNI (vpdpbusd on 512-bit vectors): y[M, N] =
+// x[M, K] · W[N, K]^T for M = 1 .. kVnniMaxRows, the contract and numerics of
+// nvfp4_gemv_int-inl.h (x as 24-bit fixed point per block of 16, W's E2M1
+// codes exact as integers), at half the instructions per weight.
+//
+// The functions below are compiled for AVX-512 F/BW/DQ/VL + VNNI by a target
+// pragma (as Highway does), not by -m flags on the file: with those, inline
+// functions of the headers (std::, fmt, base/) instantiated here would be
+// AVX-512 code that the linker may pick for every caller, on any CPU. They
+// are entered only when the CPU has VNNI (cpu_features.h).
+//
+// Numerics. As in nvfp4_gemv_int-inl.h, u = 2v + 12 in [0, 24] is W's code
+// as an unsigned byte. x is rounded per block to x24 = round(x / step) with
+// step = max|x| / kXMax, kXMax = 127 * (65536 + 256 + 1) = 8355711 (just
+// under 2^23: each element still within 2^-24 * 1.004 of its block's max),
+// so that x24 = 65536 * hi + 256 * mid + lo with hi, mid and lo all signed
+// bytes (balanced base-256 digits), vpdpbusd's signed operand. A 32-bit lane
+// covers 8 elements: |sum u * digit| <= 8 * 24 * 128 = 24576, so
+// 65536 * that < 2^31, and sum u * x24 - 12 * sum x24 = sum 2v * x24 with
+// |.| <= 8 * 12 * kXMax < 2^30 per lane, 2^31 per block of two lanes: all
+// exact in i32. The block's sum is then converted to f32 (rounded to 2^-24)
+// and scaled by W's block scale times x's step / 2, as on AVX2.
+//
+// Layout. A step is 128 elements of K: 64 bytes of W, byte b holding element
+// 2b (low nibble) and 2b + 1 (high nibble), so the "even" vector (masked low
+// nibbles) has element 2b in byte b and the "odd" one element 2b + 1; lane l
+// (bytes 4l .. 4l + 3) of both covers elements 8l .. 8l + 7, block l / 2.
+// The prepared x stores its digits in that order.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "kernels/matmul_internal.h"
+#include "kernels/nvfp4_gemv_vnni.h"
+#include "kernels/scratch.h"
+
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")
+// GCC 12's AVX-512 intrinsics start from _mm512_undefined_*(), which it then
+// reports as maybe uninitialized (Highway silences the same).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+namespace tern::kernels::vnni {
+namespace {
+
+constexpr size_t kStep = 128;
+constexpr double kXMax = 8355711.0;  // 127 * 65793: the largest 3-digit balanced base-256 value
+
+// x for one step: the lo, mid and hi digits of x24 of the even elements, then
+// of the odd ones; minus 12 * the sum of x24 over each lane's 8 elements; and
+// block j's step / 2 in lane 2j (odd lanes 0, so the duplicated block sums
+// there add nothing).
+struct alignas(64) PreparedStep {
+  int8_t x[6][64];  // [lo even, mid even, hi even, lo odd, mid odd, hi odd][byte]
+  int32_t nc[16];   // [lane]
+  float step[16];   // [lane]
+};
+static_assert(sizeof(PreparedStep) == 512);
+
+// Quantizes x[0, K) into steps (the last one zero-padded).
+void Prepare(const float* x, size_t K, PreparedStep* steps) {
+  const size_t num_steps = (K + kStep - 1) / kStep;
+  for (size_t s = 0; s < num_steps; ++s) {
+    PreparedStep& p = steps[s];
+    std::memset(&p, 0, sizeof(p));
+    for (size_t b = 0; b < 8; ++b) {
+      const size_t k0 = s * kStep + b * 16;
+      int32_t q[16] = {};
+      float amax = 0.0f;
+      bool finite = true;
+      for (size_t i = 0; i < 16 && k0 + i < K; ++i) {
+        const float a = std::fabs(x[k0 + i]);
+        finite = finite && a <= std::numeric_limits<float>::max();
+        amax = std::max(amax, a);
+      }
+      if (!finite) {
+        p.step[2 * b] = std::numeric_limits<float>::quiet_NaN();
+      } else if (amax != 0.0f) {
+        const double inv = kXMax / double(amax);
+        for (size_t i = 0; i < 16 && k0 + i < K; ++i) q[i] = int32_t(std::nearbyint(double(x[k0 + i]) * inv));
+        p.step[2 * b] = float(double(amax) / kXMax * 0.5);
+      }
+      for (size_t i = 0; i < 16; ++i) {
+        const size_t e = 16 * b + i, half = e % 2, byte = e / 2;
+        // Balanced digits: lo, mid, hi in [-128, 127] with q = 65536 hi + 256 mid + lo.
+        int32_t v = q[i];
+        for (size_t d = 0; d < 3; ++d) {
+          const int32_t digit = int32_t(int8_t(uint8_t(v & 0xff)));
+          p.x[3 * half + d][byte] = int8_t(digit);
+          v = (v - digit) / 256;
+        }
+      }
+      for (size_t l = 0; l < 2; ++l) {
+        int32_t sum = 0;
+        for (size_t i = 0; i < 8; ++i) sum += q[8 * l + i];
+        p.nc[2 * b + l] = -12 * sum;
+      }
+    }
+  }
+}
+
+// u = 2 * value + 12 of each E2M1 code (sign bit 3): bytes for vpshufb.
+constexpr int8_t kU[16] = {12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0};
+
+struct Consts {
+  __m512i table, mask, e4m3_bits;
+  __m512 e4m3_unit;
+  Consts() {
+    table = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kU)));
+    mask = _mm512_set1_epi8(0x0f);
+    e4m3_bits = _mm512_set1_epi32(int32_t(0x87F00000u));
+    e4m3_unit = _mm512_set1_ps(0x1p120f);
+  }
+};
+
+// The W side of one step: codes as u bytes (even and odd elements) and the 8
+// E4M3 block scales as f32, block j in lanes 2j and 2j + 1.
+struct WStep {
+  __m512i ue, uo;
+  __m512 scale;
+};
+
+inline WStep LoadStep(const Consts& c, const uint8_t* row, const uint8_t* scales) {
+  WStep s;
+  const __m512i w = _mm512_loadu_si512(row);
+  s.ue = _mm512_shuffle_epi8(c.table, _mm512_and_si512(w, c.mask));
+  s.uo = _mm512_shuffle_epi8(c.table, _mm512_and_si512(_mm512_srli_epi16(w, 4), c.mask));
+  // E4M3 as wload::E4M3Load decodes it: sign-extend, << 20, mask, * 2^120.
+  const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(scales));
+  const __m512i v = _mm512_cvtepi8_epi32(_mm_unpacklo_epi8(b, b));
+  s.scale = _mm512_mul_ps(_mm512_castsi512_ps(_mm512_and_si512(_mm512_slli_epi32(v, 20), c.e4m3_bits)), c.e4m3_unit);
+  return s;
+}
+
+// acc + one step of one row of x against W.
+inline __m512 StepDot(const WStep& w, const PreparedStep& p, __m512 acc) {
+  const auto ld = [&](int i) { return _mm512_load_si512(p.x[i]); };
+  const __m512i lo = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_load_si512(p.nc), w.ue, ld(0)), w.uo, ld(3));
+  const __m512i mid = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), w.ue, ld(1)), w.uo, ld(4));
+  const __m512i hi = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), w.ue, ld(2)), w.uo, ld(5));
+  const __m512i d = _mm512_add_epi32(_mm512_add_epi32(_mm512_slli_epi32(hi, 16), _mm512_slli_epi32(mid, 8)), lo);
+  // Lane 2j + (lane 2j + 1): block j's sum in lane 2j (and 2j + 1, scaled by 0).
+  const __m512i blocks = _mm512_add_epi32(d, _mm512_shuffle_epi32(d, _MM_PERM_CDAB));
+  return _mm512_fmadd_ps(_mm512_cvtepi32_ps(blocks), _mm512_mul_ps(w.scale, _mm512_load_ps(p.step)), acc);
+}
+
+// y[r][n] for rows [n0, n1) of w and the R rows of x (steps[r * stride + s]).
+template <size_t R>
+void Rows(const Consts& c, const PreparedStep* steps, size_t stride, const MatrixView& w, size_t n0, size_t n1,
+          float* y, size_t ldy) {
+  const size_t K = size_t(w.cols);
+  const size_t full = K / kStep, tail = K - full * kStep;  // tail: a multiple of 16
+  const auto* base = static_cast<const uint8_t*>(w.data);
+  const auto* sbase = static_cast<const uint8_t*>(w.scales);
+  const size_t row_bytes = size_t(w.row_stride) / 2, srow_bytes = size_t(w.scale_stride);
+  for (size_t n = n0; n < n1; ++n) {
+    const uint8_t* r = base + n * row_bytes;
+    const uint8_t* sr = sbase + n * srow_bytes;
+    __m512 acc[R], acc1 = _mm512_setzero_ps();
+    for (size_t i = 0; i < R; ++i) acc[i] = _mm512_setzero_ps();
+    size_t s = 0;
+    if constexpr (R == 1) {  // two independent FMA chains
+      for (; s + 2 <= full; s += 2) {
+        acc[0] = StepDot(LoadStep(c, r + s * (kStep / 2), sr + s * 8), steps[s], acc[0]);
+        acc1 = StepDot(LoadStep(c, r + (s + 1) * (kStep / 2), sr + (s + 1) * 8), steps[s + 1], acc1);
+      }
+    }
+    for (; s < full; ++s) {
+      const WStep ws = LoadStep(c, r + s * (kStep / 2), sr + s * 8);
+      for (size_t i = 0; i < R; ++i) acc[i] = StepDot(ws, steps[i * stride + s], acc[i]);
+    }
+    if (tail != 0) {
+      // The last partial step from zero-padded copies (x is zero there, and a
+      // zero scale byte is 0).
+      alignas(64) uint8_t wt[kStep / 2] = {};
+      alignas(8) uint8_t st[8] = {};
+      std::memcpy(wt, r + full * (kStep / 2), tail / 2);
+      std::memcpy(st, sr + full * 8, tail / 16);
+      const WStep ws = LoadStep(c, wt, st);
+      for (size_t i = 0; i < R; ++i) acc[i] = StepDot(ws, steps[i * stride + full], acc[i]);
+    }
+    acc[0] = _mm512_add_ps(acc[0], acc1);
+    for (size_t i = 0; i < R; ++i) y[i * ldy + n] = _mm512_reduce_add_ps(acc[i]) * w.global_scale;
+  }
+}
+
+}  // namespace
+
+bool Supports(const MatrixView& w) {
+  return w.format == WeightFormat::kNvfp4 && w.cols % kNvfp4Block == 0 && w.row_stride % 2 == 0;
+}
+
+void Nvfp4MatMul(const float* x, size_t M, size_t ldx, std::span<const MatMulTarget> targets, ThreadPool& pool) {
+  const size_t K = size_t(targets[0].w.cols);
+  const size_t num_steps = (K + kStep - 1) / kStep;
+  // ThreadScratch is 64-byte aligned (scratch.h).
+  auto* steps = reinterpret_cast<PreparedStep*>(
+      ThreadScratch(ScratchSlot::kMatMulX, M * num_steps * sizeof(PreparedStep) / sizeof(float)));
+  for (size_t m = 0; m < M; ++m) Prepare(x + m * ldx, K, steps + m * num_steps);
+  // Chunks: ~8 per thread over all targets' rows, as nvfp4_gemv_int-inl.h.
+  size_t total = 0;
+  for (const MatMulTarget& t : targets) total += size_t(t.w.rows);
+  const size_t nc = std::max<size_t>(16, (total + 8 * pool.size() - 1) / (8 * pool.size()));
+  size_t first[kMaxGemvTargets + 1] = {};  // (an array: no allocation in the decode step)
+  for (size_t i = 0; i < targets.size(); ++i) first[i + 1] = first[i] + (size_t(targets[i].w.rows) + nc - 1) / nc;
+  static const Consts consts;
+  pool.Run(first[targets.size()], [&](size_t chunk, size_t) {
+    size_t i = 0;
+    while (chunk >= first[i + 1]) ++i;
+    const MatMulTarget& t = targets[i];
+    const size_t n0 = (chunk - first[i]) * nc, n1 = std::min(size_t(t.w.rows), n0 + nc);
+    const size_t ldy = size_t(t.ldy);
+    switch (M) {
+      case 1: return Rows<1>(consts, steps, num_steps, t.w, n0, n1, t.y, ldy);
+      case 2: return Rows<2>(consts, steps, num_steps, t.w, n0, n1, t.y, ldy);
+      default: return Rows<3>(consts, steps, num_steps, t.w, n0, n1, t.y, ldy);
+    }
+  });
+}
+
+}  // namespace tern::kernels::vnni
+
+#pragma GCC diagnostic pop
+#pragma GCC pop_options

@@ -1,0 +1,27 @@
+// NVFP4 decode with AVX-512 VNNI (nvfp4_gemv_vnni.cc): the integer dot
+// products of nvfp4_gemv_int-inl.h on 512-bit vpdpbusd. Called only when
+// UseAvx512Vnni() (cpu_features.h) says the CPU has it and it is allowed.
+#pragma once
+
+#include <cstddef>
+#include <span>
+
+#include "base/thread_pool.h"
+#include "kernels/ops.h"
+
+namespace tern::kernels::vnni {
+
+// Rows of x per call (each W step is decoded once for all of them).
+inline constexpr size_t kMaxRows = 3;
+
+// Whether Nvfp4MatMul takes w: NVFP4, whole scale blocks, rows starting on a byte.
+bool Supports(const MatrixView& w);
+
+// y_i[m][0, N_i) = x[m] · W_i^T for the 1 to kMaxRows rows of x [M, ldx] and
+// every target (1 to kMaxGemvTargets, all NVFP4 with the same K, each
+// Supports()): x is rounded per block of 16 to 24-bit fixed point (within
+// 2^-24 * 1.004 of the block's largest magnitude), W exact, block sums in
+// i32, f32 across blocks. A non-finite x makes its row's outputs NaN.
+void Nvfp4MatMul(const float* x, size_t M, size_t ldx, std::span<const MatMulTarget> targets, ThreadPool& pool);
+
+}  // namespace tern::kernels::vnni
