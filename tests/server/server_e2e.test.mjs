@@ -7,6 +7,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import net from 'node:net';
@@ -63,15 +64,38 @@ before(async () => {
   assert.ok(TERN && MODEL, 'set TERN and MODEL_DIR');
   port = await freePort();
   base = `http://127.0.0.1:${port}`;
-  server = spawn(TERN, ['serve', '--model', MODEL, '--port', String(port), '--api-key', KEY, '--enable-metrics',
+  // TERN_LAUNCHER (e.g. "tests/dist/mpirun.sh shm 2") and TERN_SERVE_ARGS (e.g. "--tp 2"): this server is
+  // split over the ranks of an mpirun job (tests/dist), one thread a rank. The servers the shutdown and
+  // warm-up tests start and end stay single processes (a --tp job's shutdown: tests/dist/faults.sh).
+  const launcher = (process.env.TERN_LAUNCHER || '').split(' ').filter(Boolean);
+  const extra = (process.env.TERN_SERVE_ARGS || '').split(' ').filter(Boolean);
+  const args = ['serve', '--model', MODEL, '--port', String(port), '--api-key', KEY, '--enable-metrics',
     '--served-model-name', 'tiny', '--max-running-requests', '16', '--max-total-tokens', '8192',
-    '--reasoning-parser', 'qwen3', '--tool-call-parser', 'qwen25', '--threads', '2', '--shutdown-grace', '20',
-    '--enable-cache-report', '--http-read-timeout', '3', '--max-connections', '200'],
-    { stdio: ['ignore', 'ignore', 'pipe'] });
+    '--reasoning-parser', 'qwen3', '--tool-call-parser', 'qwen25', '--threads', launcher.length ? '1' : '2',
+    '--shutdown-grace', '20', '--enable-cache-report', '--http-read-timeout', '3', '--max-connections', '200', ...extra];
+  server = launcher.length ? spawn(launcher[0], [...launcher.slice(1), TERN, ...args], { stdio: ['ignore', 'ignore', 'pipe'] })
+    : spawn(TERN, args, { stdio: ['ignore', 'ignore', 'pipe'] });
   server.stderr.on('data', (d) => { stderr += d; });
   await waitHealthy(120000);
   client = new OpenAI({ baseURL: base + '/v1', apiKey: KEY, maxRetries: 0 });
 });
+
+// The pid of rank 0 of the mpirun job `launcherPid`: a descendant whose environment has
+// OMPI_COMM_WORLD_RANK=0 (Open MPI) or PMI_RANK=0 (MPICH).
+function rankZeroPid(launcherPid) {
+  const parentOf = (pid) => {
+    try { return Number(fs.readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ')[1]); } catch { return 0; }
+  };
+  for (const name of fs.readdirSync('/proc')) {
+    const pid = Number(name);
+    if (!pid) continue;
+    let env;
+    try { env = fs.readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0'); } catch { continue; }
+    if (!env.includes('OMPI_COMM_WORLD_RANK=0') && !env.includes('PMI_RANK=0')) continue;
+    for (let p = parentOf(pid); p > 1; p = parentOf(p)) if (p === launcherPid) return pid;
+  }
+  throw new Error(`no rank 0 under mpirun pid ${launcherPid}`);
+}
 
 // Another tern serve on the same model, for tests that end it.
 async function startServer(extra) {
@@ -87,8 +111,9 @@ async function startServer(extra) {
   return { proc, port: p, stderr: () => err };
 }
 
+// (mpirun cannot pass on SIGKILL: it gets SIGTERM and ends its ranks itself.)
 after(async () => {
-  if (server && server.exitCode === null) server.kill('SIGKILL');
+  if (server && server.exitCode === null) server.kill(process.env.TERN_LAUNCHER ? 'SIGTERM' : 'SIGKILL');
 });
 
 test('models list, model info, server info', async () => {
@@ -682,7 +707,9 @@ test('SIGTERM drains: a running request finishes, then the server exits 0', asyn
   const running = raw('POST', '/v1/completions', { body: { prompt: 'Drain me', max_tokens: 24, temperature: 0 } });
   await new Promise((r) => setTimeout(r, 100));
   const exited = new Promise((resolve) => server.on('exit', (code) => resolve(code)));
-  server.kill('SIGTERM');
+  // Under mpirun the drain is SIGTERM to rank 0 (the server); mpirun itself cuts the job (tests/dist/faults.sh).
+  if (process.env.TERN_LAUNCHER) process.kill(rankZeroPid(server.pid), 'SIGTERM');
+  else server.kill('SIGTERM');
   const r = await running;
   assert.equal(r.status, 200, r.text);
   assert.equal(r.json.usage.completion_tokens, 24);
