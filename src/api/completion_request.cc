@@ -88,6 +88,8 @@ ApiResult<CompletionRequest> ParseCompletionRequest(const Json& body) {
   }
   req.logprobs = r.Int("logprobs");
   if (auto v = r.Bool("echo")) req.echo = *v;
+  req.prompt_logprobs = r.Int("prompt_logprobs");
+  if (auto v = r.Bool("return_tokens_as_token_ids")) req.return_tokens_as_token_ids = *v;
   if (auto v = r.Bool("stream")) req.stream = *v;
   internal::ReadStreamOptions(r, &req.include_usage, &req.continuous_usage_stats);
   req.rid = internal::ReadRid(r);
@@ -105,6 +107,12 @@ ApiResult<CompletionRequest> ParseCompletionRequest(const Json& body) {
   if (auto e = internal::CheckN(req.sampling)) return *e;
   if (req.logprobs)
     if (auto e = internal::CheckTopLogprobs("logprobs", *req.logprobs, kMaxTopLogprobs)) return *e;
+  if (req.prompt_logprobs) {
+    if (*req.prompt_logprobs == -1)  // vLLM: the whole vocabulary
+      return ApiError::BadRequest(fmt::format(
+          "`prompt_logprobs` -1 (the whole vocabulary) is not supported; at most {}.", kMaxTopLogprobs));
+    if (auto e = internal::CheckTopLogprobs("prompt_logprobs", *req.prompt_logprobs, kMaxTopLogprobs)) return *e;
+  }
   if (auto e = internal::ReadConstraint(body, &req.sampling)) return *e;
   return req;
 }

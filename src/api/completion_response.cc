@@ -13,14 +13,33 @@ Json MatchedStop(const FinishReason& f) {
 }
 
 Json CompletionChoiceJson(int index, std::string_view text, const FinishReason* finish,
-                          const std::vector<TokenLogprob>* logprobs) {
+                          const std::vector<TokenLogprob>* logprobs,
+                          const std::vector<TokenLogprob>* prompt_logprobs = nullptr) {
   Json c = Json::object();
   c["index"] = index;
   c["text"] = text;
   c["logprobs"] = logprobs ? CompletionLogprobsJson(*logprobs) : Json(nullptr);
   c["finish_reason"] = finish ? Json(FinishReasonType(*finish)) : Json(nullptr);
   c["matched_stop"] = finish ? MatchedStop(*finish) : Json(nullptr);
+  if (prompt_logprobs) c["prompt_logprobs"] = PromptLogprobsJson(*prompt_logprobs);
   return c;
+}
+
+// SGLang's [logprob|null, id, text|null] and, per position, null or a list of them.
+Json LogprobTriple(bool null_logprob, float logprob, int32_t id, const std::string& text, bool with_text) {
+  return Json::array({null_logprob ? Json(nullptr) : Json(logprob), id, with_text ? Json(text) : Json(nullptr)});
+}
+void AppendNativeLogprobs(const std::vector<TokenLogprob>& toks, bool with_text, Json& tokens, Json& tops) {
+  for (const auto& t : toks) {
+    tokens.push_back(LogprobTriple(t.null_logprob, t.logprob, t.id, t.token, with_text));
+    if (t.null_logprob) {
+      tops.push_back(nullptr);
+      continue;
+    }
+    Json top = Json::array();
+    for (const auto& c : t.top) top.push_back(LogprobTriple(false, c.logprob, c.id, c.token, with_text));
+    tops.push_back(std::move(top));
+  }
 }
 
 Json Header(const ResponseMeta& meta) {
@@ -40,7 +59,8 @@ Json CompletionJson(const ResponseMeta& meta, const std::vector<CompletionChoice
   Json arr = Json::array();
   for (size_t i = 0; i < choices.size(); ++i)
     arr.push_back(CompletionChoiceJson(static_cast<int>(i), choices[i].text, &choices[i].finish,
-                                       choices[i].logprobs ? &*choices[i].logprobs : nullptr));
+                                       choices[i].logprobs ? &*choices[i].logprobs : nullptr,
+                                       choices[i].prompt_logprobs ? &*choices[i].prompt_logprobs : nullptr));
   j["choices"] = std::move(arr);
   j["usage"] = UsageJson(usage);
   j["metadata"] = Json{{"weight_version", meta.weight_version}};
@@ -75,18 +95,13 @@ Json GenerateJson(const GenerateOutput& out) {
   meta["completion_tokens"] = out.completion_tokens;
   meta["cached_tokens"] = out.cached_tokens;
   if (out.logprobs) {
-    Json tokens = Json::array(), tops = Json::array();
-    for (const auto& t : *out.logprobs) {
-      tokens.push_back(Json::array({t.logprob, t.id, out.text_in_logprobs ? Json(t.token) : Json(nullptr)}));
-      Json top = Json::array();
-      for (const auto& c : t.top)
-        top.push_back(Json::array({c.logprob, c.id, out.text_in_logprobs ? Json(c.token) : Json(nullptr)}));
-      tops.push_back(std::move(top));
-    }
-    meta["input_token_logprobs"] = Json::array();
+    Json tokens = Json::array(), tops = Json::array(), in_tokens = Json::array(), in_tops = Json::array();
+    AppendNativeLogprobs(*out.logprobs, out.text_in_logprobs, tokens, tops);
+    if (out.input_logprobs) AppendNativeLogprobs(*out.input_logprobs, out.text_in_logprobs, in_tokens, in_tops);
+    meta["input_token_logprobs"] = std::move(in_tokens);
     meta["output_token_logprobs"] = std::move(tokens);
     if (out.top_logprobs_num > 0) {
-      meta["input_top_logprobs"] = Json::array();
+      meta["input_top_logprobs"] = std::move(in_tops);
       meta["output_top_logprobs"] = std::move(tops);
     }
   }

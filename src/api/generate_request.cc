@@ -127,6 +127,9 @@ ApiResult<GenerateRequest> ParseGenerateRequest(const Json& body) {
   if (req.top_logprobs_num > kMaxTopLogprobsNum)
     return ApiError::BadRequest(
         fmt::format("top_logprobs_num must be at most {}, got {}.", kMaxTopLogprobsNum, req.top_logprobs_num));
+  if (req.logprob_start_len < -1)
+    return ApiError::BadRequest(
+        fmt::format("logprob_start_len must be -1 or at least 0, got {}.", req.logprob_start_len));
   return req;
 }
 

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace tern::api::internal {
 
 std::optional<PyNumber> ReadNumber(FieldReader& r, std::string_view key, bool as_float) {
@@ -207,3 +209,17 @@ std::optional<ApiError> CheckTopLogprobs(std::string_view what, int64_t value, i
 }
 
 }  // namespace tern::api::internal
+
+namespace tern::api {
+
+std::optional<ApiError> CheckPromptLogprobBudget(int64_t positions, int64_t top, std::string_view what) {
+  if (positions <= 0) return std::nullopt;
+  const int64_t entries = positions * (1 + std::max<int64_t>(top, 0));
+  if (entries <= kMaxPromptLogprobEntries) return std::nullopt;
+  return ApiError::BadRequest(fmt::format(
+      "Prompt logprobs for {} tokens with {} alternatives each would be {} entries, more than the {} one request "
+      "may ask for; lower {}.",
+      positions, top, entries, kMaxPromptLogprobEntries, what));
+}
+
+}  // namespace tern::api

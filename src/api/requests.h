@@ -159,7 +159,12 @@ struct CompletionRequest {
   bool batch = false;
   SamplingRequest sampling;
   std::optional<int64_t> logprobs;  // number of top logprobs; nullopt: none
-  bool echo = false;
+  bool echo = false;  // with logprobs: the prompt's tokens are scored too (the first has none)
+  // vLLM: the prompt's logprobs with this many alternatives per position
+  // (choices[].prompt_logprobs); nullopt: none.
+  std::optional<int64_t> prompt_logprobs;
+  // vLLM: logprobs name tokens "token_id:<id>" instead of their text.
+  bool return_tokens_as_token_ids = false;
   bool stream = false;
   bool include_usage = false;
   bool continuous_usage_stats = false;
@@ -173,6 +178,8 @@ struct GenerateRequest {
   SamplingRequest sampling;  // from sampling_params
   bool stream = false;
   bool return_logprob = false;
+  // input_token_logprobs cover the prompt from this index (its first entry
+  // has no logprob, as SGLang's); -1: only the last prompt token.
   int64_t logprob_start_len = -1;
   int64_t top_logprobs_num = 0;
   bool return_text_in_logprobs = false;
@@ -184,6 +191,13 @@ struct GenerateRequest {
 inline constexpr int64_t kMaxN = 128;                // choices per request (SGLang/vLLM set none; 128 as vLLM's best_of docs)
 inline constexpr int64_t kMaxTopLogprobs = 20;       // OpenAI's top_logprobs / logprobs maximum (vLLM's max_logprobs)
 inline constexpr int64_t kMaxTopLogprobsNum = 1000;  // /generate top_logprobs_num (SGLang has no bound)
+// Prompt logprobs of one request: positions x (1 + alternatives) entries at
+// most (about 25 MB of JSON; SGLang and vLLM set no bound).
+inline constexpr int64_t kMaxPromptLogprobEntries = int64_t(1) << 20;
+
+// A 400 when scoring `positions` prompt tokens with `top` alternatives each
+// would pass kMaxPromptLogprobEntries (`what` names the fields to lower).
+std::optional<ApiError> CheckPromptLogprobBudget(int64_t positions, int64_t top, std::string_view what);
 
 // Server settings the checks need.
 struct ServerLimits {

@@ -1,5 +1,6 @@
 // Shared response pieces: JSON text, finish reasons, usage, logprobs, ids,
 // model cards and error bodies.
+#include <algorithm>
 #include <random>
 #include <set>
 
@@ -106,11 +107,14 @@ Json ChatLogprobsJson(const std::vector<TokenLogprob>& tokens) {
 
 Json CompletionLogprobsJson(const std::vector<TokenLogprob>& tokens) {
   Json offsets = Json::array(), values = Json::array(), texts = Json::array(), tops = Json::array();
+  const bool any_top = std::any_of(tokens.begin(), tokens.end(), [](const TokenLogprob& t) { return !t.top.empty(); });
   for (const auto& t : tokens) {
     offsets.push_back(-1);
-    values.push_back(t.logprob);
+    values.push_back(t.null_logprob ? Json(nullptr) : Json(t.logprob));
     texts.push_back(t.token);
-    if (!t.top.empty()) {
+    if (t.null_logprob) {
+      if (any_top) tops.push_back(nullptr);
+    } else if (!t.top.empty()) {
       Json top = Json::object();
       for (const auto& c : t.top)
         if (!top.contains(c.token)) top[c.token] = c.logprob;  // best-ranked text wins
@@ -121,6 +125,25 @@ Json CompletionLogprobsJson(const std::vector<TokenLogprob>& tokens) {
               {"token_logprobs", std::move(values)},
               {"tokens", std::move(texts)},
               {"top_logprobs", std::move(tops)}};
+}
+
+Json PromptLogprobsJson(const std::vector<TokenLogprob>& tokens) {
+  Json out = Json::array();
+  for (const auto& t : tokens) {
+    if (t.null_logprob) {
+      out.push_back(nullptr);
+      continue;
+    }
+    Json pos = Json::object();
+    pos[std::to_string(t.id)] = Json{{"logprob", t.logprob}, {"rank", t.rank}, {"decoded_token", t.token}};
+    for (size_t i = 0; i < t.top.size(); ++i) {
+      const std::string key = std::to_string(t.top[i].id);
+      if (pos.contains(key)) continue;
+      pos[key] = Json{{"logprob", t.top[i].logprob}, {"rank", int(i) + 1}, {"decoded_token", t.top[i].token}};
+    }
+    out.push_back(std::move(pos));
+  }
+  return out;
 }
 
 std::string NewRequestId(std::string_view prefix) {

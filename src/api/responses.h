@@ -98,12 +98,20 @@ struct TokenLogprob {
   std::string token;
   float logprob = 0;
   std::vector<TopLogprob> top;  // best first
+  // A prompt's first scored token has no logprob: null (SGLang's
+  // [null, id, text], OpenAI's echo, vLLM's prompt_logprobs[0]).
+  bool null_logprob = false;
+  int32_t rank = 0;  // prompt logprobs: 1-based rank of `id` in its row (vLLM)
 };
 // Chat: {"content":[{"token","bytes","logprob","top_logprobs":[{"token","bytes","logprob"}]}]}.
 Json ChatLogprobsJson(const std::vector<TokenLogprob>& tokens);
 // Completions: {"text_offset":[-1,...],"token_logprobs":[...],"tokens":[...],
-// "top_logprobs":[{token: logprob} per token, first occurrence of a text wins]}.
+// "top_logprobs":[{token: logprob} per token, first occurrence of a text wins]}
+// (a null_logprob token: null in token_logprobs and top_logprobs).
 Json CompletionLogprobsJson(const std::vector<TokenLogprob>& tokens);
+// vLLM's prompt_logprobs: [null, {"<id>": {"logprob","rank","decoded_token"}}, ...],
+// each position's own token first, then its top alternatives by rank.
+Json PromptLogprobsJson(const std::vector<TokenLogprob>& tokens);
 
 // What every response of one request shares.
 struct ResponseMeta {
@@ -160,7 +168,8 @@ class ChatStreamEncoder {
 struct CompletionChoice {
   std::string text;  // echo: the prompt text first
   FinishReason finish;
-  std::optional<std::vector<TokenLogprob>> logprobs;
+  std::optional<std::vector<TokenLogprob>> logprobs;  // echo: the prompt's tokens first
+  std::optional<std::vector<TokenLogprob>> prompt_logprobs;  // vLLM's field, only when asked
 };
 Json CompletionJson(const ResponseMeta& meta, const std::vector<CompletionChoice>& choices,
                     const Usage& usage);
@@ -198,6 +207,11 @@ struct GenerateOutput {
   // return_logprob: meta_info.output_token_logprobs [[logprob, id, text|null]]
   // and, with top_logprobs_num > 0, output_top_logprobs.
   std::optional<std::vector<TokenLogprob>> logprobs;
+  // return_logprob: input_token_logprobs, one entry per prompt token from
+  // logprob_start_len on, the first [null, id, text|null] (SGLang), and with
+  // top_logprobs_num > 0 input_top_logprobs ([null, [[logprob, id, text], ...], ...]).
+  // Unset: both are [] (a streamed chunk before the last).
+  std::optional<std::vector<TokenLogprob>> input_logprobs;
   bool text_in_logprobs = false;
   int64_t top_logprobs_num = 0;
   // Streams of n > 1 requests tag each chunk with its choice (SGLang's

@@ -6,35 +6,13 @@
 
 #include <fmt/format.h>
 
+#include "engine/logprobs.h"
 #include "grammar/matcher.h"
 
 namespace tern {
 namespace {
 using Clock = std::chrono::steady_clock;
 double Secs(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
-
-// log-softmax of one logits row: the chosen token's value and, if asked, the top k.
-TokenOutput MakeTokenOutput(int32_t id, std::span<const float> logits, int32_t top_k) {
-  TokenOutput t;
-  t.id = id;
-  if (top_k < 0) return t;
-  float mx = -INFINITY;
-  for (float v : logits) mx = std::max(mx, v);
-  double sum = 0;
-  for (float v : logits) sum += std::exp(double(v) - mx);
-  const float lse = float(mx + std::log(sum));
-  t.logprob = logits[size_t(id)] - lse;
-  if (top_k > 0) {
-    std::vector<int32_t> idx(logits.size());
-    for (size_t i = 0; i < idx.size(); ++i) idx[i] = int32_t(i);
-    const size_t k = std::min(size_t(top_k), idx.size());
-    std::partial_sort(idx.begin(), idx.begin() + std::ptrdiff_t(k), idx.end(), [&](int32_t a, int32_t b) {
-      return logits[size_t(a)] > logits[size_t(b)] || (logits[size_t(a)] == logits[size_t(b)] && a < b);
-    });
-    for (size_t i = 0; i < k; ++i) t.top.emplace_back(idx[i], logits[size_t(idx[i])] - lse);
-  }
-  return t;
-}
 
 // The first id outside [0, vocab), as a client-facing message; empty when all fit.
 std::string OutOfVocabulary(std::span<const int32_t> ids, int64_t vocab) {
@@ -44,13 +22,6 @@ std::string OutOfVocabulary(std::span<const int32_t> ids, int64_t vocab) {
   return {};
 }
 
-// Whether a logits row holds only finite values. A NaN would also break the
-// sampler's sort (no strict weak order), so this runs before it.
-bool AllFinite(std::span<const float> row) {
-  bool ok = true;
-  for (float v : row) ok &= std::abs(v) <= std::numeric_limits<float>::max();  // false for NaN and +-Inf
-  return ok;
-}
 }  // namespace
 
 // The choices of one n > 1 request: followers wait until the leader's prompt is cached.
@@ -79,6 +50,10 @@ struct Engine::Sequence {
   // and the recompute only rebuilds their KV).
   std::unique_ptr<grammar::GrammarMatcher> matcher;
   bool grammar_active = false;
+  // Prompt logprobs: the prompt position whose logprob is streamed next
+  // (num_prompt: none left). Rows before it are never needed again, so a
+  // retracted sequence resumes from the cache up to next_prompt_lp - 1.
+  int64_t next_prompt_lp = 0;
 
   explicit Sequence(EngineRequest r) : req(std::move(r)), sampler(req.sampling) {
     if (req.grammar) {
@@ -96,6 +71,7 @@ struct Engine::Sequence {
   int64_t uncached() const { return int64_t(tokens.size()) - num_cached; }
   int64_t cached_tokens() const { return std::max<int64_t>(cached_prompt, 0); }
   bool waits_for_leader() const { return group && !leader && !group->prompt_ready; }
+  bool wants_prompt_logits() const { return next_prompt_lp < num_prompt; }
 };
 
 Result<std::unique_ptr<Engine>> Engine::Create(Model& model, const EngineOptions& opts) {
@@ -173,6 +149,10 @@ SubmitGroupResult Engine::SubmitGroup(std::vector<EngineRequest> reqs) {
     seq->stream = std::make_shared<RequestStream>(seq->req.id, notifier);
     seq->tokens = seq->req.prompt;
     seq->num_prompt = n;
+    // Only the first choice of a group scores the prompt; they all share it.
+    seq->next_prompt_lp = seq->req.prompt_logprob_start >= 0 && seqs.empty()
+                              ? std::clamp<int64_t>(seq->req.prompt_logprob_start, 1, n)
+                              : n;
     seq->arrival = Clock::now();
     seq->group = group;
     seq->leader = seqs.empty();
@@ -353,10 +333,13 @@ void Engine::Admit() {
       ++i;
       continue;
     }
-    // The longest cached prefix, leaving at least one token to compute (its logits are needed).
+    // The longest cached prefix, leaving at least one token to compute (its
+    // logits are needed), and every position whose prompt logprobs are still owed.
     std::vector<int32_t> blocks;
     PrefixCache::Cursor cursor;
-    const int64_t hit = prefix_.Match(s.tokens, int64_t(s.tokens.size()) - 1, blocks, cursor);
+    int64_t max_hit = int64_t(s.tokens.size()) - 1;
+    if (s.wants_prompt_logits()) max_hit = std::min(max_hit, s.next_prompt_lp - 1);
+    const int64_t hit = prefix_.Match(s.tokens, max_hit, blocks, cursor);
     // Room for the whole context plus one token, and one spare block per running sequence.
     const int64_t need = BlocksFor(int64_t(s.tokens.size()) + 1, opts_.kv.block_size) - int64_t(blocks.size());
     const int64_t reserve = int64_t(running_.size());
@@ -407,6 +390,7 @@ void Engine::Step() {
   // 3. Build the batch: decode tokens first (they must not stall), then prefill chunks.
   std::vector<Sequence*> batch_seqs;
   std::vector<int64_t> batch_n;
+  std::vector<bool> batch_all_logits;  // prompt logprobs: a row for every token of the chunk
   auto find_running = [&](Sequence* s) {
     return std::find_if(running_.begin(), running_.end(), [&](const auto& p) { return p.get() == s; });
   };
@@ -446,15 +430,33 @@ void Engine::Step() {
     }
     batch_seqs.push_back(s);
     batch_n.push_back(1);
+    batch_all_logits.push_back(false);
   }
   int64_t budget = opts_.chunked_prefill_size;
+  const int64_t V = model_.config().vocab_size;
+  int64_t logit_rows = std::max<int64_t>(1, kPromptLogitsBytes / (std::max<int64_t>(V, 1) * 4));
   for (auto& up : running_) {
     Sequence* s = up.get();
     if (s->uncached() <= 1 || budget <= 0) continue;
-    const int64_t n = std::min(s->uncached(), budget);
+    int64_t n = std::min(s->uncached(), budget);
+    bool all_logits = false;
+    if (s->wants_prompt_logits()) {
+      // The row at position q scores prompt[q + 1]: a chunk before the first
+      // row needed is plain prefill; from there on every row is kept.
+      const int64_t gap = s->next_prompt_lp - 1 - s->num_cached;
+      if (gap > 0) {
+        n = std::min(n, gap);
+      } else {
+        n = std::min(n, logit_rows);
+        if (n <= 0) continue;  // this step's rows are spent: the next step
+        all_logits = true;
+      }
+    }
     if (!EnsureBlocks(*s, s->num_cached + n)) continue;  // wait for blocks; decoders go first
+    if (all_logits) logit_rows -= n;
     batch_seqs.push_back(s);
     batch_n.push_back(n);
+    batch_all_logits.push_back(all_logits);
     budget -= n;
   }
   if (batch_seqs.empty()) {
@@ -477,7 +479,8 @@ void Engine::Step() {
                       .start_pos = s->num_cached,
                       .block_table = s->blocks,
                       .state_slot = s->state_slot,
-                      .skip_logits = s->num_cached + n < int64_t(s->tokens.size())});
+                      .all_logits = batch_all_logits[i],
+                      .skip_logits = !batch_all_logits[i] && s->num_cached + n < int64_t(s->tokens.size())});
   }
 
   // 4. One forward for the whole batch.
@@ -489,7 +492,6 @@ void Engine::Step() {
   }
 
   // 5. Sample, stream, finish.
-  const int64_t V = model_.config().vocab_size;
   const auto now = Clock::now();
   int64_t row = 0, produced = 0;
   std::vector<Sequence*> done;
@@ -498,9 +500,15 @@ void Engine::Step() {
     s->num_cached += batch_n[i];
     prefix_.Insert(s->tokens, s->num_cached, s->blocks, s->cursor);
     if (s->group && s->leader && s->num_cached >= s->num_prompt) s->group->prompt_ready = true;
-    if (chunks[i].skip_logits) continue;
-    std::span<float> l(logits_.data() + row * V, size_t(V));
-    ++row;
+    const int64_t rows = chunks[i].skip_logits ? 0 : chunks[i].all_logits ? batch_n[i] : 1;
+    float* const first_row = logits_.data() + row * V;
+    row += rows;
+    if (chunks[i].all_logits && !EmitPromptLogprobs(*s, chunks[i].start_pos, batch_n[i], first_row)) {
+      done.push_back(s);  // non-finite logits: it ended with the error
+      continue;
+    }
+    if (s->num_cached < int64_t(s->tokens.size())) continue;  // mid-prompt: nothing to sample yet
+    std::span<float> l(first_row + (rows - 1) * V, size_t(V));
     // The NaN guard: a broken kernel or non-finite weights must not stream
     // garbage. This sequence ends with an error that says so; the others go on.
     if (!AllFinite(l)) {
@@ -510,6 +518,11 @@ void Engine::Step() {
                                  "stopped.",
                                  s->tokens.size() - 1),
                      EngineError::kInternal);
+      done.push_back(s);
+      continue;
+    }
+    if (s->req.max_tokens == 0) {  // prefill only (SGLang's max_new_tokens 0: prompt logprobs, cache warm-up)
+      FinishSequence(*s, FinishReason::kLength, -1, "", EngineError::kNone);
       done.push_back(s);
       continue;
     }
@@ -570,6 +583,34 @@ void Engine::Step() {
     running_.erase(std::remove_if(running_.begin(), running_.end(),
                                   [&](const auto& p) { return std::find(done.begin(), done.end(), p.get()) != done.end(); }),
                    running_.end());
+}
+
+bool Engine::EmitPromptLogprobs(Sequence& s, int64_t start_pos, int64_t n, const float* rows) {
+  const int64_t V = model_.config().vocab_size;
+  std::vector<TokenOutput> out;
+  for (int64_t j = 0; j < n; ++j) {
+    const int64_t p = start_pos + j + 1;  // the prompt position this row scores
+    if (p < s.next_prompt_lp) continue;
+    if (p >= s.num_prompt) break;
+    std::span<const float> row(rows + j * V, size_t(V));
+    if (!AllFinite(row)) {
+      metrics_.nonfinite_logits_total++;
+      FinishSequence(s, FinishReason::kAbort, -1,
+                     fmt::format("The model produced non-finite logits (NaN or Inf) at position {} of the prompt; "
+                                 "generation was stopped.",
+                                 p - 1),
+                     EngineError::kInternal);
+      return false;
+    }
+    const int32_t id = s.tokens[size_t(p)];
+    TokenOutput t = MakeTokenOutput(id, row, std::max<int32_t>(s.req.top_logprobs, 0));
+    t.rank = RankOf(row, id);
+    if (s.req.return_logits) t.logits.assign(row.begin(), row.end());
+    out.push_back(std::move(t));
+    s.next_prompt_lp = p + 1;
+  }
+  s.stream->PushPromptLogprobs(std::move(out));
+  return true;
 }
 
 bool Engine::MaskByGrammar(Sequence& s, std::span<float> logits) {

@@ -63,6 +63,18 @@ struct EngineRequest {
   std::vector<int32_t> stop_token_ids;  // finish ("stop") after sampling one of these
   int32_t top_logprobs = -1;            // -1: no logprobs; 0: chosen token only; k > 0: also the top k
   bool return_logits = false;           // each TokenOutput carries its whole logits row (reference checks)
+  // Prompt logprobs (SGLang's input_token_logprobs, vLLM's prompt_logprobs):
+  // for every prompt position p in [max(prompt_logprob_start, 1), prompt.size())
+  // the logprob of prompt[p] given prompt[0, p), its rank in that row, and
+  // the max(top_logprobs, 0) most likely tokens (with return_logits, the row),
+  // streamed in order as RequestUpdate::prompt_logprobs before the first
+  // generated token. The prefix cache is reused only up to position
+  // prompt_logprob_start - 1 (cached positions have no logits, as SGLang
+  // limits its radix match); at most kPromptLogitsBytes of such rows are
+  // computed per step, so a long prompt costs more steps, never more memory.
+  // Of the choices of one SubmitGroup only the first gets them (they are the
+  // same for all). -1: none.
+  int64_t prompt_logprob_start = -1;
   // Constrained decoding (structured output): every token sampled must keep
   // the output a prefix of a string of `grammar`; stop tokens are allowed
   // only where the grammar can end. Null: unconstrained.
@@ -72,6 +84,10 @@ struct EngineRequest {
   // from the first token.
   std::vector<int32_t> grammar_after;
 };
+
+// Bound on the logits rows of prompt logprobs computed in one engine step
+// (rows x vocab x 4 bytes): 110 rows of a 151,936-token vocabulary.
+inline constexpr int64_t kPromptLogitsBytes = int64_t(64) << 20;
 
 struct SubmitResult {
   std::shared_ptr<RequestStream> stream;  // null on error
@@ -134,6 +150,10 @@ class Engine {
   void ReleaseBlocks(Sequence& s);
   void UpdateGauges();
   void MaybeFlush();
+  // Streams the prompt logprobs that the rows of a chunk ([n, vocab] from
+  // rows, positions start_pos..start_pos+n) owe; false, having finished the
+  // sequence with an error, when a row is not finite.
+  bool EmitPromptLogprobs(Sequence& s, int64_t start_pos, int64_t n, const float* rows);
   // Sets the logits of tokens the sequence's grammar forbids to -inf; false when none is allowed.
   bool MaskByGrammar(Sequence& s, std::span<float> logits);
 

@@ -53,6 +53,20 @@ void RequestStream::PushToken(TokenOutput t, int64_t completion_tokens) {
   notifier_->Notify();
 }
 
+void RequestStream::PushPromptLogprobs(std::vector<TokenOutput> positions) {
+  if (positions.empty()) return;
+  {
+    std::lock_guard lock(mu_);
+    if (finished_) return;
+    auto& dst = pending_.prompt_logprobs;
+    if (dst.empty()) dst = std::move(positions);
+    else dst.insert(dst.end(), std::make_move_iterator(positions.begin()), std::make_move_iterator(positions.end()));
+    has_news_ = true;
+  }
+  cv_.notify_all();
+  notifier_->Notify();
+}
+
 void RequestStream::Finish(FinishReason reason, int32_t matched_stop_token, std::string message, EngineError error,
                            int64_t prompt_tokens, int64_t completion_tokens, int64_t cached_tokens) {
   {

@@ -22,6 +22,7 @@ struct TokenOutput {
   float logprob = 0;                             // log-softmax of the model's logits (when asked)
   std::vector<std::pair<int32_t, float>> top;    // the top_logprobs most likely tokens (when asked)
   std::vector<float> logits;                     // [vocab]: the row it was drawn from, before penalties (when asked)
+  int32_t rank = 0;                              // prompt logprobs: 1 + the tokens more likely than `id`; 0: not computed
   std::chrono::steady_clock::time_point time;    // when the engine step that produced it ended
 };
 
@@ -30,6 +31,9 @@ enum class FinishReason { kNone, kStop, kLength, kAbort };
 // What arrived since the last Next() call.
 struct RequestUpdate {
   std::vector<TokenOutput> tokens;
+  // Prompt positions scored (EngineRequest::prompt_logprob_start), in order,
+  // continuing where the previous update ended; `id` is the prompt token.
+  std::vector<TokenOutput> prompt_logprobs;
   bool finished = false;
   FinishReason reason = FinishReason::kNone;
   int32_t matched_stop_token = -1;  // with kStop from a stop token
@@ -70,6 +74,7 @@ class RequestStream {
 
   // Engine side.
   void PushToken(TokenOutput t, int64_t completion_tokens);
+  void PushPromptLogprobs(std::vector<TokenOutput> positions);
   void Finish(FinishReason reason, int32_t matched_stop_token, std::string message, EngineError error,
               int64_t prompt_tokens, int64_t completion_tokens, int64_t cached_tokens);
 

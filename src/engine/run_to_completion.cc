@@ -53,6 +53,7 @@ Result<std::vector<CompletedRequest>> RunToCompletion(Engine& engine, std::vecto
       RequestUpdate u;
       if (!streams[i]->Next(u, wait)) continue;
       CompletedRequest& c = done[i];
+      for (TokenOutput& t : u.prompt_logprobs) c.prompt_logprobs.push_back(std::move(t));
       for (TokenOutput& t : u.tokens) {
         if (c.stopped_by_caller) break;  // tokens the engine made before it saw the abort
         if (on_token && !on_token(i, t)) {

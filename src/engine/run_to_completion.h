@@ -20,6 +20,7 @@ namespace tern {
 
 struct CompletedRequest {
   std::vector<TokenOutput> tokens;
+  std::vector<TokenOutput> prompt_logprobs;  // with EngineRequest::prompt_logprob_start
   FinishReason reason = FinishReason::kNone;
   int32_t matched_stop_token = -1;
   bool stopped_by_caller = false;  // on_token returned false (a stop string matched)

@@ -23,6 +23,11 @@ SamplingParams ToEngineSampling(const api::SamplingParams& s) {
   return e;
 }
 
+std::string TokenText(const ServerContext& ctx, int32_t id) {
+  auto t = ctx.tokenizer->Decode(std::span<const int32_t>(&id, 1), false);
+  return t.ok() ? *t : std::string();
+}
+
 void RecordGeneration(RequestRecord& record, const ServerContext& ctx, const RunSpec& spec,
                       std::string_view prompt_text) {
   if (record.request_id.empty()) record.request_id = spec.id;
@@ -110,6 +115,7 @@ api::ApiResult<std::vector<std::shared_ptr<GenerationRun>>> GenerationRun::Start
     if (req.sampling.seed) req.sampling.seed = *req.sampling.seed + uint64_t(i);
     req.max_tokens = spec.sampling.max_new_tokens.value_or(ctx.engine->context_length());
     req.top_logprobs = spec.top_logprobs;
+    req.prompt_logprob_start = spec.prompt_logprob_start;
     req.stop_token_ids = spec.sampling.stop_token_ids;
     if (!spec.sampling.ignore_eos)
       for (int32_t id : ctx.eos_token_ids)
@@ -157,6 +163,7 @@ bool GenerationRun::Next(Step& out, std::chrono::milliseconds timeout) {
   }
   RequestUpdate u;
   if (!stream_->Next(u, timeout)) return false;
+  out.prompt_logprobs = std::move(u.prompt_logprobs);
   for (TokenOutput& t : u.tokens) {
     if (stops_.stopped()) break;
     output_ids_.push_back(t.id);
@@ -212,6 +219,7 @@ GenerationRun::Step GenerationRun::RunToEnd(const std::function<bool()>& keep_go
     }
     if (!Next(s, std::chrono::milliseconds(100))) continue;
     all.text += s.text;
+    for (auto& t : s.prompt_logprobs) all.prompt_logprobs.push_back(std::move(t));
     for (auto& t : s.tokens) all.tokens.push_back(std::move(t));
     if (s.finished) {
       all.finished = true;

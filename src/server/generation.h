@@ -27,6 +27,9 @@ struct RunSpec {
   std::vector<int32_t> prompt;
   api::SamplingParams sampling;  // resolved (defaults applied, ranges checked)
   int32_t top_logprobs = -1;     // -1: none; 0: chosen token; k: top k too
+  // Score the prompt from this position on (EngineRequest::prompt_logprob_start,
+  // top_logprobs alternatives); the first choice's Steps carry them. -1: no.
+  int64_t prompt_logprob_start = -1;
   // Special tokens whose text joins the reply even with skip_special_tokens:
   // the parser tags that are special in this tokenizer (KeptParserTagIds).
   std::vector<int32_t> keep_special_ids;
@@ -52,6 +55,7 @@ class GenerationRun {
   struct Step {
     std::string text;                 // new, final text (stop strings cut)
     std::vector<TokenOutput> tokens;  // new tokens
+    std::vector<TokenOutput> prompt_logprobs;  // new prompt positions scored (RunSpec::prompt_logprob_start)
     bool finished = false;
     api::FinishReason finish;         // when finished
   };
@@ -115,6 +119,9 @@ void RecordGeneration(RequestRecord& record, const ServerContext& ctx, const Run
                       std::string_view prompt_text);
 // Completion tokens so far, summed over the choices.
 void RecordCompletion(RequestRecord& record, const std::vector<std::shared_ptr<GenerationRun>>& runs);
+
+// One token's text on its own (special tokens kept), for per-token bookkeeping.
+std::string TokenText(const ServerContext& ctx, int32_t id);
 
 // The engine's sampling parameters for a resolved API request.
 SamplingParams ToEngineSampling(const api::SamplingParams& s);

@@ -38,9 +38,27 @@ void HandleGenerate(ServerContext& ctx, const HttpRequest& http_req, HttpRespons
   api::ContextCheck cc = api::CheckContextLength(int64_t(prompt.size()), sampling->max_new_tokens,
                                                  ctx.engine->context_length(), false);
   if (cc.error) return ReplyGenerateError(res, *cc.error);
+  // input_token_logprobs cover prompt[start:], the first entry without a
+  // logprob (SGLang's layout); the engine scores prompt[start + 1:].
+  const int64_t n_prompt = int64_t(prompt.size());
+  int64_t start = -1;
+  if (req.return_logprob) {
+    start = req.logprob_start_len;
+    if (start >= n_prompt)
+      return ReplyGenerateError(
+          res, api::ApiError::BadRequest(fmt::format("req.logprob_start_len={} is higher than the number of input "
+                                                     "tokens len(req.origin_input_ids)={}. Please use a smaller "
+                                                     "logprob_start_len.",
+                                                     start, n_prompt)));
+    if (start < 0) start = n_prompt - 1;
+    if (auto e = api::CheckPromptLogprobBudget(n_prompt - start, req.top_logprobs_num,
+                                               "top_logprobs_num or raise logprob_start_len"))
+      return ReplyGenerateError(res, *e);
+  }
   const std::string id = req.rid.value_or(api::NewRequestId(""));
   RunSpec spec{.id = id, .prompt = prompt, .sampling = *sampling,
-               .top_logprobs = req.return_logprob ? int32_t(req.top_logprobs_num) : -1};
+               .top_logprobs = req.return_logprob ? int32_t(req.top_logprobs_num) : -1,
+               .prompt_logprob_start = start >= 0 && start + 1 < n_prompt ? start + 1 : -1};
   RecordGeneration(*res.record, ctx, spec, req.prompts[0].text.value_or(""));
   auto started = GenerationRun::StartGroup(ctx, std::move(spec));
   if (!started.ok()) return ReplyGenerateError(res, started.error());
@@ -50,25 +68,36 @@ void HandleGenerate(ServerContext& ctx, const HttpRequest& http_req, HttpRespons
   std::vector<std::string> ids;
   for (size_t i = 0; i < runs.size(); ++i) ids.push_back(several ? api::NewRequestId("") : id);
 
+  // Every choice reports the prompt's logprobs; the first choice computed them.
+  auto prompt_lps = std::make_shared<std::vector<TokenOutput>>();
+  ServerContext* c = &ctx;
   auto make_output = [runs, ids, several, return_logprob = req.return_logprob, top_n = req.top_logprobs_num,
-                      text_in = req.return_text_in_logprobs](int i, const std::string& text,
-                                                             const std::vector<TokenOutput>& toks,
-                                                             const std::optional<api::FinishReason>& fin) {
+                      text_in = req.return_text_in_logprobs, c, prompt, start,
+                      prompt_lps](int i, const std::string& text, const std::vector<TokenOutput>& toks,
+                                  const std::optional<api::FinishReason>& fin) {
     const GenerationRun& run = *runs[size_t(i)];
     api::GenerateOutput out{.id = ids[size_t(i)], .text = text, .output_ids = run.output_ids(), .finish = fin,
                             .prompt_tokens = run.prompt_tokens(), .completion_tokens = run.completion_tokens(),
                             .cached_tokens = run.cached_tokens()};
     if (fin) out.e2e_latency = run.elapsed_seconds();
     if (return_logprob) {
+      auto text_of = [&](int32_t id) { return text_in ? TokenText(*c, id) : std::string(); };
+      auto convert = [&](const TokenOutput& t) {
+        api::TokenLogprob l{.id = t.id, .token = text_of(t.id), .logprob = t.logprob, .top = {}};
+        for (const auto& [tid, lp] : t.top) l.top.push_back({.id = tid, .token = text_of(tid), .logprob = lp});
+        return l;
+      };
       std::vector<api::TokenLogprob> lps;
-      for (const auto& t : toks) {
-        api::TokenLogprob l{.id = t.id, .token = "", .logprob = t.logprob, .top = {}};
-        for (const auto& [tid, lp] : t.top) l.top.push_back({.id = tid, .token = "", .logprob = lp});
-        lps.push_back(std::move(l));
-      }
+      for (const auto& t : toks) lps.push_back(convert(t));
       out.logprobs = std::move(lps);
       out.text_in_logprobs = text_in;
       out.top_logprobs_num = top_n;
+      if (fin) {  // streams: with the last chunk
+        std::vector<api::TokenLogprob> in;
+        in.push_back({.id = prompt[size_t(start)], .token = text_of(prompt[size_t(start)]), .null_logprob = true});
+        for (const auto& t : *prompt_lps) in.push_back(convert(t));
+        out.input_logprobs = std::move(in);
+      }
     }
     return out;
   };
@@ -81,6 +110,7 @@ void HandleGenerate(ServerContext& ctx, const HttpRequest& http_req, HttpRespons
       RecordCompletion(*res.record, runs);
       if (all.finish.kind == api::FinishReason::Kind::kAbort && all.finish.status_code)
         return ReplyGenerateError(res, api::ApiError::Http(*all.finish.status_code, all.finish.message));
+      if (i == 0) *prompt_lps = std::move(all.prompt_logprobs);
       outputs.push_back(api::GenerateJson(make_output(int(i), all.text, all.tokens, all.finish)));
     }
     res.SetBody(200, api::ToJsonText(several ? outputs : outputs[0]), "application/json");
@@ -96,7 +126,8 @@ void HandleGenerate(ServerContext& ctx, const HttpRequest& http_req, HttpRespons
   st->tokens.resize(runs.size());
   StreamRuns(
       res, runs,
-      [st, make_output, several](int i, const GenerationRun::Step& step, ChunkSink& sink) {
+      [st, make_output, several, prompt_lps](int i, const GenerationRun::Step& step, ChunkSink& sink) {
+        for (const auto& t : step.prompt_logprobs) prompt_lps->push_back(t);
         st->text[size_t(i)] += step.text;
         for (auto& t : step.tokens) st->tokens[size_t(i)].push_back(t);
         std::string out;

@@ -43,20 +43,30 @@ api::GenerationDefaults ModelDefaults(const ServerContext& ctx) {
   return d;
 }
 
-// One token's text on its own (special tokens kept), for per-token bookkeeping.
-std::string TokenText(const ServerContext& ctx, int32_t id) {
-  auto t = ctx.tokenizer->Decode(std::span<const int32_t>(&id, 1), false);
-  return t.ok() ? *t : std::string();
-}
-
-std::vector<api::TokenLogprob> ToLogprobs(const ServerContext& ctx, const std::vector<TokenOutput>& toks) {
+// as_ids: tokens named "token_id:<id>" (vLLM's return_tokens_as_token_ids);
+// top: at most this many alternatives (-1: all the engine gave).
+std::vector<api::TokenLogprob> ToLogprobs(const ServerContext& ctx, const std::vector<TokenOutput>& toks,
+                                          bool as_ids = false, int64_t top = -1) {
   std::vector<api::TokenLogprob> out;
-  auto text = [&](int32_t id) { return TokenText(ctx, id); };
+  auto text = [&](int32_t id) { return as_ids ? fmt::format("token_id:{}", id) : TokenText(ctx, id); };
   for (const auto& t : toks) {
-    api::TokenLogprob l{.id = t.id, .token = text(t.id), .logprob = t.logprob, .top = {}};
-    for (const auto& [id, lp] : t.top) l.top.push_back({.id = id, .token = text(id), .logprob = lp});
+    api::TokenLogprob l{.id = t.id, .token = text(t.id), .logprob = t.logprob, .top = {}, .rank = t.rank};
+    for (const auto& [id, lp] : t.top) {
+      if (top >= 0 && int64_t(l.top.size()) >= top) break;
+      l.top.push_back({.id = id, .token = text(id), .logprob = lp});
+    }
     out.push_back(std::move(l));
   }
+  return out;
+}
+
+// A prompt's scored tokens with the unscored first one in front (null logprob).
+std::vector<api::TokenLogprob> PromptLogprobs(const ServerContext& ctx, const std::vector<int32_t>& prompt,
+                                              const std::vector<TokenOutput>& scored, bool as_ids, int64_t top) {
+  std::vector<api::TokenLogprob> out;
+  out.push_back({.id = prompt[0], .token = as_ids ? fmt::format("token_id:{}", prompt[0]) : TokenText(ctx, prompt[0]),
+                 .null_logprob = true});
+  for (auto& l : ToLogprobs(ctx, scored, as_ids, top)) out.push_back(std::move(l));
   return out;
 }
 
@@ -238,9 +248,24 @@ void HandleCompletion(ServerContext& ctx, const HttpRequest& http_req, HttpRespo
   api::ContextCheck cc = api::CheckContextLength(int64_t(prompt.size()), sampling->max_new_tokens,
                                                  ctx.engine->context_length(), false);
   if (cc.error) return ReplyApiError(res, *cc.error);
+  // Prompt logprobs: echo with logprobs (OpenAI's legacy form) and vLLM's prompt_logprobs.
+  const bool echo_logprobs = req.echo && req.logprobs.has_value();
+  const bool prompt_lps = echo_logprobs || req.prompt_logprobs.has_value();
+  const int64_t prompt_top = std::max(echo_logprobs ? *req.logprobs : 0, req.prompt_logprobs.value_or(0));
+  if (prompt_lps && req.stream)
+    return ReplyApiError(res, api::ApiError::BadRequest(
+                                  "Prompt logprobs (echo with logprobs, prompt_logprobs) are not streamed by tern; "
+                                  "send stream: false."));
+  if (prompt_lps)
+    if (auto e = api::CheckPromptLogprobBudget(int64_t(prompt.size()) - 1, prompt_top, "logprobs / prompt_logprobs"))
+      return ReplyApiError(res, *e);
   api::ResponseMeta meta{.id = req.rid.value_or(api::NewRequestId("cmpl-")), .created = UnixNow(), .model = req.model};
-  RunSpec spec{.id = meta.id, .prompt = prompt, .sampling = *sampling,
-               .top_logprobs = req.logprobs ? int32_t(*req.logprobs) : -1};
+  int32_t engine_top = req.logprobs ? int32_t(*req.logprobs) : -1;
+  if (prompt_lps) engine_top = int32_t(std::max<int64_t>(engine_top, prompt_top));
+  RunSpec spec{.id = meta.id, .prompt = prompt, .sampling = *sampling, .top_logprobs = engine_top,
+               .prompt_logprob_start = prompt_lps && prompt.size() > 1 ? 1 : -1};
+  const bool as_ids = req.return_tokens_as_token_ids;
+  const int64_t out_top = req.logprobs.value_or(-1);
   RecordGeneration(*res.record, ctx, spec, prompt_text);
   auto started = GenerationRun::StartGroup(ctx, std::move(spec));
   if (!started.ok()) return ReplyApiError(res, started.error());
@@ -249,13 +274,22 @@ void HandleCompletion(ServerContext& ctx, const HttpRequest& http_req, HttpRespo
 
   if (!req.stream) {
     std::vector<api::CompletionChoice> choices;
+    std::vector<TokenOutput> scored;  // the first choice's prompt logprobs, shared by all
     for (auto& run : runs) {
       GenerationRun::Step all = run->RunToEnd(http_req.connected);
       res.record->AppendCompletion(all.text);
       RecordCompletion(*res.record, runs);
       if (auto e = ChoiceError(all)) return ReplyApiError(res, *e);
+      if (choices.empty()) scored = std::move(all.prompt_logprobs);
       api::CompletionChoice choice{.text = (echo ? prompt_text : "") + all.text, .finish = all.finish};
-      if (req.logprobs) choice.logprobs = ToLogprobs(ctx, all.tokens);
+      if (req.logprobs) {
+        std::vector<api::TokenLogprob> lps;
+        if (echo_logprobs) lps = PromptLogprobs(ctx, prompt, scored, as_ids, out_top);
+        for (auto& l : ToLogprobs(ctx, all.tokens, as_ids, out_top)) lps.push_back(std::move(l));
+        choice.logprobs = std::move(lps);
+      }
+      if (req.prompt_logprobs)
+        choice.prompt_logprobs = PromptLogprobs(ctx, prompt, scored, as_ids, *req.prompt_logprobs);
       choices.push_back(std::move(choice));
     }
     res.SetBody(200, api::ToJsonText(api::CompletionJson(meta, choices, SumUsage(ctx, runs))), "application/json");
@@ -267,10 +301,10 @@ void HandleCompletion(ServerContext& ctx, const HttpRequest& http_req, HttpRespo
   ServerContext* c = &ctx;
   StreamRuns(
       res, runs,
-      [enc, logprobs, c](int i, const GenerationRun::Step& step, ChunkSink& sink) {
+      [enc, logprobs, c, as_ids](int i, const GenerationRun::Step& step, ChunkSink& sink) {
         std::string out;
         std::vector<api::TokenLogprob> lps;
-        if (logprobs) lps = ToLogprobs(*c, step.tokens);
+        if (logprobs) lps = ToLogprobs(*c, step.tokens, as_ids);
         if (!step.text.empty() || (logprobs && !lps.empty())) out += enc->Chunk(i, step.text, nullptr, logprobs ? &lps : nullptr);
         if (step.finished) {
           if (step.finish.kind == api::FinishReason::Kind::kAbort && step.finish.status_code)
