@@ -24,6 +24,8 @@ Command RegisterServe(CLI::App& app);
 Command RegisterBenchServing(CLI::App& app);
 Command RegisterQuantize(CLI::App& app);
 Command RegisterService(CLI::App& app);
+// `tern check` with the engine as the numerics suite's --reference-model (cmd_check.cc).
+Command RegisterCheck(CLI::App& app);
 Command RegisterPlan(CLI::App& app);
 // `tern service install [options] -- [serve flags]`: drops that "--" from argv
 // before parsing (CLI11 rejects arguments after it there; without it, the serve

@@ -35,7 +35,7 @@ int main(int argc, char** argv) {
   add("detokenize", "print the text of token ids", RegisterDetokenize);
   add("synth", "write a synthetic Hugging Face checkpoint with random weights", RegisterSynth);
   add("template", "print the prompt that chat messages render to with the model's chat template", RegisterTemplate);
-  add("check", "validate a running OpenAI-compatible server (tern, SGLang, vLLM, llama.cpp)", tern::check::RegisterCheck);
+  add("check", "validate a running OpenAI-compatible server (tern, SGLang, vLLM, llama.cpp)", RegisterCheck);
   add("wait", "wait until a server is healthy and generates a token (exit 0), or --timeout passes (exit 1)",
       tern::check::RegisterWait);
   add("bench-serving", "load-test a running server (throughput, TTFT, inter-token latency)", RegisterBenchServing);

@@ -31,9 +31,13 @@ struct CheckResult {
 struct CheckSpec {
   const char* name;
   const char* title;
-  const char* kind;  // "semantic", "structural" or "info"
-  bool smoke;        // part of the smoke suite (every check is part of full)
+  const char* kind;  // "semantic", "structural", "numerics" or "info"
+  bool smoke;        // part of the smoke suite
   CheckResult (*run)(CheckContext& ctx);
+  bool full = true;  // part of the full suite (numerics needs a reference: by name only)
+  // Instead of `run`: a check that reports several rows (numerics: one per
+  // prompt, then the overall one); each row names itself.
+  std::vector<CheckResult> (*run_rows)(CheckContext& ctx) = nullptr;
 };
 
 // All checks in run order.

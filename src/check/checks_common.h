@@ -32,6 +32,8 @@ CheckResult RunDegenerateOutput(CheckContext& ctx);
 CheckResult RunSpecialTokens(CheckContext& ctx);
 CheckResult RunOpenAiErrorBody(CheckContext& ctx);
 CheckResult RunStopTrimmed(CheckContext& ctx);
+// The numerics suite against a reference (checks_numerics.cc): a row per prompt and one overall.
+std::vector<CheckResult> RunNumerics(CheckContext& ctx);
 // Their judgements: what special-token text or leftover tag a reply holds
 // ("" when clean); whether an error body carries OpenAI's error.message; the
 // stop string taken from a greedy reply ("" when none fits).

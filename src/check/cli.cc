@@ -84,8 +84,9 @@ int RunCheckCommand(const CheckOptions& options) {
   return code;
 }
 
-std::function<int()> RegisterCheck(CLI::App& sub) {
+std::function<int()> RegisterCheck(CLI::App& sub, ReferenceLoader loader) {
   auto o = std::make_shared<CheckOptions>();
+  o->numerics.loader = std::move(loader);
   auto no_color = std::make_shared<bool>(false);
   sub.add_option("--url", o->url, "server URL (http://host:port)")->capture_default_str();
   sub.add_option("--api-key", o->api_key, "API key, sent as 'Authorization: Bearer KEY'");
@@ -108,8 +109,50 @@ std::function<int()> RegisterCheck(CLI::App& sub) {
       ->check(CLI::Range(16, 1000000))
       ->capture_default_str();
   sub.add_flag("--no-color", *no_color, "no ANSI colour even on a terminal");
-  return [o, no_color]() {
+  // --suite numerics (checks_numerics.cc).
+  NumericsOptions& n = o->numerics;
+  sub.add_option("--reference-model", n.reference.model_dir,
+                 "numerics: run this checkpoint in process (tern's engine) as the reference");
+  sub.add_option("--reference-numerics", n.reference.numerics,
+                 "numerics: the reference's quantized layers: full (activations at f32) or w4a4 (Blackwell's NVFP4 "
+                 "GEMM; FP8 layers W8A8)")
+      ->check(CLI::IsMember({"full", "w4a4", "w4a16", "w8a8", "w8a16"}))
+      ->capture_default_str();
+  sub.add_option("--reference-threads", n.reference.threads, "numerics: threads of the reference (0: all cores)");
+  sub.add_option("--reference-url", n.reference_url, "numerics: another deployment as the reference");
+  sub.add_option("--prompts", n.prompts_file,
+                 "numerics: prompts file, one a line: {\"messages\": [...], \"thinking\": bool} or {\"prompt\": "
+                 "\"raw text\"} or plain text (a user message); default: the built-in set");
+  sub.add_option("--tokens", n.tokens, "numerics: greedy tokens per prompt")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  sub.add_option("--top-logprobs", n.top_logprobs, "numerics: k of the top-k logprobs asked for")
+      ->check(CLI::Range(1, 20))
+      ->capture_default_str();
+  // Thresholds: the defaults of the reference's numerics (numerics_compare.h) unless given.
+  auto th = std::make_shared<NumericsThresholds>();
+  std::vector<std::pair<CLI::Option*, double NumericsThresholds::*>> th_opts = {
+      {sub.add_option("--max-kl", th->kl_max,
+                      "numerics: fail a position whose KL lower bound exceeds this (default 0.05; w4a4: 10)"),
+       &NumericsThresholds::kl_max},
+      {sub.add_option("--max-mean-kl", th->kl_mean,
+                      "numerics: fail a prompt whose mean KL exceeds this (default 0.005; w4a4: 0.15)"),
+       &NumericsThresholds::kl_mean},
+      {sub.add_option("--max-logprob-gap", th->gap_max,
+                      "numerics: fail a position where a top-k token of probability >= 1e-3 differs by more nats "
+                      "(default 0.5; w4a4: 30)"),
+       &NumericsThresholds::gap_max},
+      {sub.add_option("--tie-margin", th->tie_margin,
+                      "numerics: a top-1 disagreement is a near-tie (allowed) below this reference margin in nats "
+                      "(default 0.25; w4a4: 1)"),
+       &NumericsThresholds::tie_margin}};
+  for (auto& [opt, field] : th_opts) opt->check(CLI::NonNegativeNumber);
+  return [o, no_color, th, th_opts]() {
     CheckOptions opts = *o;
+    const std::string& num = opts.numerics.reference.numerics;
+    opts.numerics.thresholds = num == "w4a4" || num == "w8a8" ? W4A4Thresholds() : NumericsThresholds{};
+    for (const auto& [opt, field] : th_opts)
+      if (opt->count() > 0) opts.numerics.thresholds.*field = (*th).*field;
     opts.color = !*no_color && ColorWanted(STDOUT_FILENO);
     return RunCheckCommand(opts);
   };

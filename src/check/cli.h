@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 #include <functional>
 
+#include "check/numerics_reference.h"
 #include "check/options.h"
 
 namespace tern::check {
@@ -17,7 +18,9 @@ namespace tern::check {
 // --json and --junit reports, and returns the exit code: 0 every check
 // passed, 1 a check failed, 2 the server could not be reached, never became
 // ready, or a report could not be written.
-std::function<int()> RegisterCheck(CLI::App& sub);
+// `loader` runs --reference-model for --suite numerics (the tern binary
+// passes its engine; without one only --reference-url works).
+std::function<int()> RegisterCheck(CLI::App& sub, ReferenceLoader loader = nullptr);
 
 // `tern wait`: exit 0 once the server answers /health and generates a token
 // (wait_cli.cc); 1 when --timeout passes first.

@@ -3,6 +3,8 @@
 
 #include <string>
 
+#include "check/numerics_reference.h"
+
 namespace tern::check {
 
 struct CheckOptions {
@@ -18,6 +20,7 @@ struct CheckOptions {
   int long_context_tokens = 2048;  // filler size of the long-context check
   int max_thinking_tokens = 2048;  // max_tokens of the thinking arithmetic check
   bool color = false;              // ANSI colour in the table (the CLI sets it for a terminal)
+  NumericsOptions numerics;        // --suite numerics
 };
 
 }  // namespace tern::check

@@ -34,6 +34,7 @@ const std::vector<CheckSpec>& AllChecks() {
       {"openai_error_body", "errors readable by OpenAI clients", "structural", false, RunOpenAiErrorBody},
       {"stop_trimmed", "stop strings trimmed", "structural", false, RunStopTrimmed},
       {"degenerate_output", "degenerate output", "semantic", false, RunDegenerateOutput},
+      {"numerics", "numerics against a reference", "numerics", false, nullptr, /*full=*/false, RunNumerics},
   };
   return kChecks;
 }

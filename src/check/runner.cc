@@ -8,6 +8,7 @@
 #include <ctime>
 #include <exception>
 
+#include "check/checks_common.h"
 #include "check/context.h"
 #include "check/http_client.h"
 #include "check/url.h"
@@ -46,7 +47,7 @@ Result<std::vector<const CheckSpec*>> SelectChecks(std::string_view suite) {
     if (name.empty()) continue;
     if (name == "smoke" || name == "full") {  // suites expand to their checks
       for (const auto& c : all)
-        if (name == "full" || c.smoke) wanted.push_back(c.name);
+        if (name == "full" ? c.full : c.smoke) wanted.push_back(c.name);
       continue;
     }
     bool known = false;
@@ -84,6 +85,13 @@ RunReport RunChecks(const CheckOptions& options, const RunCallbacks& cb) {
     report.fatal = checks.status().message();
     return finish(report);
   }
+  for (const CheckSpec* spec : *checks)
+    if (spec->run_rows == RunNumerics && options.numerics.reference.model_dir.empty() &&
+        options.numerics.reference_url.empty()) {
+      report.fatal = "--suite numerics needs a reference: --reference-model DIR (tern runs it in process) or "
+                     "--reference-url URL (another deployment)";
+      return finish(report);
+    }
   auto url = ParseBaseUrl(options.url);
   if (!url.ok()) {
     report.fatal = url.status().message();
@@ -108,19 +116,24 @@ RunReport RunChecks(const CheckOptions& options, const RunCallbacks& cb) {
     if (cb.on_check_start) cb.on_check_start(*spec);
     ctx.SetCurrentCheck(spec->name);
     const auto c0 = Clock::now();
-    CheckResult r;
+    std::vector<CheckResult> rows(1);
     try {
-      r = spec->run(ctx);
+      if (spec->run_rows) rows = spec->run_rows(ctx);
+      else rows[0] = spec->run(ctx);
     } catch (const std::exception& e) {  // a bug of ours must not hide the other checks' results
-      r.outcome = Outcome::kFail;
-      r.detail = fmt::format("internal error in the check: {}", e.what());
+      rows.assign(1, CheckResult{});
+      rows[0].outcome = Outcome::kFail;
+      rows[0].detail = fmt::format("internal error in the check: {}", e.what());
     }
-    r.name = spec->name;
-    r.title = spec->title;
-    r.kind = spec->kind;
-    r.duration_s = std::chrono::duration<double>(Clock::now() - c0).count();
-    if (cb.on_result) cb.on_result(r);
-    report.results.push_back(std::move(r));
+    const double took = std::chrono::duration<double>(Clock::now() - c0).count();
+    for (CheckResult& r : rows) {
+      if (!spec->run_rows || r.name.empty()) r.name = spec->name;
+      r.title = r.name == spec->name ? spec->title : std::string(spec->title) + ": " + r.name;
+      r.kind = spec->kind;
+      if (r.name == spec->name) r.duration_s = took;  // rows of their own keep theirs
+      if (cb.on_result) cb.on_result(r);
+      report.results.push_back(std::move(r));
+    }
   }
   for (auto& n : ctx.Notes()) report.server.notes.push_back(std::move(n));
   report.exit_code = report.Count(Outcome::kFail) > 0 ? kExitFailed : kExitPassed;

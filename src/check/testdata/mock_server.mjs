@@ -36,6 +36,14 @@
 //   flat-errors           the sglang dialect's errors without OpenAI's error object
 //                         (SGLang's own form; by default it sends both, as tern does)
 //   untrimmed-stop        a stop string ends the reply but stays in the text
+// Numerics (tern check --suite numerics): token ids in, logprobs out, from
+// the toy model of numerics_integration_test.cc (change both together): 64
+// tokens, logit(t | previous token q) = -((7 t + 13 q) mod 61) / 8. sglang:
+// /generate with input/output logprobs; vllm: /v1/completions with
+// prompt_logprobs and token_id:<id> names; llamacpp: /completion n_probs.
+//   numerics-skew         from output token 5 on, the second choice gets +1.5 (a subtly wrong kernel)
+//   numerics-skew-prompt  the same at every prompt position (a wrong reference deployment)
+//   with nan-logprobs     output token 3's logprobs are NaN
 // Stop strings ("stop") cut the content before the first one, finish "stop".
 // Mode "correct" answers are built from the prompts of src/check/checks_common.h
 // (change both together). GET /_mock/requests returns the request bodies seen.
@@ -248,6 +256,12 @@ function chat(req, res, body) {
   const thinking = dialect === 'sglang'
     ? !(kwargs.enable_thinking === false || parsed.reasoning_effort === 'none')
     : kwargs.enable_thinking !== false;
+  if (parsed.return_prompt_token_ids) {  // the numerics suite's tokenizer on a reference deployment
+    const text = textOf(parsed.messages[parsed.messages.length - 1].content);
+    const ids = [1, ...[...text].map((ch) => ch.charCodeAt(0) % 60 + 2)].slice(0, 40);
+    return send(res, 200, { id: 'chatcmpl-tok', object: 'chat.completion', created: 0, model: parsed.model,
+      choices: [{ index: 0, message: { role: 'assistant', content: '' }, finish_reason: 'length', prompt_token_ids: ids }] });
+  }
   const c = completion(parsed, thinking);
   const id = `chatcmpl-${requests.length}`;
   const created = Math.floor(Date.now() / 1000);
@@ -308,6 +322,95 @@ function streamReply(res, parsed, c, id, created) {
   next();
 }
 
+// ---------------------------------------------------------------- numerics
+
+const TOY_VOCAB = 64;
+function toyLogprobs(prev, skew) {
+  const logits = [];
+  for (let t = 0; t < TOY_VOCAB; t++) logits.push(-((7 * t + 13 * prev) % 61) / 8);
+  if (skew) {
+    const order = [...logits.keys()].sort((a, b) => logits[b] - logits[a] || a - b);
+    logits[order[1]] += 1.5;
+  }
+  const mx = Math.max(...logits);
+  const lse = mx + Math.log(logits.reduce((a, v) => a + Math.exp(v - mx), 0));
+  return logits.map((v) => v - lse);
+}
+function topOf(lps, k) {
+  return [...lps.keys()].sort((a, b) => lps[b] - lps[a] || a - b).slice(0, k).map((id) => [id, lps[id]]);
+}
+// Greedy continuation: for each scored position, {id, lp, top: [[id, lp]...]}.
+function toyRun(ids, maxNew, k) {
+  const seq = [...ids];
+  const prompt = [];
+  for (let p = 1; p < ids.length; p++) {
+    const lps = toyLogprobs(ids[p - 1], flags.has('numerics-skew-prompt'));
+    prompt.push({ id: ids[p], lp: lps[ids[p]], top: topOf(lps, k), rank: 1 + lps.filter((v) => v > lps[ids[p]]).length });
+  }
+  const out = [];
+  for (let i = 0; i < maxNew; i++) {
+    const lps = toyLogprobs(seq[seq.length - 1], flags.has('numerics-skew') && i >= 5);
+    const top = topOf(lps, k);
+    const id = top[0][0];
+    const nan = flags.has('nan-logprobs') && i === 3;
+    out.push({ id, lp: nan ? '__NaN__' : lps[id], top: nan ? top.map(([t]) => [t, '__NaN__']) : top });
+    seq.push(id);
+  }
+  return { prompt, out };
+}
+function numericsGenerate(req, res) {
+  const ids = req.input_ids;
+  const k = req.top_logprobs_num || 0;
+  const r = toyRun(ids, req.sampling_params.max_new_tokens, k);
+  const start = req.logprob_start_len >= 0 ? req.logprob_start_len : ids.length - 1;
+  const inTok = [[null, ids[start], null]], inTop = [null];
+  for (let p = start + 1; p < ids.length; p++) {
+    const e = r.prompt[p - 1];
+    inTok.push([e.lp, e.id, null]);
+    inTop.push(e.top.map(([t, lp]) => [lp, t, null]));
+  }
+  const meta = { id: 'gen-1', finish_reason: { type: 'length', length: r.out.length }, prompt_tokens: ids.length,
+    completion_tokens: r.out.length, cached_tokens: 0, input_token_logprobs: inTok,
+    output_token_logprobs: r.out.map((e) => [e.lp, e.id, null]) };
+  if (k > 0) {
+    meta.input_top_logprobs = inTop;
+    meta.output_top_logprobs = r.out.map((e) => e.top.map(([t, lp]) => [lp, t, null]));
+  }
+  send(res, 200, { text: '', output_ids: r.out.map((e) => e.id), meta_info: meta });
+}
+function numericsCompletions(req, res) {
+  const ids = req.prompt;
+  const k = req.logprobs || 0;
+  const r = toyRun(ids, req.max_tokens, Math.max(k, req.prompt_logprobs || 0));
+  const name = (t) => `token_id:${t}`;
+  const choice = { index: 0, text: '', finish_reason: 'length', stop_reason: null,
+    logprobs: { text_offset: r.out.map(() => 0), token_logprobs: r.out.map((e) => e.lp), tokens: r.out.map((e) => name(e.id)),
+      top_logprobs: r.out.map((e) => Object.fromEntries(e.top.slice(0, k).map(([t, lp]) => [name(t), lp]))) } };
+  if (req.prompt_logprobs !== undefined) {
+    choice.prompt_logprobs = [null, ...r.prompt.map((e) => {
+      const d = { [e.id]: { logprob: e.lp, rank: e.rank, decoded_token: name(e.id) } };
+      e.top.slice(0, req.prompt_logprobs).forEach(([t, lp], i) => { d[t] = { logprob: lp, rank: i + 1, decoded_token: name(t) }; });
+      return d;
+    })];
+  }
+  send(res, 200, { id: 'cmpl-1', object: 'text_completion', created: 0, model: MODEL, choices: [choice] });
+}
+function numericsLlamacpp(req, res) {
+  const r = toyRun(req.prompt, req.n_predict, req.n_probs || 0);
+  send(res, 200, { content: '', tokens: r.out.map((e) => e.id), completion_probabilities: r.out.map((e) => ({
+    id: e.id, token: `<${e.id}>`, logprob: e.lp, bytes: [],
+    top_logprobs: e.top.map(([t, lp]) => ({ id: t, token: `<${t}>`, logprob: lp, bytes: [] })) })) });
+}
+function numerics(path, res, body) {
+  let req;
+  try { req = JSON.parse(body); } catch { return send(res, 400, errorBody(400, 'JSON decode error')); }
+  requests.push(req);
+  if (path === '/generate' && dialect === 'sglang') return numericsGenerate(req, res);
+  if (path === '/v1/completions' && dialect === 'vllm') return numericsCompletions(req, res);
+  if (path === '/completion' && dialect === 'llamacpp') return numericsLlamacpp(req, res);
+  return notFound(res);
+}
+
 // ---------------------------------------------------------------- routes
 
 function healthy() { return !flags.has('slow-health') || Date.now() - started >= slowHealthMs; }
@@ -344,6 +447,7 @@ function route(req, res, body) {
     if (dialect === 'sglang') Object.assign(card, { root: MODEL, parent: null });
     return send(res, 200, { object: 'list', data: [card] });
   }
+  if (['/generate', '/v1/completions', '/completion'].includes(path) && req.method === 'POST') return numerics(path, res, body);
   if (path === '/v1/chat/completions' && req.method === 'POST') {
     if (flags.has('hang')) return;  // never answer; the socket stays open until the client gives up
     return chat(req, res, body);

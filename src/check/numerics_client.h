@@ -1,0 +1,86 @@
+// DeploymentClient: a deployment's token distributions over HTTP, through
+// whichever logprob API it offers:
+//   SGLang /generate (tern, SGLang): input_ids, return_logprob,
+//     top_logprobs_num and logprob_start_len 0, so the prompt is scored too
+//     (input_token_logprobs / input_top_logprobs, entry 0 without a logprob);
+//   vLLM /v1/completions: prompt as ids, logprobs, prompt_logprobs and
+//     return_tokens_as_token_ids (tokens named "token_id:<id>");
+//   llama.cpp /completion: prompt as ids, n_probs (generated tokens only:
+//     completion_probabilities with ids).
+// The choice follows the discovered dialect (tern and SGLang: /generate;
+// vLLM: completions; llama.cpp: /completion); an unknown server is tried in
+// that order, each API answering 404/405 handing over to the next. Every
+// request is greedy (temperature 0). A NaN/Infinity (or a null where a number
+// belongs) marks its position nonfinite.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "check/http_client.h"
+#include "check/numerics_reference.h"
+#include "check/server.h"
+
+namespace tern::check {
+
+enum class LogprobApi { kUnknown, kSglangGenerate, kVllmCompletions, kLlamaCpp };
+
+// The deployment's greedy continuation of one prompt.
+struct DeploymentRun {
+  std::vector<int32_t> output;              // generated ids
+  std::vector<PositionLogprobs> positions;  // indices into prompt + output, ascending
+  bool prompt_scored = false;               // the API scored prompt positions too
+  int nonfinite_json = 0;                   // NaN/Infinity words in the reply
+  double seconds = 0;
+};
+
+class DeploymentClient {
+ public:
+  DeploymentClient(const HttpClient& http, const ServerInfo& server);
+
+  // Greedy continuation of `prompt` (max_tokens new ids, ending early at the
+  // server's end of sequence) with top_k logprobs at every position.
+  Result<DeploymentRun> Continue(const std::vector<int32_t>& prompt, int max_tokens, int top_k);
+  // Teacher-forced: positions [first, tokens.size()) of `tokens` as a prompt
+  // (SGLang and vLLM only; llama.cpp does not score prompts).
+  Result<std::vector<PositionLogprobs>> Score(const std::vector<int32_t>& tokens, int64_t first, int top_k);
+  // The prompt's ids as this deployment tokenizes it: messages through
+  // /v1/chat/completions return_prompt_token_ids (tern, SGLang) or vLLM's
+  // /tokenize with messages; raw text through /tokenize.
+  Result<std::vector<int32_t>> Tokenize(const NumericsPrompt& prompt);
+
+  LogprobApi api() const { return api_; }
+  // "SGLang /generate (return_logprob, top_logprobs_num 20, logprob_start_len 0)".
+  std::string ApiDescription(int top_k) const;
+
+ private:
+  Result<DeploymentRun> Request(LogprobApi api, const std::vector<int32_t>& tokens, int max_tokens, int top_k,
+                                int64_t score_from);
+
+  const HttpClient& http_;
+  ServerInfo server_;
+  LogprobApi api_ = LogprobApi::kUnknown;
+};
+
+// A deployment as the reference (--reference-url).
+class DeploymentReference : public LogprobReference {
+ public:
+  DeploymentReference(HttpClient http, const ServerInfo& server)
+      : http_(std::move(http)), client_(http_, server), url_(http_.options().url.ToString()) {}
+  std::string Describe() const override { return "the deployment at " + url_; }
+  Result<std::vector<int32_t>> Tokenize(const NumericsPrompt& prompt) override { return client_.Tokenize(prompt); }
+  Result<std::vector<PositionLogprobs>> Score(const std::vector<int32_t>& tokens, int64_t first, int top_k,
+                                              const std::vector<std::vector<int32_t>>& want) override {
+    (void)want;
+    return client_.Score(tokens, first, top_k);
+  }
+
+ private:
+  HttpClient http_;
+  DeploymentClient client_;
+  std::string url_;
+};
+
+}  // namespace tern::check

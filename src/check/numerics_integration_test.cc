@@ -1,0 +1,173 @@
+// `tern check --suite numerics` against the scripted server in each logprob
+// dialect, with a reference that computes the toy model of mock_server.mjs
+// independently (here, in C++: 64 tokens, logit(t | q) = -((7 t + 13 q) mod
+// 61) / 8): a right deployment passes with KL 0; a skewed one fails naming
+// the position where it starts; NaN logprobs fail naming NaN; another
+// deployment can be the reference.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "check/mock_process.h"
+#include "check/runner.h"
+
+namespace tern::check {
+namespace {
+
+using testing::MockServer;
+
+std::vector<double> ToyLogprobs(int32_t prev) {
+  std::vector<double> l(64);
+  for (int t = 0; t < 64; ++t) l[size_t(t)] = -double((7 * t + 13 * prev) % 61) / 8;
+  double mx = *std::max_element(l.begin(), l.end()), z = 0;
+  for (double v : l) z += std::exp(v - mx);
+  for (double& v : l) v -= mx + std::log(z);
+  return l;
+}
+
+class ToyReference : public LogprobReference {
+ public:
+  std::string Describe() const override { return "the toy model"; }
+  Result<std::vector<int32_t>> Tokenize(const NumericsPrompt& p) override {
+    std::string text = p.messages.is_null() ? p.text : p.messages.back()["content"].get<std::string>();
+    std::vector<int32_t> ids{1};
+    for (unsigned char c : text)
+      if (ids.size() < 40) ids.push_back(int32_t(c % 60 + 2));
+    return ids;
+  }
+  Result<std::vector<PositionLogprobs>> Score(const std::vector<int32_t>& tokens, int64_t first, int top_k,
+                                              const std::vector<std::vector<int32_t>>& want) override {
+    std::vector<PositionLogprobs> out;
+    for (int64_t p = first; p < int64_t(tokens.size()); ++p) {
+      const std::vector<double> lp = ToyLogprobs(tokens[size_t(p - 1)]);
+      PositionLogprobs pos{.position = p, .token = tokens[size_t(p)], .logprob = lp[size_t(tokens[size_t(p)])]};
+      std::vector<int32_t> order(64);
+      for (int32_t i = 0; i < 64; ++i) order[size_t(i)] = i;
+      std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return lp[size_t(a)] > lp[size_t(b)]; });
+      for (int k = 0; k < top_k; ++k) pos.top.emplace_back(order[size_t(k)], lp[size_t(order[size_t(k)])]);
+      for (int32_t id : want[size_t(p - first)]) pos.extra.emplace_back(id, lp[size_t(id)]);
+      out.push_back(std::move(pos));
+    }
+    ++scored;
+    return out;
+  }
+  std::string TokenText(int32_t id) const override { return "<" + std::to_string(id) + ">"; }
+  static inline int scored = 0;
+};
+
+CheckOptions Numerics(const std::string& url) {
+  CheckOptions o;
+  o.url = url;
+  o.suite = "numerics";
+  o.timeout_s = 20;
+  o.numerics.reference.model_dir = "toy";
+  o.numerics.tokens = 16;
+  o.numerics.top_logprobs = 5;
+  o.numerics.loader = [](const ReferenceModelSpec&) -> Result<std::unique_ptr<LogprobReference>> {
+    return std::unique_ptr<LogprobReference>(new ToyReference);
+  };
+  return o;
+}
+
+std::map<std::string, CheckResult> ByName(const RunReport& r) {
+  std::map<std::string, CheckResult> m;
+  for (const auto& c : r.results) m[c.name] = c;
+  return m;
+}
+
+std::string Dump(const RunReport& r) {
+  std::string s = r.fatal;
+  for (const auto& c : r.results) s += "\n  " + c.name + " " + OutcomeName(c.outcome) + ": " + c.detail;
+  return s;
+}
+
+#define START_MOCK(var, ...)                                    \
+  MockServer var(__VA_ARGS__);                                  \
+  if (testing::NodeBinary().empty()) GTEST_SKIP() << "no node"; \
+  ASSERT_TRUE(var.ok()) << var.error()
+
+class NumericsIntegration : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { signal(SIGPIPE, SIG_IGN); }
+};
+
+TEST_F(NumericsIntegration, RightDeploymentPassesInEveryDialect) {
+  for (const char* dialect : {"sglang", "vllm", "llamacpp"}) {
+    START_MOCK(mock, dialect);
+    RunReport r = RunChecks(Numerics(mock.url()));
+    EXPECT_EQ(r.exit_code, kExitPassed) << dialect << Dump(r);
+    auto rows = ByName(r);
+    ASSERT_EQ(rows.size(), 7u) << Dump(r);  // six built-in prompts and the overall row
+    const CheckResult& all = rows["numerics"];
+    EXPECT_EQ(all.outcome, Outcome::kPass) << all.detail;
+    EXPECT_DOUBLE_EQ(all.metrics["top1_agreement"].get<double>(), 1.0) << all.detail;
+    EXPECT_LT(all.metrics["kl_max"].get<double>(), 1e-12) << all.detail;
+    const std::string api = all.metrics["api"];
+    const std::string d = dialect;
+    EXPECT_NE(api.find(d == "sglang" ? "/generate" : d == "vllm" ? "prompt_logprobs" : "n_probs"), std::string::npos)
+        << api;
+    // SGLang and vLLM score the prompt too; llama.cpp only what it generates.
+    const CheckResult& chat = rows["numerics.chat"];
+    EXPECT_EQ(chat.metrics["prompt_scored"].get<bool>(), d != "llamacpp") << chat.detail;
+    EXPECT_EQ(chat.metrics["output_tokens"].get<int>(), 16);
+    EXPECT_EQ(chat.metrics["positions"].get<int>(),
+              d == "llamacpp" ? 16 : chat.metrics["prompt_tokens"].get<int>() - 1 + 16);
+  }
+}
+
+TEST_F(NumericsIntegration, SkewedDeploymentFailsAtTheFirstDivergingPosition) {
+  START_MOCK(mock, "sglang,numerics-skew");
+  RunReport r = RunChecks(Numerics(mock.url()));
+  EXPECT_EQ(r.exit_code, kExitFailed) << Dump(r);
+  auto rows = ByName(r);
+  const CheckResult& chat = rows["numerics.chat"];
+  EXPECT_EQ(chat.outcome, Outcome::kFail);
+  EXPECT_NE(chat.detail.find("output token 5"), std::string::npos) << chat.detail;
+  const int prompt_tokens = chat.metrics["prompt_tokens"];
+  EXPECT_EQ(chat.metrics["first_divergence"]["position"].get<int>(), prompt_tokens + 5) << chat.detail;
+  EXPECT_EQ(chat.metrics["first_divergence"]["in"], "output");
+  EXPECT_EQ(rows["numerics"].outcome, Outcome::kFail);
+}
+
+TEST_F(NumericsIntegration, NanLogprobsFailNamingNan) {
+  START_MOCK(mock, "sglang,nan-logprobs");
+  RunReport r = RunChecks(Numerics(mock.url()));
+  EXPECT_EQ(r.exit_code, kExitFailed) << Dump(r);
+  auto rows = ByName(r);
+  EXPECT_NE(rows["numerics.chat"].detail.find("NaN"), std::string::npos) << rows["numerics.chat"].detail;
+  EXPECT_NE(rows["numerics.chat"].detail.find("output token 3"), std::string::npos) << rows["numerics.chat"].detail;
+  EXPECT_NE(rows["numerics"].detail.find("NaN"), std::string::npos) << rows["numerics"].detail;
+}
+
+TEST_F(NumericsIntegration, AnotherDeploymentAsTheReference) {
+  START_MOCK(under_test, "sglang");
+  START_MOCK(reference, "vllm");
+  START_MOCK(skewed, "vllm,numerics-skew-prompt");
+  CheckOptions o = Numerics(under_test.url());
+  o.numerics.reference.model_dir.clear();
+  o.numerics.loader = nullptr;
+  o.numerics.reference_url = reference.url();
+  RunReport r = RunChecks(o);
+  EXPECT_EQ(r.exit_code, kExitPassed) << Dump(r);
+  EXPECT_NE(ByName(r)["numerics"].metrics["reference"].get<std::string>().find(reference.url()), std::string::npos);
+  // A skewed reference scores the deployment's tokens (teacher-forced) with
+  // its own skew on the second choice of every position: the two disagree.
+  o.numerics.reference_url = skewed.url();
+  RunReport bad = RunChecks(o);
+  EXPECT_EQ(bad.exit_code, kExitFailed) << Dump(bad);
+}
+
+TEST_F(NumericsIntegration, NoReferenceIsABadOption) {
+  START_MOCK(mock, "sglang");
+  CheckOptions o = Numerics(mock.url());
+  o.numerics.reference.model_dir.clear();
+  RunReport r = RunChecks(o);
+  EXPECT_EQ(r.exit_code, kExitUnreachable);
+  EXPECT_NE(r.fatal.find("--reference-model"), std::string::npos) << r.fatal;
+}
+
+}  // namespace
+}  // namespace tern::check

@@ -1,0 +1,72 @@
+// What the numerics suite compares a deployment with: a LogprobReference
+// scores a token sequence teacher-forced. tern's own Engine implements it in
+// the tern binary (app/numerics_reference.cc, --reference-model); another
+// deployment over HTTP implements it here (numerics_client.h,
+// --reference-url). This module never links the engine: the binary hands
+// RegisterCheck a loader.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "check/numerics_compare.h"
+
+namespace tern::check {
+
+// One prompt of the suite: chat messages rendered with the model's template
+// (thinking on or off), or raw text.
+struct NumericsPrompt {
+  std::string name;                               // row name: "chat", "thinking", ..., "file-3"
+  nlohmann::json messages = nlohmann::json();     // array of messages; null: `text` is the prompt
+  std::string text;                               // raw prompt (no template)
+  bool thinking = false;                          // chat_template_kwargs enable_thinking / thinking
+};
+
+class LogprobReference {
+ public:
+  virtual ~LogprobReference() = default;
+  // For the report: "tern engine, /models/x (w4a4 numerics)".
+  virtual std::string Describe() const = 0;
+  // The prompt's token ids, as a server renders and tokenizes it.
+  virtual Result<std::vector<int32_t>> Tokenize(const NumericsPrompt& prompt) = 0;
+  // Positions p in [first, tokens.size()) (first >= 1), ascending: the
+  // distribution of tokens[p] given tokens[0, p), teacher-forced: token,
+  // logprob, the top_k most likely and, in `extra`, the logprobs of the ids
+  // in want[p - first] (a reference with the whole row gives them all;
+  // another deployment only those in its own top-k).
+  virtual Result<std::vector<PositionLogprobs>> Score(const std::vector<int32_t>& tokens, int64_t first, int top_k,
+                                                      const std::vector<std::vector<int32_t>>& want) = 0;
+  // A token's text for messages ("" when unknown).
+  virtual std::string TokenText(int32_t id) const {
+    (void)id;
+    return "";
+  }
+};
+
+struct ReferenceModelSpec {
+  std::string model_dir;
+  std::string numerics = "full";  // "full" (activations at f32) or "w4a4" (Blackwell's NVFP4 GEMM)
+  size_t threads = 0;             // 0: all cores
+};
+
+// Loads --reference-model (the tern binary's engine); errors with context.
+using ReferenceLoader = std::function<Result<std::unique_ptr<LogprobReference>>(const ReferenceModelSpec&)>;
+
+// `tern check --suite numerics` options.
+struct NumericsOptions {
+  ReferenceModelSpec reference;  // reference.model_dir empty: none
+  std::string reference_url;     // another deployment as the reference
+  std::string prompts_file;      // JSON lines or plain lines; empty: the built-in set
+  int tokens = 128;              // greedy continuation per prompt
+  int top_logprobs = 20;         // k of the deployment's top-k (OpenAI's and vLLM's maximum)
+  NumericsThresholds thresholds;
+  ReferenceLoader loader;        // set by the tern binary; null in tern_check_driver
+};
+
+}  // namespace tern::check

@@ -1,0 +1,182 @@
+// The numerics suite's arithmetic against values computed by hand (and, for
+// the KL bound, against the full KL summed over the whole vocabulary), and
+// its prompts file.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <random>
+
+#include "check/numerics_compare.h"
+#include "check/numerics_prompts.h"
+
+namespace tern::check {
+namespace {
+
+PositionLogprobs Pos(int64_t position, std::vector<std::pair<int32_t, double>> probs) {
+  PositionLogprobs p;
+  p.position = position;
+  for (auto& [id, pr] : probs) p.top.emplace_back(id, std::log(pr));
+  p.token = p.top.empty() ? -1 : p.top[0].first;
+  p.logprob = p.top.empty() ? std::optional<double>() : p.top[0].second;
+  return p;
+}
+
+TEST(NumericsCompare, KlOnTheSharedSupportByHand) {
+  // 0.7 ln(0.7/0.6) + 0.2 ln(0.2/0.3) + 0.1 ln(0.1/0.1) (the rest bucket).
+  const auto ref = Pos(1, {{5, 0.7}, {9, 0.2}}), dep = Pos(1, {{5, 0.6}, {9, 0.3}});
+  const KlBound b = KlOnSharedSupport(ref, dep);
+  EXPECT_NEAR(b.kl, 0.026812454257448, 1e-12);
+  EXPECT_EQ(b.shared, 2);
+  EXPECT_NEAR(b.ref_rest, 0.1, 1e-12);
+  EXPECT_NEAR(b.dep_rest, 0.1, 1e-12);
+  EXPECT_NEAR(KlOnSharedSupport(ref, ref).kl, 0.0, 1e-15);
+}
+
+TEST(NumericsCompare, KlBoundNeverExceedsTheFullKl) {
+  std::mt19937 rng(7);
+  std::normal_distribution<double> noise(0, 1);
+  for (int trial = 0; trial < 200; ++trial) {
+    const int V = 40;
+    std::vector<double> a(V), b(V);
+    double za = 0, zb = 0;
+    for (int i = 0; i < V; ++i) {
+      a[i] = std::exp(2 * noise(rng));
+      b[i] = a[i] * std::exp(0.3 * noise(rng));
+      za += a[i];
+      zb += b[i];
+    }
+    double full = 0;
+    for (int i = 0; i < V; ++i) full += a[i] / za * std::log((a[i] / za) / (b[i] / zb));
+    // The deployment reports its top 8; the reference knows every logprob.
+    std::vector<int> order(V);
+    for (int i = 0; i < V; ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](int x, int y) { return b[x] > b[y]; });
+    PositionLogprobs dep, ref;
+    for (int k = 0; k < 8; ++k) dep.top.emplace_back(order[k], std::log(b[order[k]] / zb));
+    for (int i = 0; i < V; ++i) ref.extra.emplace_back(i, std::log(a[i] / za));
+    const KlBound kb = KlOnSharedSupport(ref, dep);
+    EXPECT_LE(kb.kl, full + 1e-12) << trial;
+    EXPECT_GE(kb.kl, 0.0);
+    // With the whole vocabulary as support the bound is the full KL.
+    PositionLogprobs dep_all;
+    for (int i = 0; i < V; ++i) dep_all.top.emplace_back(i, std::log(b[i] / zb));
+    EXPECT_NEAR(KlOnSharedSupport(ref, dep_all).kl, full, 1e-9);
+  }
+}
+
+TEST(NumericsCompare, NearTieIsNotADivergenceButADecisiveFlipIs) {
+  NumericsThresholds th;
+  th.tie_margin = 0.25;
+  th.kl_max = 1;     // only the top-1 rule matters here
+  th.gap_max = 10;
+  // Reference prefers 5 over 9 by ln(0.51/0.49) = 0.04 nats; the deployment picked 9.
+  PositionComparison tie = ComparePosition(Pos(3, {{5, 0.51}, {9, 0.49}}), Pos(3, {{9, 0.5}, {5, 0.5}}), th);
+  EXPECT_FALSE(tie.agree);
+  EXPECT_NEAR(tie.ref_margin, std::log(0.51 / 0.49), 1e-12);
+  EXPECT_TRUE(tie.divergence.empty()) << tie.divergence;
+  // By ln(0.8/0.2) = 1.39 nats: a divergence.
+  PositionComparison flip = ComparePosition(Pos(3, {{5, 0.8}, {9, 0.2}}), Pos(3, {{9, 0.6}, {5, 0.4}}), th);
+  EXPECT_NE(flip.divergence.find("top-1 differs"), std::string::npos) << flip.divergence;
+  // The deployment's top-1 unknown to the reference (another deployment's top-k): decisive.
+  PositionComparison unknown = ComparePosition(Pos(3, {{5, 0.8}, {9, 0.2}}), Pos(3, {{7, 0.9}}), th);
+  EXPECT_TRUE(std::isinf(unknown.ref_margin));
+  EXPECT_FALSE(unknown.divergence.empty());
+}
+
+TEST(NumericsCompare, SequenceNamesTheFirstDivergingPositionAndMeanKl) {
+  NumericsThresholds th;  // defaults
+  std::vector<PositionLogprobs> ref, dep;
+  for (int64_t p = 1; p <= 10; ++p) {
+    ref.push_back(Pos(p, {{1, 0.9}, {2, 0.05}}));
+    // Positions 7 and 9 are off: 1 drops to 0.5 (KL well above 0.05), the rest equal.
+    dep.push_back(p == 7 || p == 9 ? Pos(p, {{1, 0.5}, {2, 0.45}}) : Pos(p, {{1, 0.9}, {2, 0.05}}));
+  }
+  SequenceComparison s = CompareSequence(ref, dep, th);
+  EXPECT_EQ(s.positions, 10);
+  EXPECT_EQ(s.agree, 10);
+  ASSERT_TRUE(s.first_divergence.has_value());
+  EXPECT_EQ(s.first_divergence->position, 7);
+  EXPECT_NE(s.failure.find("position 7"), std::string::npos) << s.failure;
+  EXPECT_EQ(s.kl_max_position, 7);
+  // Per off position: 0.9 ln(0.9/0.5) + 0.05 ln(0.05/0.45) + 0.05 ln(0.05/0.05).
+  const double off = 0.9 * std::log(0.9 / 0.5) + 0.05 * std::log(0.05 / 0.45);
+  EXPECT_NEAR(s.kl_mean, 2 * off / 10, 1e-9);
+  EXPECT_NEAR(s.gap_max, std::log(0.45 / 0.05), 1e-9);
+
+  // Equal sequences pass; positions only one side scored are ignored.
+  std::vector<PositionLogprobs> ref_more = ref;
+  ref_more.push_back(Pos(11, {{1, 0.9}}));
+  SequenceComparison same = CompareSequence(ref_more, ref, th);
+  EXPECT_TRUE(same.failure.empty()) << same.failure;
+  EXPECT_EQ(same.positions, 10);
+  EXPECT_EQ(same.kl_max, 0);
+  // Nothing in common fails.
+  EXPECT_FALSE(CompareSequence({}, dep, th).failure.empty());
+}
+
+TEST(NumericsCompare, LogprobGapIgnoresTokensRareOnBothSides) {
+  NumericsThresholds th;  // gap_max 0.5 over tokens of probability >= 1e-3 on one side
+  // Token 9 at e^-15 vs e^-10: a 5-nat gap on a token neither side would pick.
+  PositionComparison rare =
+      ComparePosition(Pos(2, {{5, 0.999}, {9, std::exp(-10.0)}}), Pos(2, {{5, 0.999}, {9, std::exp(-15.0)}}), th);
+  EXPECT_TRUE(rare.divergence.empty()) << rare.divergence;
+  EXPECT_LT(rare.gap, 1e-9);
+  // At 0.01 against 0.001 it counts: ln 10 = 2.3 nats.
+  PositionComparison likely = ComparePosition(Pos(2, {{5, 0.98}, {9, 0.01}}), Pos(2, {{5, 0.98}, {9, 0.001}}), th);
+  EXPECT_NEAR(likely.gap, std::log(10.0), 1e-9);
+  EXPECT_NE(likely.divergence.find("token 9"), std::string::npos) << likely.divergence;
+}
+
+TEST(NumericsCompare, MeanKlThresholdAloneFails) {
+  NumericsThresholds th;
+  th.kl_max = 1;
+  th.gap_max = 10;
+  th.kl_mean = 1e-4;
+  std::vector<PositionLogprobs> ref{Pos(1, {{1, 0.9}, {2, 0.05}})}, dep{Pos(1, {{1, 0.85}, {2, 0.1}})};
+  SequenceComparison s = CompareSequence(ref, dep, th);
+  EXPECT_FALSE(s.first_divergence.has_value());
+  EXPECT_NE(s.failure.find("mean KL"), std::string::npos) << s.failure;
+}
+
+TEST(NumericsCompare, NanFailsNamingIt) {
+  std::vector<PositionLogprobs> ref{Pos(1, {{1, 0.9}}), Pos(2, {{1, 0.9}})}, dep = ref;
+  dep[1].nonfinite = true;
+  SequenceComparison s = CompareSequence(ref, dep, {});
+  EXPECT_EQ(s.nonfinite, 1);
+  EXPECT_NE(s.failure.find("NaN"), std::string::npos) << s.failure;
+  EXPECT_NE(s.failure.find("position 2"), std::string::npos) << s.failure;
+}
+
+TEST(NumericsPrompts, FileForms) {
+  const std::string path = ::testing::TempDir() + "/numerics_prompts.jsonl";
+  {
+    std::ofstream f(path);
+    f << "# comment\n\n"
+      << R"({"name": "greet", "messages": [{"role": "user", "content": "Hi"}], "thinking": true})" << "\n"
+      << R"({"prompt": "The capital of France is"})" << "\n"
+      << "Tell me a joke.\n";
+  }
+  auto p = LoadNumericsPrompts(path);
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  ASSERT_EQ(p->size(), 3u);
+  EXPECT_EQ((*p)[0].name, "greet");
+  EXPECT_TRUE((*p)[0].thinking);
+  EXPECT_EQ((*p)[0].messages[0]["content"], "Hi");
+  EXPECT_TRUE((*p)[1].messages.is_null());
+  EXPECT_EQ((*p)[1].text, "The capital of France is");
+  EXPECT_EQ((*p)[1].name, "file-4");
+  EXPECT_EQ((*p)[2].messages[0]["content"], "Tell me a joke.");
+  {
+    std::ofstream f(path);
+    f << R"({"messages": []})" << "\n";
+  }
+  auto bad = LoadNumericsPrompts(path);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find(":1:"), std::string::npos) << bad.status().message();
+  EXPECT_FALSE(LoadNumericsPrompts(path + ".missing").ok());
+  EXPECT_EQ(BuiltInNumericsPrompts(512).size(), 6u);
+}
+
+}  // namespace
+}  // namespace tern::check
