@@ -186,6 +186,7 @@ ApiResult<ChatRequest> ParseChatRequest(const Json& body, const ServerLimits& li
   if (auto v = r.Bool("continue_final_message")) req.continue_final_message = *v;
   if (r.Has("input_ids")) req.input_ids = internal::ReadTokenIds(r, "input_ids");
   if (auto v = r.Bool("return_prompt_token_ids")) req.return_prompt_token_ids = *v;
+  req.prompt_logprobs = r.Int("prompt_logprobs");
   req.rid = internal::ReadRid(r);
   req.user = r.String("user");
   internal::ValidateResponseFormat(r);
@@ -200,6 +201,12 @@ ApiResult<ChatRequest> ParseChatRequest(const Json& body, const ServerLimits& li
   if (auto e = ValidateChat(req, body, limits)) return *e;
   if (auto e = internal::CheckN(req.sampling)) return *e;
   if (auto e = internal::CheckTopLogprobs("top_logprobs", req.top_logprobs, kMaxTopLogprobs)) return *e;
+  if (req.prompt_logprobs) {
+    if (*req.prompt_logprobs == -1)  // vLLM: the whole vocabulary
+      return ApiError::BadRequest(fmt::format(
+          "`prompt_logprobs` -1 (the whole vocabulary) is not supported; at most {}.", kMaxTopLogprobs));
+    if (auto e = internal::CheckTopLogprobs("prompt_logprobs", *req.prompt_logprobs, kMaxTopLogprobs)) return *e;
+  }
   if (unsupported) return *unsupported;
   if (auto e = internal::ReadConstraint(body, &req.sampling)) return *e;
   // SGLang's _convert_to_internal_request, after the serving-layer checks.

@@ -21,7 +21,7 @@ Json ToolCallJson(const ToolCall& c, int index) {
 }  // namespace
 
 Json ChatCompletionJson(const ResponseMeta& meta, const std::vector<ChatChoice>& choices,
-                        const Usage& usage) {
+                        const Usage& usage, const std::vector<TokenLogprob>* prompt_logprobs) {
   Json out_choices = Json::array();
   for (size_t i = 0; i < choices.size(); ++i) {
     const ChatChoice& c = choices[i];
@@ -56,6 +56,7 @@ Json ChatCompletionJson(const ResponseMeta& meta, const std::vector<ChatChoice>&
   j["model"] = meta.model;
   j["choices"] = std::move(out_choices);
   j["usage"] = UsageJson(usage);
+  if (prompt_logprobs) j["prompt_logprobs"] = PromptLogprobsJson(*prompt_logprobs);
   j["metadata"] = Json{{"weight_version", meta.weight_version}};
   return j;
 }

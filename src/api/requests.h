@@ -132,6 +132,9 @@ struct ChatRequest {
   std::optional<std::vector<int32_t>> input_ids;  // bypasses the template
   // SGLang: each choice carries the prompt's token ids (non-stream only).
   bool return_prompt_token_ids = false;
+  // vLLM: the rendered prompt's logprobs with this many alternatives per
+  // position (top-level prompt_logprobs of the reply; non-stream); nullopt: none.
+  std::optional<int64_t> prompt_logprobs;
   std::optional<std::string> rid;
   std::optional<std::string> user;
 };

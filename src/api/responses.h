@@ -135,8 +135,9 @@ struct ChatChoice {
   std::optional<std::vector<TokenLogprob>> logprobs;
   std::optional<std::vector<int32_t>> prompt_token_ids;  // return_prompt_token_ids
 };
+// prompt_logprobs (vLLM's top-level field, PromptLogprobsJson) only when given.
 Json ChatCompletionJson(const ResponseMeta& meta, const std::vector<ChatChoice>& choices,
-                        const Usage& usage);
+                        const Usage& usage, const std::vector<TokenLogprob>* prompt_logprobs = nullptr);
 
 // Builds the chunks of one streamed chat completion. Not thread-safe.
 class ChatStreamEncoder {

@@ -125,10 +125,20 @@ void HandleChat(ServerContext& ctx, const HttpRequest& http_req, HttpResponse& r
   if (!constraint.ok()) return ReplyApiError(res, constraint.error());
   sampling->constraint = *constraint;
 
+  if (req.prompt_logprobs) {
+    if (req.stream)
+      return ReplyApiError(res, api::ApiError::BadRequest(
+                                    "prompt_logprobs are not streamed by tern; send stream: false."));
+    if (auto e = api::CheckPromptLogprobBudget(int64_t(prompt.size()) - 1, *req.prompt_logprobs, "prompt_logprobs"))
+      return ReplyApiError(res, *e);
+  }
   const api::ChatParseConfig pcfg = api::MakeChatParseConfig(req, parsers, rendered);
   api::ResponseMeta meta{.id = req.rid.value_or(api::NewRequestId("chatcmpl-")), .created = UnixNow(), .model = req.model};
+  int32_t engine_top = req.logprobs ? int32_t(req.top_logprobs) : -1;
+  if (req.prompt_logprobs) engine_top = std::max(engine_top, int32_t(*req.prompt_logprobs));
   RunSpec spec{.id = meta.id, .prompt = prompt, .sampling = *sampling,
-               .top_logprobs = req.logprobs ? int32_t(req.top_logprobs) : -1,
+               .top_logprobs = engine_top,
+               .prompt_logprob_start = req.prompt_logprobs && prompt.size() > 1 ? 1 : -1,
                .keep_special_ids = KeptParserTagIds(*ctx.tokenizer, api::ChatParserTags(pcfg))};
   if (sampling->constraint && api::ConstraintAfterReasoning(pcfg, req))  // the grammar starts after the reasoning
     if (auto ids = ctx.tokenizer->Encode("</think>", false); ids.ok()) spec.grammar_after = *ids;
@@ -139,14 +149,16 @@ void HandleChat(ServerContext& ctx, const HttpRequest& http_req, HttpResponse& r
 
   if (!req.stream) {
     std::vector<api::ChatChoice> choices;
+    std::vector<TokenOutput> scored;  // the first choice's prompt logprobs
     int64_t reasoning_tokens = 0;
     for (auto& run : runs) {
       GenerationRun::Step all = run->RunToEnd(http_req.connected);
       res.record->AppendCompletion(all.text);
       RecordCompletion(*res.record, runs);
       if (auto e = ChoiceError(all)) return ReplyApiError(res, *e);
+      if (choices.empty()) scored = std::move(all.prompt_logprobs);
       api::ChatChoice choice = api::ParseChatOutput(pcfg, forced.reply_prefix + all.text, all.finish);
-      if (req.logprobs) choice.logprobs = ToLogprobs(ctx, all.tokens);
+      if (req.logprobs) choice.logprobs = ToLogprobs(ctx, all.tokens, false, req.top_logprobs);
       if (req.return_prompt_token_ids) choice.prompt_token_ids = prompt;
       api::ReasoningTokenCounter counter(pcfg, forced.reply_prefix);
       for (const auto& t : all.tokens) counter.Add(TokenText(ctx, t.id));
@@ -155,7 +167,10 @@ void HandleChat(ServerContext& ctx, const HttpRequest& http_req, HttpResponse& r
     }
     api::Usage usage = SumUsage(ctx, runs);
     usage.reasoning_tokens = reasoning_tokens;
-    res.SetBody(200, api::ToJsonText(api::ChatCompletionJson(meta, choices, usage)), "application/json");
+    std::optional<std::vector<api::TokenLogprob>> prompt_lps;
+    if (req.prompt_logprobs) prompt_lps = PromptLogprobs(ctx, prompt, scored, false, *req.prompt_logprobs);
+    res.SetBody(200, api::ToJsonText(api::ChatCompletionJson(meta, choices, usage, prompt_lps ? &*prompt_lps : nullptr)),
+                "application/json");
     return;
   }
 

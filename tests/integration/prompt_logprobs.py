@@ -9,6 +9,7 @@ Starts `tern serve` on the checkpoint and checks, for a fixed prompt of token id
     layout), each lp within 2e-3 of log_softmax(reference logits)[p-1][ids[p]], and
     input_top_logprobs[i] the reference's top 5 (ids, up to near-ties, and logprobs);
     a second identical request, whose prompt is now in the prefix cache, gives the same values;
+  /v1/chat/completions prompt_logprobs 2 (input_ids): the top-level prompt_logprobs likewise;
   /v1/completions echo + logprobs 3, prompt_logprobs 3, return_tokens_as_token_ids:
     logprobs.token_logprobs = [null, ...prompt..., ...output...], tokens "token_id:<id>",
     choices[0].prompt_logprobs = [null, {"<id>": {"logprob", "rank", "decoded_token"}}, ...] with
@@ -138,6 +139,16 @@ def main():
             if e["decoded_token"] != f"token_id:{ids[p]}" or len(pl[p]) > 4:
                 fail(f"prompt_logprobs position {p}: {pl[p]}")
         print("/v1/completions echo + logprobs, prompt_logprobs: ok")
+
+        st, r = post(port, "/v1/chat/completions", {"model": "m", "messages": [{"role": "user", "content": "x"}], "input_ids": ids,
+                                                    "max_tokens": 1, "temperature": 0, "prompt_logprobs": 2})
+        if st != 200 or len(r.get("prompt_logprobs") or []) != len(ids) or r["prompt_logprobs"][0] is not None:
+            fail(f"chat prompt_logprobs: {st} {str(r)[:300]}")
+        for p in range(1, len(ids)):
+            e = r["prompt_logprobs"][p][str(ids[p])]
+            if abs(e["logprob"] - ref[p - 1][ids[p]]) > TOL or len(r["prompt_logprobs"][p]) > 3:
+                fail(f"chat prompt_logprobs position {p}: {r['prompt_logprobs'][p]} vs {ref[p - 1][ids[p]]}")
+        print("/v1/chat/completions prompt_logprobs: ok")
 
         st, r = post(port, "/generate", {"input_ids": ids, "return_logprob": True, "logprob_start_len": len(ids)})
         if st != 400 or "logprob_start_len" not in json.dumps(r):
