@@ -128,7 +128,8 @@ std::string DeploymentClient::ApiDescription(int top_k) const {
 }
 
 Result<DeploymentRun> DeploymentClient::Request(LogprobApi api, const std::vector<int32_t>& tokens, int max_tokens,
-                                                int top_k, int64_t score_from) {
+                                                int top_k, int64_t score_from, bool* absent) {
+  if (absent) *absent = false;
   const auto t0 = std::chrono::steady_clock::now();
   json body;
   const char* path = "";
@@ -153,7 +154,7 @@ Result<DeploymentRun> DeploymentClient::Request(LogprobApi api, const std::vecto
   auto reply = http_.PostJson(path, body.dump());
   if (!reply.ok()) return Status::Errorf("POST {}: {}", path, reply.status().message());
   if (reply->status != 200) {
-    if (NotThere(reply->status)) return Status::Errorf("404:POST {}: {}", path, ErrorText(*reply));
+    if (absent) *absent = NotThere(reply->status);
     return Status::Errorf("POST {}: {}", path, ErrorText(*reply));
   }
   SanitizedJson info;
@@ -275,14 +276,14 @@ Result<DeploymentRun> DeploymentClient::Continue(const std::vector<int32_t>& pro
   else order = {LogprobApi::kSglangGenerate, LogprobApi::kVllmCompletions, LogprobApi::kLlamaCpp};
   std::string tried;
   for (LogprobApi a : order) {
-    auto r = Request(a, prompt, max_tokens, top_k, /*score_from=*/1);
+    bool absent = false;
+    auto r = Request(a, prompt, max_tokens, top_k, /*score_from=*/1, &absent);
     if (r.ok()) {
       api_ = a;
       return r;
     }
-    const std::string& m = r.status().message();
-    if (m.rfind("404:", 0) != 0) return r;
-    tried += (tried.empty() ? "" : "; ") + m.substr(4);
+    if (!absent) return r;
+    tried += (tried.empty() ? "" : "; ") + r.status().message();
   }
   return Status::Errorf("the server offers no logprob API tern check knows: {}", tried);
 }

@@ -56,8 +56,10 @@ class DeploymentClient {
   std::string ApiDescription(int top_k) const;
 
  private:
+  // score_from >= 1: also score prompt positions from there (where the API can).
+  // *absent: the server has no such endpoint (404/405/501), so another API may be tried.
   Result<DeploymentRun> Request(LogprobApi api, const std::vector<int32_t>& tokens, int max_tokens, int top_k,
-                                int64_t score_from);
+                                int64_t score_from, bool* absent = nullptr);
 
   const HttpClient& http_;
   ServerInfo server_;

@@ -160,6 +160,15 @@ TEST_F(NumericsIntegration, AnotherDeploymentAsTheReference) {
   EXPECT_EQ(bad.exit_code, kExitFailed) << Dump(bad);
 }
 
+TEST_F(NumericsIntegration, UnknownServerIsProbedApiByApi) {
+  // Not SGLang (no /generate: 404), so vLLM's completions answer.
+  START_MOCK(mock, "vllm,anonymous");
+  RunReport r = RunChecks(Numerics(mock.url()));
+  EXPECT_EQ(r.exit_code, kExitPassed) << Dump(r);
+  EXPECT_EQ(r.server.dialect, "openai-compatible");
+  EXPECT_NE(ByName(r)["numerics"].metrics["api"].get<std::string>().find("vLLM"), std::string::npos);
+}
+
 TEST_F(NumericsIntegration, NoReferenceIsABadOption) {
   START_MOCK(mock, "sglang");
   CheckOptions o = Numerics(mock.url());

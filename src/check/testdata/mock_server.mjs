@@ -43,6 +43,7 @@
 // prompt_logprobs and token_id:<id> names; llamacpp: /completion n_probs.
 //   numerics-skew         from output token 5 on, the second choice gets +1.5 (a subtly wrong kernel)
 //   numerics-skew-prompt  the same at every prompt position (a wrong reference deployment)
+//   anonymous             /v1/models owned_by "someone" (an unknown OpenAI-compatible server)
 //   with nan-logprobs     output token 3's logprobs are NaN
 // Stop strings ("stop") cut the content before the first one, finish "stop".
 // Mode "correct" answers are built from the prompts of src/check/checks_common.h
@@ -441,7 +442,8 @@ function route(req, res, body) {
     return send(res, 200, { default_generation_settings: { n_ctx: 8192 }, total_slots: 4, model_path: '/models/qwen3-8b-q4_k_m.gguf' });
   }
   if (path === '/v1/models') {
-    const card = { id: MODEL, object: 'model', created: 1767225600, owned_by: { sglang: 'sglang', vllm: 'vllm', llamacpp: 'llamacpp' }[dialect] };
+    const card = { id: MODEL, object: 'model', created: 1767225600,
+      owned_by: flags.has('anonymous') ? 'someone' : { sglang: 'sglang', vllm: 'vllm', llamacpp: 'llamacpp' }[dialect] };
     if (dialect === 'llamacpp') card.meta = { n_ctx_train: 40960, n_vocab: 151936 };
     else card.max_model_len = 32768;
     if (dialect === 'sglang') Object.assign(card, { root: MODEL, parent: null });
