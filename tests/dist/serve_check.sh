@@ -22,8 +22,8 @@ run_check() {
   local pid=$!
   "$tern" check --url "http://127.0.0.1:$port" --suite full --wait 180 --timeout 300 --no-color \
     --json "$work/$name.json" >"$work/$name.check" 2>&1
-  # SIGTERM to the server itself (rank 0): it drains and tells the other ranks to stop.
-  kill -TERM "$(rank_pid "$tern serve --port $port" 0)"
+  # SIGTERM to the server itself (rank 0 of a job): it drains and tells the other ranks to stop.
+  if [ ${#launcher[@]} -eq 0 ]; then kill -TERM $pid; else kill -TERM "$(rank_pid "$tern serve --port $port" 0)"; fi
   wait_for $pid 60
   [ "$code" = 0 ] || fail "$name: the server exited $code after SIGTERM"
   [ -s "$work/$name.json" ] || fail "$name: no report ($(tail -5 "$work/$name.check"))"
