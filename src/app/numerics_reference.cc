@@ -8,6 +8,7 @@
 #include "chat/chat_prompt.h"
 #include "engine/engine.h"
 #include "engine/run_to_completion.h"
+#include "kernels/cpu_features.h"
 
 namespace tern::app {
 namespace {
@@ -85,13 +86,25 @@ class EngineReference : public check::LogprobReference {
 Result<std::unique_ptr<check::LogprobReference>> LoadEngineReference(const check::ReferenceModelSpec& spec) {
   ActivationNumerics num = ActivationNumerics::kFull;
   if (spec.numerics == "w4a4" || spec.numerics == "w8a8") num = ActivationNumerics::kGpuQuantized;
-  else if (spec.numerics != "full" && spec.numerics != "w4a16" && spec.numerics != "w8a16")
-    return Status::Errorf("--reference-numerics {}: use full or w4a4", spec.numerics);
+  else if (spec.numerics != "full" && spec.numerics != "bf16" && spec.numerics != "w4a16" && spec.numerics != "w8a16")
+    return Status::Errorf("--reference-numerics {}: use full, bf16 or w4a4", spec.numerics);
+  // The reference runs in this process: its activations are this process's kernels' (cpu_features.h).
+  // full keeps every GEMM input in f32 (the default: the most exact reference the CPU computes); bf16
+  // rounds them as the amx path does, which needs that path.
+  if (spec.numerics == "bf16") {
+    if (kernels::AvailableCpuPaths().front() != "amx")
+      return Status::Errorf("--reference-numerics bf16: needs the amx CPU path, this CPU runs {}",
+                            kernels::CpuPathDescription());
+    TERN_RETURN_IF_ERROR(kernels::SetActivations("bf16"));
+    TERN_RETURN_IF_ERROR(kernels::SetCpuPath("amx"));
+  } else {
+    TERN_RETURN_IF_ERROR(kernels::SetActivations("f32"));
+  }
   auto session = Session::Open(spec.model_dir, spec.threads, /*need_tokenizer=*/true, num);
   if (!session.ok()) return Status::Errorf("--reference-model {}: {}", spec.model_dir, session.status().message());
   auto chat = ChatPrompt::Load(spec.model_dir);
   if (!chat.ok()) return Status::Errorf("--reference-model {}: {}", spec.model_dir, chat.status().message());
-  const std::string name = num == ActivationNumerics::kFull ? "full" : "w4a4";
+  const std::string name = num != ActivationNumerics::kFull ? "w4a4" : spec.numerics == "bf16" ? "bf16" : "full";
   return std::unique_ptr<check::LogprobReference>(new EngineReference(std::move(*session), std::move(*chat), name));
 }
 

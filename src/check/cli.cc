@@ -114,9 +114,10 @@ std::function<int()> RegisterCheck(CLI::App& sub, ReferenceLoader loader) {
   sub.add_option("--reference-model", n.reference.model_dir,
                  "numerics: run this checkpoint in process (tern's engine) as the reference");
   sub.add_option("--reference-numerics", n.reference.numerics,
-                 "numerics: the reference's quantized layers: full (activations at f32) or w4a4 (Blackwell's NVFP4 "
-                 "GEMM; FP8 layers W8A8)")
-      ->check(CLI::IsMember({"full", "w4a4", "w4a16", "w8a8", "w8a16"}))
+                 "numerics: the reference's activations: full (f32 everywhere, whatever the CPU), bf16 (GEMM "
+                 "inputs rounded to BF16 as on the amx path and on BF16 GPUs) or w4a4 (Blackwell's NVFP4 GEMM; FP8 "
+                 "layers W8A8)")
+      ->check(CLI::IsMember({"full", "bf16", "w4a4", "w4a16", "w8a8", "w8a16"}))
       ->capture_default_str();
   sub.add_option("--reference-threads", n.reference.threads, "numerics: threads of the reference (0: all cores)");
   sub.add_option("--reference-url", n.reference_url, "numerics: another deployment as the reference");

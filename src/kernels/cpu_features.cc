@@ -1,6 +1,10 @@
 #include "kernels/cpu_features.h"
 
 #include <cpuid.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdlib>
@@ -8,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "hwy/targets.h"
+#include "kernels/matmul_amx.h"
 #include "kernels/simd_target.h"
 
 namespace tern::kernels {
@@ -33,6 +38,7 @@ CpuExtensions Detect() {
   e.amx_bf16 = d & (1u << 22);
   e.amx_tile = d & (1u << 24);
   e.amx_int8 = d & (1u << 25);
+  e.os_amx = (xcr0 & 0x60000) == 0x60000;  // XTILECFG, XTILEDATA
   const unsigned max_sub = a;
   if (max_sub >= 1) {
     __cpuid_count(7, 1, a, b, c, d);
@@ -41,9 +47,57 @@ CpuExtensions Detect() {
   return e;
 }
 
-// The path's rank: 0 baseline, 1 avx2, 2 avx512, 3 avx512-vnni.
-constexpr const char* kPaths[] = {"baseline", "avx2", "avx512", "avx512-vnni"};
+// The path's rank: 0 baseline, 1 avx2, 2 avx512, 3 avx512-vnni, 4 amx.
+constexpr const char* kPaths[] = {"baseline", "avx2", "avx512", "avx512-vnni", "amx"};
+constexpr int kNumPaths = 5;
+
+// Linux's grant of the AMX tile data state to this process (all its threads,
+// present and future): without it the first tile instruction faults.
+constexpr long kArchReqXcompPerm = 0x1023;
+constexpr long kXfeatureXtiledata = 18;
+
+sigjmp_buf g_probe_jump;
+void ProbeSigill(int) { siglongjmp(g_probe_jump, 1); }
+
+// Asks for the grant and runs amx::SelfTest with SIGILL caught: a kernel,
+// hypervisor or seccomp policy that refuses the state (or faults on it) turns
+// the path off instead of killing the process at the first prefill. Runs
+// once, at startup, before any thread of ours exists.
+bool ProbeAmx(std::string* why) {
+  const CpuExtensions& e = DetectedCpuExtensions();
+  if (!(e.amx_tile && e.amx_bf16 && e.avx512_bf16 && e.avx512_vnni)) {
+    *why = "the CPU has no AMX-BF16 (or no AVX512-BF16)";
+    return false;
+  }
+  if (!e.os_amx) {
+    *why = "the OS does not enable the tile state (XCR0)";
+    return false;
+  }
+  if (syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) != 0) {
+    *why = "the kernel refused the tile data state (arch_prctl ARCH_REQ_XCOMP_PERM)";
+    return false;
+  }
+  struct sigaction sa = {}, old = {};
+  sa.sa_handler = ProbeSigill;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGILL, &sa, &old);
+  bool ok = false;
+  if (sigsetjmp(g_probe_jump, 1) == 0) {
+    ok = amx::SelfTest();
+    *why = ok ? "" : "a tile product computed a wrong result";
+  } else {
+    *why = "a tile instruction raised SIGILL";
+  }
+  sigaction(SIGILL, &old, nullptr);
+  return ok;
+}
+
+std::string& AmxRefusal() {
+  static std::string why;
+  return why;
+}
 std::atomic<int> g_path{-1};  // -1: the best available
+std::atomic<bool> g_f32_activations{false};
 
 // The best path of the CPU itself, computed once (before any test mock of the
 // Highway targets: see kBestAtStartup).
@@ -51,7 +105,7 @@ int BestPath() {
   static const int best = [] {
     const CpuExtensions& e = DetectedCpuExtensions();
     const int64_t hw = hwy::SupportedTargets();
-    if (e.avx512_vnni && (hw & HWY_AVX3)) return 3;
+    if (e.avx512_vnni && (hw & HWY_AVX3)) return ProbeAmx(&AmxRefusal()) ? 4 : 3;
     if (hw & HWY_AVX3) return 2;
     if (hw & HWY_AVX2) return 1;
     return 0;
@@ -81,11 +135,14 @@ std::vector<std::string> AvailableCpuPaths() {
 Status SetCpuPath(std::string_view path) {
   int want = -1;
   if (path != "auto") {
-    for (int p = 0; p < 4; ++p)
+    for (int p = 0; p < kNumPaths; ++p)
       if (path == kPaths[p]) want = p;
-    if (want < 0) return Status::Errorf("cpu path \"{}\": expected auto, avx512-vnni, avx512, avx2 or baseline", path);
-    if (want > BestPath())
-      return Status::Errorf("cpu path \"{}\": this CPU runs at most \"{}\"", path, kPaths[BestPath()]);
+    if (want < 0)
+      return Status::Errorf("cpu path \"{}\": expected auto, amx, avx512-vnni, avx512, avx2 or baseline", path);
+    if (want > BestPath()) {
+      std::string why = want == 4 && !AmxRefusal().empty() ? fmt::format(" (amx: {})", AmxRefusal()) : "";
+      return Status::Errorf("cpu path \"{}\": this CPU runs at most \"{}\"{}", path, kPaths[BestPath()], why);
+    }
   }
   // Highway: disable the targets above the path (AVX3 for avx2, AVX3 and AVX2 for baseline).
   int64_t disabled = 0;
@@ -97,6 +154,10 @@ Status SetCpuPath(std::string_view path) {
 }
 
 Status SetCpuPathFromEnvironment() {
+  if (const char* env = std::getenv("TERN_ACTIVATIONS"); env != nullptr && *env != '\0') {
+    Status s = SetActivations(env);
+    if (!s.ok()) return Status::Errorf("TERN_ACTIVATIONS: {}", s.message());
+  }
   const char* env = std::getenv("TERN_CPU_PATH");
   if (env == nullptr || *env == '\0') return Status::Ok();
   Status s = SetCpuPath(env);
@@ -104,15 +165,38 @@ Status SetCpuPathFromEnvironment() {
   return s;
 }
 
+Status SetActivations(std::string_view mode) {
+  if (mode != "bf16" && mode != "f32") return Status::Errorf("activations \"{}\": expected bf16 or f32", mode);
+  g_f32_activations.store(mode == "f32", std::memory_order_relaxed);
+  return Status::Ok();
+}
+
+std::string ActivationsName() { return g_f32_activations.load(std::memory_order_relaxed) ? "f32" : "bf16"; }
+
+int64_t AmxMinRows() {
+  static const int64_t rows = [] {
+    const char* env = std::getenv("TERN_AMX_MIN_ROWS");
+    const long v = env != nullptr ? std::strtol(env, nullptr, 10) : 0;
+    return v >= 1 ? int64_t(v) : kAmxMinRows;
+  }();
+  return rows;
+}
+
 std::string CpuPathName() { return kPaths[PathNow()]; }
 
 std::string CpuPathDescription() {
   const int p = PathNow();
   std::string d = fmt::format("{} (Highway {}", kPaths[p], SimdTargetName());
+  if (UseAmx()) d += "; AMX BF16 GEMM, BF16 activations from " + std::to_string(AmxMinRows()) + " rows";
+  if (p >= 4 && !UseAmx()) d += "; activations f32: no AMX";
   if (UseAvx512Vnni()) d += "; AVX-512 VNNI NVFP4 decode";
-  return d + ")";
+  d += ")";
+  if (p < 4 && !AmxRefusal().empty() && DetectedCpuExtensions().amx_tile) d += "; amx off: " + AmxRefusal();
+  return d;
 }
 
 bool UseAvx512Vnni() { return PathNow() >= 3; }
+
+bool UseAmx() { return PathNow() >= 4 && !g_f32_activations.load(std::memory_order_relaxed); }
 
 }  // namespace tern::kernels

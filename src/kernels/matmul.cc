@@ -1,14 +1,26 @@
 // MatMul (ops.h): picks the implementation for the shape.
+#include <cstring>
+
+#include "kernels/cpu_features.h"
+#include "kernels/matmul_amx.h"
 #include "kernels/matmul_internal.h"
 #include "kernels/ops.h"
+#include "kernels/simd_target.h"
 
 namespace tern::kernels {
 
 namespace {
 
-enum class Path { kGemv, kSmallBatch, kGemm };
+enum class Path { kGemv, kSmallBatch, kGemm, kAmx };
 
-Path PathFor(int64_t M, const MatrixView& w) {
+// The amx path, on Highway's AVX3 target (a test forcing AVX2 must not reach
+// AVX-512 code), for the formats exact in BF16.
+bool AmxTakes(int64_t M, const MatrixView& w) {
+  return M >= AmxMinRows() && UseAmx() && amx::Supports(w) && std::strcmp(SimdTargetName(), "AVX3") == 0;
+}
+
+Path PathFor(int64_t M, const MatrixView& w, bool bf16_ok = true) {
+  if (bf16_ok && AmxTakes(M, w)) return Path::kAmx;
   if (w.format != WeightFormat::kDense) return M >= kGemmMinRowsQuantized ? Path::kGemm : Path::kGemv;
   if (w.dtype == DType::kBF16 || w.dtype == DType::kF32) {
     if (M >= kSmallBatchMaxRows + 1) return Path::kGemm;
@@ -17,10 +29,11 @@ Path PathFor(int64_t M, const MatrixView& w) {
   return M >= kGemmMinRows ? Path::kGemm : Path::kGemv;  // F16 (a scalar conversion per element in MatMulSmallBatch)
 }
 
-}  // namespace
-
-void MatMul(const float* x, int64_t M, int64_t ldx, const MatrixView& w, float* y, int64_t ldy, ThreadPool& pool) {
-  switch (PathFor(M, w)) {
+void MatMulOn(Path path, const float* x, int64_t M, int64_t ldx, const MatrixView& w, float* y, int64_t ldy,
+              ThreadPool& pool) {
+  switch (path) {
+    case Path::kAmx:
+      return amx::Gemm(x, M, ldx, w, y, ldy, pool);
     case Path::kGemm:
       return MatMulGemm(x, M, ldx, w, y, ldy, pool);
     case Path::kSmallBatch:
@@ -28,6 +41,17 @@ void MatMul(const float* x, int64_t M, int64_t ldx, const MatrixView& w, float* 
     case Path::kGemv:
       return MatMulGemv(x, M, ldx, w, y, ldy, pool);
   }
+}
+
+}  // namespace
+
+void MatMul(const float* x, int64_t M, int64_t ldx, const MatrixView& w, float* y, int64_t ldy, ThreadPool& pool) {
+  MatMulOn(PathFor(M, w), x, M, ldx, w, y, ldy, pool);
+}
+
+void MatMulF32Activations(const float* x, int64_t M, int64_t ldx, const MatrixView& w, float* y, int64_t ldy,
+                          ThreadPool& pool) {
+  MatMulOn(PathFor(M, w, /*bf16_ok=*/false), x, M, ldx, w, y, ldy, pool);
 }
 
 void MatMulMany(const float* x, int64_t M, int64_t ldx, std::span<const MatMulTarget> targets, ThreadPool& pool) {

@@ -17,6 +17,8 @@
 #include "base/thread_pool.h"
 #include "kernels/bench_peak.h"
 #include "kernels/bench_util.h"
+#include "kernels/cpu_features.h"
+#include "kernels/matmul_amx.h"
 #include "kernels/matmul_internal.h"
 #include "kernels/ops.h"
 #include "kernels/simd_target.h"
@@ -42,6 +44,26 @@ void BM_FmaPeak(benchmark::State& state) {
   state.SetLabel(SimdTargetName());
 }
 BENCHMARK(BM_FmaPeak)->Arg(1)->Arg(2)->Apply(BenchTiming)->Unit(benchmark::kMillisecond);
+
+// GFLOP/s of back-to-back BF16 tile products (the AMX ceiling), on the amx path only.
+void BM_AmxPeak(benchmark::State& state) {
+  if (!UseAmx()) {
+    state.SkipWithError(("no amx path (" + CpuPathDescription() + ")").c_str());
+    return;
+  }
+  const size_t threads = size_t(state.range(0));
+  ThreadPool pool(threads);
+  constexpr int64_t kIters = 1 << 16;
+  double flops = 0;
+  for (auto _ : state) {
+    pool.Run(threads, [&](size_t t, size_t) {
+      const double f = amx::PeakLoopForBenchmark(kIters);
+      if (t == 0) flops += f;
+    });
+  }
+  state.counters["GFLOP/s"] = benchmark::Counter(flops * double(threads) * 1e-9, benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_AmxPeak)->Arg(1)->Arg(2)->Apply(BenchTiming)->Unit(benchmark::kMillisecond);
 
 void BM_MemoryRead(benchmark::State& state) {
   const size_t n = (size_t(512) << 20) / sizeof(float);

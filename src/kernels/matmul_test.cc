@@ -9,9 +9,13 @@
 #include <random>
 #include <vector>
 
+#include "base/dtype.h"
+#include "kernels/cpu_features.h"
+#include "kernels/matmul_amx.h"
 #include "kernels/matmul_internal.h"
 #include "kernels/ops.h"
 #include "kernels/reference.h"
+#include "kernels/simd_target.h"
 #include "kernels/test_util.h"
 
 namespace tern::kernels {
@@ -43,12 +47,17 @@ constexpr Impl kImpls[] = {{"MatMul", MatMul},
                            {"MatMulGemm", MatMulGemm},
                            {"MatMulSmallBatch", MatMulSmallBatch}};
 
+// Whether MatMul takes the AMX GEMM for this shape and W right now (matmul.cc).
+bool AmxTakes(int64_t M, const MatrixView& w) {
+  return M >= AmxMinRows() && UseAmx() && amx::Supports(w) && std::string(SimdTargetName()) == "AVX3";
+}
+
 // Runs every implementation on x [M, K] times w and compares with ref::MatMul.
 void CheckAgainstReference(const Case& c, const MatrixView& w, const std::vector<float>& xbuf, ThreadPool& pool) {
   const int64_t ldx = c.K + c.ldx_pad, ldy = c.N + c.ldy_pad;
   const float* x = xbuf.data() + c.x_offset;
   const float kSentinel = -12345.0f;
-  std::vector<float> want(size_t(c.M * ldy), kSentinel), tol(size_t(c.M * ldy));
+  std::vector<float> want(size_t(c.M * ldy), kSentinel), tol(size_t(c.M * ldy)), tol_bf16(size_t(c.M * ldy));
   ref::MatMul(x, c.M, ldx, w, want.data(), ldy);
   for (int64_t m = 0; m < c.M; ++m)
     for (int64_t n = 0; n < c.N; ++n) {
@@ -68,18 +77,26 @@ void CheckAgainstReference(const Case& c, const MatrixView& w, const std::vector
         }
       }
       tol[size_t(m * ldy + n)] = float(t);
+      // The AMX GEMM's BF16 activations (matmul_amx.h): one rounding of each x_k.
+      tol_bf16[size_t(m * ldy + n)] = float(t + std::ldexp(1.0, -8) * mag + double(c.K) * 0x1p-126);
     }
 
-  for (const Impl& impl : kImpls) {
+  std::vector<Impl> impls(std::begin(kImpls), std::end(kImpls));
+  const bool amx = UseAmx() && amx::Supports(w) && std::string(SimdTargetName()) == "AVX3";
+  if (amx) impls.push_back({"amx::Gemm", amx::Gemm});
+  for (const Impl& impl : impls) {
     SCOPED_TRACE(impl.name);
     std::vector<float> y(size_t(c.M * ldy), kSentinel);
     impl.fn(x, c.M, ldx, w, y.data(), ldy, pool);
+    const bool bf16 = (impl.fn == MatMul && AmxTakes(c.M, w)) || impl.fn == amx::Gemm;
+    const std::vector<float>& tol_impl = bf16 ? tol_bf16 : tol;
     int failures = 0;
     for (int64_t m = 0; m < c.M && failures < 5; ++m) {
       for (int64_t n = 0; n < c.N && failures < 5; ++n) {
         const size_t i = size_t(m * ldy + n);
-        if (!(std::fabs(double(y[i]) - want[i]) <= tol[i])) {
-          ADD_FAILURE() << "y[" << m << "," << n << "] = " << y[i] << ", want " << want[i] << " (tol " << tol[i] << ")";
+        if (!(std::fabs(double(y[i]) - want[i]) <= tol_impl[i])) {
+          ADD_FAILURE() << "y[" << m << "," << n << "] = " << y[i] << ", want " << want[i] << " (tol " << tol_impl[i]
+                        << ")";
           ++failures;
         }
       }

@@ -27,8 +27,10 @@ void ForEachSimdTarget(F&& body) {
     SCOPED_TRACE(std::string("SIMD target ") + SimdTargetNameOf(target));
     EXPECT_STREQ(SimdTargetName(), SimdTargetNameOf(target));
     std::vector<std::string> paths = {"auto"};
-    if (std::string(SimdTargetNameOf(target)) == "AVX3" && DetectedCpuExtensions().avx512_vnni)
+    if (std::string(SimdTargetNameOf(target)) == "AVX3" && DetectedCpuExtensions().avx512_vnni) {
       paths = {"avx512-vnni", "avx512"};
+      if (AvailableCpuPaths().front() == "amx") paths.insert(paths.begin(), "amx");
+    }
     for (const std::string& path : paths) {
       SCOPED_TRACE("cpu path " + path);
       EXPECT_TRUE(SetCpuPath(path).ok());

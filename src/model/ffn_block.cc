@@ -69,11 +69,13 @@ Result<MoeFfn> MoeFfn::Load(const WeightLoader& w, const std::string& prefix, co
   if (cfg.moe_intermediate_size <= 0)
     return Status::Errorf("{}: moe_intermediate_size must be positive for a MoE layer", prefix);
   TERN_ASSIGN_OR_RETURN(m.router, w.Load(prefix + "gate", cfg.num_experts, cfg.hidden_size));
+  m.router.f32_activations = true;  // a BF16-rounded input would flip near-tied expert choices
   if (cfg.shared_expert_intermediate_size > 0) {
     TERN_ASSIGN_OR_RETURN(DenseFfn shared, DenseFfn::Load(w, prefix + "shared_expert.", cfg.hidden_size,
                                                           cfg.shared_expert_intermediate_size));
     m.shared_expert = std::make_unique<DenseFfn>(std::move(shared));
     TERN_ASSIGN_OR_RETURN(m.shared_expert_gate, w.Load(prefix + "shared_expert_gate", 1, cfg.hidden_size));
+    m.shared_expert_gate.f32_activations = true;
   }
   if (w.store().Find(prefix + "experts.gate_up_proj")) {
     TERN_ASSIGN_OR_RETURN(m.experts, LoadFusedExperts(w, prefix, cfg));

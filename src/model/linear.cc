@@ -50,7 +50,11 @@ void Linear::Forward(const float* x, int64_t M, float* y, ThreadPool& pool) cons
     }
     x = q.data();
   }
-  kernels::MatMul(x, M, K, w, y, w.rows, pool);
+  if (f32_activations) {
+    kernels::MatMulF32Activations(x, M, K, w, y, w.rows, pool);
+  } else {
+    kernels::MatMul(x, M, K, w, y, w.rows, pool);
+  }
   if (!bias.empty())
     for (int64_t m = 0; m < M; ++m) kernels::AddInPlace(y + m * w.rows, bias.data(), w.rows);
 }
@@ -63,7 +67,7 @@ void ForwardLinears(std::span<const Linear* const> layers, const float* x, int64
   size_t n = 0;
   for (size_t i = 0; i < layers.size(); ++i) {
     const Linear& l = *layers[i];
-    if (l.bias.empty() && l.observer == nullptr && !l.quantize_input) {
+    if (l.bias.empty() && l.observer == nullptr && !l.quantize_input && !l.f32_activations) {
       plain[n++] = {.w = l.w, .y = ys[i], .ldy = l.w.rows};
       if (n == kGroup) {
         kernels::MatMulMany(x, M, l.in(), {plain, n}, pool);

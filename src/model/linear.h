@@ -42,6 +42,9 @@ struct Linear {
   QuantFormat format = QuantFormat::kNone;
   float input_scale = 0.0f;       // static activation scale of a quantized layer (0: none in the file)
   bool quantize_input = false;    // ActivationNumerics::kGpuQuantized applies to this layer
+  // Never BF16-rounded input (kernels::MatMulF32Activations): routers and
+  // gates, whose outputs feed a discontinuous choice (top-k experts).
+  bool f32_activations = false;
   ActivationObserver* observer = nullptr;  // when set, Forward records its input's amax
   // Memory `w` points into when it is not the mapped checkpoint (a rank's
   // slice of a tensor-parallel layer, model/linear_slice.h).

@@ -317,10 +317,11 @@ class MtpState:
 
 
 class Model:
-    def __init__(self, model_dir, cache_weights=True, w4a4=False, observer=None):
+    def __init__(self, model_dir, cache_weights=True, w4a4=False, observer=None, bf16_activations=False):
         text_cfg, full_cfg = load_config(model_dir)
         self.cfg = parse_config(text_cfg)
-        self.w = Weights(model_dir, full_cfg, cache=cache_weights, w4a4=w4a4, observer=observer)
+        self.w = Weights(model_dir, full_cfg, cache=cache_weights, w4a4=w4a4, observer=observer,
+                         bf16_activations=bf16_activations)
         c = self.cfg
         self.embed = self.w.get("embed_tokens.weight", (c.vocab_size, c.hidden_size))
 
@@ -399,10 +400,12 @@ class Model:
                     self.w.linear(p + f"{e}.down_proj.weight", (h, f), top))
         gate_up = self.w.get(p + "gate_up_proj", (c.num_experts, 2 * f, h), top)
         down = self.w.get(p + "down_proj", (c.num_experts, h, f), top)
-        if top:  # wrap names modules relative to the text prefix; MTP names are absolute
+        if top and not self.w.bf16_activations:  # wrap names modules relative to the text prefix; MTP names are absolute
             return gate_up[e, :f], gate_up[e, f:], down[e]
-        return (self.w.wrap(gate_up[e, :f], p + f"{e}.gate_proj"), self.w.wrap(gate_up[e, f:], p + f"{e}.up_proj"),
-                self.w.wrap(down[e], p + f"{e}.down_proj"))
+        dt = self.w.dtype(p + "gate_up_proj", top)
+        return (self.w.wrap(gate_up[e, :f], p + f"{e}.gate_proj", dt, top),
+                self.w.wrap(gate_up[e, f:], p + f"{e}.up_proj", dt, top),
+                self.w.wrap(down[e], p + f"{e}.down_proj", dt, top))
 
     def _mlp(self, i, x, mtp=False):
         """Layer i's MLP (MTP layer i's when mtp: the same rule with layer_idx i, as vLLM builds
@@ -427,7 +430,7 @@ class Model:
     def _lm_head(self):
         c = self.cfg
         if c.tie_word_embeddings:
-            return self.embed
+            return self.w.wrap(self.embed, "lm_head", self.w.dtype("embed_tokens.weight"))
         return self.w.linear("lm_head.weight", (c.vocab_size, c.hidden_size), top_level=True)
 
     # -- forward ------------------------------------------------------------------------------

@@ -195,6 +195,28 @@ class Lin:
         return self.w.shape
 
 
+def round_bf16(x):
+    """x rounded to BF16 as tern's AMX GEMM rounds its input (kernels/matmul_amx.h): through
+    float32 (tern's activations), round to nearest even, magnitudes below 2^-126 flushed to
+    zero, NaN kept. -> float64 array."""
+    f = np.asarray(x, dtype=np.float32)
+    u = f.view(np.uint32).astype(np.uint64)
+    r = ((u + 0x7FFF + ((u >> 16) & 1)) & 0xFFFF0000).astype(np.uint32)
+    out = r.view(np.float32).astype(np.float64)
+    out[np.abs(f) < np.float32(2.0 ** -126)] = 0.0
+    out[np.isnan(f)] = np.nan
+    return out
+
+
+def tiles_round_input(fmt, dtype, module):
+    """Whether tern's BF16-activation mode rounds this Linear's input: weights exact in BF16
+    (BF16 dense, NVFP4, per-tensor FP8; not F32/F16 or FP8 with block scales), except MoE routers
+    and the shared-expert gate, which stay f32 (their outputs pick experts)."""
+    if module.endswith(".mlp.gate") or module.endswith("shared_expert_gate"):
+        return False
+    return fmt in ("nvfp4", "fp8") or (fmt == "dense" and dtype == "BF16")
+
+
 def linear(x, w, b=None):
     """nn.Linear: x: [T, in]; w: [out, in] array or Lin; b: [out] or None -> [T, out]"""
     if isinstance(w, Lin):
@@ -296,10 +318,13 @@ class Weights:
     quant_np.load_linear: NVFP4, FP8 per-tensor and FP8 block weights are dequantized exactly,
     and a quantized module that the quantization config excludes is an error naming it."""
 
-    def __init__(self, model_dir, full_config, cache=True, w4a4=False, observer=None):
+    def __init__(self, model_dir, full_config, cache=True, w4a4=False, observer=None, bf16_activations=False):
         self.ckpt = Checkpoint(model_dir)
         self.cache = {} if cache else None
         self.w4a4 = w4a4
+        if w4a4 and bf16_activations:
+            raise ValueError("w4a4 and bf16 activations are separate numerics modes")
+        self.bf16_activations = bf16_activations
         self.observer = observer
         self.meta = {}  # full tensor name -> (format, input_scale)
         for prefix in ("model.", "model.language_model.", "language_model.model."):
@@ -335,12 +360,22 @@ class Weights:
             if input_scale is None:
                 raise ValueError(f"{full}: --w4a4 needs an input_scale for this NVFP4 Linear")
             act = lambda x, s=input_scale: quant_np.fake_quant_nvfp4_activation(x, s)  # noqa: E731
-        return Lin(w, full[: -len(".weight")], act, self.observer)
+        module = full[: -len(".weight")]
+        if self.bf16_activations and tiles_round_input(fmt, self.ckpt.info(full)["dtype"], module):
+            act = round_bf16
+        return Lin(w, module, act, self.observer)
 
-    def wrap(self, w, module):
-        """An unquantized array as a Lin named `module` (relative to the prefix), e.g. a slice of
-        fused experts, so observers see it under its per-expert name."""
-        return Lin(w, self.prefix + module, None, self.observer)
+    def dtype(self, name, top_level=False):
+        """The stored dtype of a tensor ("BF16", "U8", ...)."""
+        return self.ckpt.info(name if top_level else self.prefix + name)["dtype"]
+
+    def wrap(self, w, module, dtype=None, top_level=False):
+        """An unquantized array as a Lin named `module` (relative to the prefix unless
+        top_level), e.g. a slice of fused experts, so observers see it under its per-expert name;
+        dtype: the stored dtype it came from (its input is BF16-rounded like a dense Linear's)."""
+        name = module if top_level else self.prefix + module
+        act = round_bf16 if self.bf16_activations and tiles_round_input("dense", dtype, name) else None
+        return Lin(w, name, act, self.observer)
 
     def _load(self, full):
         if full.endswith(".weight"):
@@ -366,10 +401,11 @@ class KVCache:
 
 
 class Model:
-    def __init__(self, model_dir, cache_weights=True, w4a4=False, observer=None):
+    def __init__(self, model_dir, cache_weights=True, w4a4=False, observer=None, bf16_activations=False):
         text_cfg, full_cfg = load_config(model_dir)
         self.cfg = parse_config(text_cfg)
-        self.w = Weights(model_dir, full_cfg, cache=cache_weights, w4a4=w4a4, observer=observer)
+        self.w = Weights(model_dir, full_cfg, cache=cache_weights, w4a4=w4a4, observer=observer,
+                         bf16_activations=bf16_activations)
         c = self.cfg
         self.embed = self.w.get("embed_tokens.weight", (c.vocab_size, c.hidden_size))
 
@@ -430,7 +466,7 @@ class Model:
     def _lm_head(self):
         c = self.cfg
         if c.tie_word_embeddings:
-            return self.embed
+            return self.w.wrap(self.embed, "lm_head", self.w.dtype("embed_tokens.weight"))
         if "lm_head.weight" not in self.w.ckpt:
             raise KeyError("tie_word_embeddings is false but the checkpoint has no lm_head.weight")
         return self.w.linear("lm_head.weight", (c.vocab_size, c.hidden_size), top_level=True)

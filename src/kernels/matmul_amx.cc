@@ -1,0 +1,342 @@
+// AMX BF16 GEMM (matmul_amx.h).
+//
+// Layout. The tile product C[16, 16] += A[16, 32] · B[32, 16] (TDPBF16PS)
+// takes A as 16 rows of 32 BF16 and B in pairs: B's row r holds, for each of
+// its 16 columns j, the two elements (2r, 2r + 1) of column j. With W as A
+// and x as B, C[i][j] = sum_k W[n + i][k] * x[m + j][k] = y[m + j][n + i]:
+// * A comes straight from W's rows (BF16, K a multiple of 32: tile loads with
+//   W's row stride; nothing packed) or from a panel the task decodes once
+//   (NVFP4, FP8, or BF16 with a K tail): [K / 32][32 rows][32] BF16, so each
+//   16-row tile is 1 KiB contiguous.
+// * B is x rounded to BF16 and transposed in 32-bit pairs, packed once per
+//   call: for each block of 16 rows of x and each step of 32 along K, a
+//   1 KiB tile (rows of x past M and K past the end are zeros).
+// * C is transposed on the way out (one 16x16 transpose per C tile per call,
+//   after K / 32 products), times the global scale.
+// Blocking. A task is 32 rows of W (two A tiles); for every 32 rows of x (two
+// B tiles) it keeps four C tiles over all of K: four products per two A and
+// two B loads. The A panel (32 x K BF16, 64 KiB at K = 1024) stays in L1/L2
+// for the whole task; B streams from L2. Tasks are claimed dynamically.
+//
+// Tile state. Every task loads the tile configuration on the thread that runs
+// it (a worker may never have used the tiles, and LDTILECFG is cheap beside a
+// task) and releases the tiles when done, so no thread runs a tile instruction
+// without a valid configuration and none keeps the 8 KiB of tile state live.
+//
+// The functions are compiled for AMX and AVX-512 by a target pragma, not -m
+// flags on the file (see nvfp4_gemv_vnni.cc for why).
+#include "kernels/matmul_amx.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "base/dtype.h"
+#include "kernels/scratch.h"
+
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl,avx512bf16,amx-tile,amx-bf16")
+// GCC 12's AVX-512 intrinsics start from _mm512_undefined_*(), which it then
+// reports as maybe uninitialized (Highway silences the same).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+namespace tern::kernels::amx {
+namespace {
+
+constexpr size_t kTileRows = 16;   // rows of every tile
+constexpr size_t kKStep = 32;      // BF16 elements of K per tile product
+constexpr size_t kTileElems = kTileRows * kKStep;  // BF16 per A or B tile (1 KiB)
+constexpr size_t kTaskRows = 32;   // rows of W per task (two A tiles)
+constexpr size_t kBlockRows = 32;  // rows of x per C block (two B tiles)
+
+// Tiles 0-3: C[a][b] = tile 2a + b; 4, 5: A (rows 0-15, 16-31 of the task);
+// 6, 7: B (rows 0-15, 16-31 of the x block). All 16 rows of 64 bytes.
+struct alignas(64) TileConfig {
+  uint8_t palette = 1;
+  uint8_t start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t colsb[16] = {};
+  uint8_t rows[16] = {};
+};
+static_assert(sizeof(TileConfig) == 64);
+
+const TileConfig& Config() {
+  static const TileConfig c = [] {
+    TileConfig t;
+    for (int i = 0; i < 8; ++i) {
+      t.colsb[i] = 64;
+      t.rows[i] = kTileRows;
+    }
+    return t;
+  }();
+  return c;
+}
+
+// Loads the configuration on this thread; the destructor releases the tiles.
+struct TileScope {
+  TileScope() { _tile_loadconfig(&Config()); }
+  ~TileScope() { _tile_release(); }
+  TileScope(const TileScope&) = delete;
+  TileScope& operator=(const TileScope&) = delete;
+};
+
+// r[i] = row i of a 16x16 matrix of 32-bit units -> r[j] = column j.
+inline void Transpose16x16(__m512i r[16]) {
+  __m512i t[16], u[16];
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
+  }
+  // Per 128-bit lane, u[4q + c] holds column c (of the lane's four) of rows 4q .. 4q + 3.
+  for (int q = 0; q < 16; q += 4) {
+    u[q] = _mm512_unpacklo_epi64(t[q], t[q + 2]);
+    u[q + 1] = _mm512_unpackhi_epi64(t[q], t[q + 2]);
+    u[q + 2] = _mm512_unpacklo_epi64(t[q + 1], t[q + 3]);
+    u[q + 3] = _mm512_unpackhi_epi64(t[q + 1], t[q + 3]);
+  }
+  // Lane l of u[4q + c] is column 4l + c of rows 4q .. 4q + 3: gather the lanes.
+  for (int c = 0; c < 4; ++c) {
+    const __m512i v0 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0x88);   // lanes 0, 2 of rows 0-3, 4-7
+    const __m512i v1 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0xdd);   // lanes 1, 3
+    const __m512i w0 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0x88);
+    const __m512i w1 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0xdd);
+    r[c] = _mm512_shuffle_i32x4(v0, w0, 0x88);       // column c
+    r[8 + c] = _mm512_shuffle_i32x4(v0, w0, 0xdd);   // column 8 + c
+    r[4 + c] = _mm512_shuffle_i32x4(v1, w1, 0x88);   // column 4 + c
+    r[12 + c] = _mm512_shuffle_i32x4(v1, w1, 0xdd);  // column 12 + c
+  }
+}
+
+// Elements [k, k + n) of a row of f32 as 32 BF16 (RNE), zeros past n (n <= 32).
+inline __m512i RowToBf16(const float* row, size_t n) {
+  const __mmask16 lo = n >= 16 ? 0xffff : __mmask16((1u << n) - 1);
+  const __mmask16 hi = n >= 32 ? 0xffff : n <= 16 ? 0 : __mmask16((1u << (n - 16)) - 1);
+  const __m512 a = _mm512_maskz_loadu_ps(lo, row);
+  const __m512 b = _mm512_maskz_loadu_ps(hi, row + 16);
+  return __m512i(_mm512_cvtne2ps_pbh(b, a));
+}
+
+// B tiles of x rows [16 t, 16 t + 16) for t in [t0, t1): xb + (t * steps + s) * kTileElems.
+void PackX(const float* x, size_t M, size_t ldx, size_t K, size_t t0, size_t t1, uint16_t* xb) {
+  const size_t steps = (K + kKStep - 1) / kKStep;
+  __m512i r[16];
+  for (size_t t = t0; t < t1; ++t) {
+    const size_t m0 = t * kTileRows, rows = std::min(kTileRows, M - m0);
+    for (size_t s = 0; s < steps; ++s) {
+      const size_t k0 = s * kKStep, n = std::min(kKStep, K - k0);
+      for (size_t i = 0; i < 16; ++i) r[i] = i < rows ? RowToBf16(x + (m0 + i) * ldx + k0, n) : _mm512_setzero_si512();
+      Transpose16x16(r);
+      uint16_t* out = xb + (t * steps + s) * kTileElems;
+      for (size_t i = 0; i < 16; ++i) _mm512_store_si512(out + i * 32, r[i]);
+    }
+  }
+}
+
+// Values of the 16 E2M1 codes.
+inline __m512 E2m1Table() {
+  return _mm512_setr_ps(0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f, -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f,
+                        -4.0f, -6.0f);
+}
+
+struct E4m3Table {
+  float v[256];
+  E4m3Table() {
+    for (int i = 0; i < 256; ++i) v[i] = E4M3ToF32(uint8_t(i));
+  }
+};
+const E4m3Table kE4m3;
+
+// One panel step of the task: rows [n, n + 32) of W (indices past N repeat the
+// last row; their outputs are dropped) over K [k0, k0 + 32), as BF16 rows of
+// 32 (zeros past K). Every format's values are exact in BF16.
+void DecodeStep(const MatrixView& w, size_t n0, size_t k0, uint16_t* out) {
+  const size_t N = size_t(w.rows), K = size_t(w.cols), n_k = std::min(kKStep, K - k0);
+  for (size_t i = 0; i < kTaskRows; ++i) {
+    const size_t n = std::min(n0 + i, N - 1);
+    __m512i v;
+    if (w.format == WeightFormat::kNvfp4) {
+      // 16 bytes of codes (fewer at a K tail of 16), element 2b in byte b's low nibble.
+      const uint8_t* codes = static_cast<const uint8_t*>(w.data) + n * size_t(w.row_stride) / 2 + k0 / 2;
+      const uint8_t* sc = static_cast<const uint8_t*>(w.scales) + n * size_t(w.scale_stride) + k0 / 16;
+      const __m128i b = _mm_maskz_loadu_epi8(__mmask16(n_k >= 32 ? 0xffff : 0x00ff), codes);
+      const __m128i lo = _mm_and_si128(b, _mm_set1_epi8(0x0f));
+      const __m128i hi = _mm_and_si128(_mm_srli_epi16(b, 4), _mm_set1_epi8(0x0f));
+      const __m512i c0 = _mm512_cvtepu8_epi32(_mm_unpacklo_epi8(lo, hi));  // elements 0-15
+      const __m512i c1 = _mm512_cvtepu8_epi32(_mm_unpackhi_epi8(lo, hi));  // 16-31
+      const __m512 table = E2m1Table();
+      const __m512 f0 = _mm512_mul_ps(_mm512_permutexvar_ps(c0, table), _mm512_set1_ps(kE4m3.v[sc[0]]));
+      const __m512 f1 = n_k >= 32 ? _mm512_mul_ps(_mm512_permutexvar_ps(c1, table), _mm512_set1_ps(kE4m3.v[sc[1]]))
+                                  : _mm512_setzero_ps();
+      v = __m512i(_mm512_cvtne2ps_pbh(f1, f0));
+    } else if (w.format == WeightFormat::kFp8) {
+      // e4m3 bits << 7 as F16 is the value times 2^-8, subnormals included (both have 3 mantissa bits).
+      const uint8_t* row = static_cast<const uint8_t*>(w.data) + n * size_t(w.row_stride) + k0;
+      const __m256i b = _mm256_maskz_loadu_epi8(n_k >= 32 ? ~__mmask32(0) : __mmask32((1u << n_k) - 1), row);
+      const __m512i h = _mm512_cvtepu8_epi16(b);
+      const __m512i bits = _mm512_or_si512(_mm512_slli_epi16(_mm512_and_si512(h, _mm512_set1_epi16(0x80)), 8),
+                                           _mm512_slli_epi16(_mm512_and_si512(h, _mm512_set1_epi16(0x7f)), 7));
+      const __m512 scale = _mm512_set1_ps(256.0f);
+      const __m512 f0 = _mm512_mul_ps(_mm512_cvtph_ps(_mm512_castsi512_si256(bits)), scale);
+      const __m512 f1 = _mm512_mul_ps(_mm512_cvtph_ps(_mm512_extracti64x4_epi64(bits, 1)), scale);
+      // e4m3 NaN (0x7f, 0xff) became an F16 normal: restore it.
+      const __mmask32 nan = _mm256_cmpeq_epi8_mask(_mm256_and_si256(b, _mm256_set1_epi8(0x7f)), _mm256_set1_epi8(0x7f));
+      v = __m512i(_mm512_cvtne2ps_pbh(f1, f0));
+      v = _mm512_mask_mov_epi16(v, nan, _mm512_set1_epi16(0x7fc0));
+    } else {  // BF16 with a K tail (or rows past N)
+      const uint16_t* row = static_cast<const uint16_t*>(w.data) + n * size_t(w.row_stride) + k0;
+      v = _mm512_maskz_loadu_epi16(n_k >= 32 ? ~__mmask32(0) : __mmask32((1u << n_k) - 1), row);
+    }
+    _mm512_store_si512(out + i * kKStep, v);
+  }
+}
+
+// y[m0 + j][n0 + i] = C[i][j] * gs for the valid i < n_valid, j < m_valid.
+inline void StoreC(const float* c, size_t n_valid, size_t m_valid, float gs, float* y, size_t ldy) {
+  __m512i r[16];
+  for (int i = 0; i < 16; ++i) r[i] = _mm512_load_si512(c + i * 16);
+  Transpose16x16(r);
+  const __mmask16 mask = n_valid >= 16 ? 0xffff : __mmask16((1u << n_valid) - 1);
+  const __m512 s = _mm512_set1_ps(gs);
+  for (size_t j = 0; j < m_valid; ++j) _mm512_mask_storeu_ps(y + j * ldy, mask, _mm512_mul_ps(_mm512_castsi512_ps(r[j]), s));
+}
+
+void RunTask(const uint16_t* xb, size_t M, size_t steps, const MatrixView& w, size_t n0, float* y, size_t ldy) {
+  const size_t N = size_t(w.rows), K = size_t(w.cols);
+  // W's rows as A directly: BF16, whole steps, 32 rows inside W.
+  const bool direct = w.format == WeightFormat::kDense && K % kKStep == 0 && n0 + kTaskRows <= N;
+  const uint16_t* a_base = static_cast<const uint16_t*>(w.data) + n0 * size_t(w.row_stride);
+  const size_t a_stride = direct ? size_t(w.row_stride) * 2 : 64;  // bytes between A rows
+  uint16_t* panel = nullptr;
+  if (!direct) {
+    panel = reinterpret_cast<uint16_t*>(ThreadScratch(ScratchSlot::kGemmPanels, steps * kTaskRows * kKStep / 2));
+    for (size_t s = 0; s < steps; ++s) DecodeStep(w, n0, s * kKStep, panel + s * kTaskRows * kKStep);
+  }
+  const float gs = w.format == WeightFormat::kDense ? 1.0f : w.global_scale;
+  alignas(64) float c[4][256];
+  const size_t n_valid = std::min(kTaskRows, N - n0);
+  TileScope tiles;
+  for (size_t m0 = 0; m0 < M; m0 += kBlockRows) {
+    const bool two = m0 + kTileRows < M;  // a second B tile holds rows of x
+    const uint16_t* b0 = xb + (m0 / kTileRows) * steps * kTileElems;
+    const uint16_t* b1 = b0 + steps * kTileElems;
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+    for (size_t s = 0; s < steps; ++s) {
+      const uint16_t* a = direct ? a_base + s * kKStep : panel + s * kTaskRows * kKStep;
+      _tile_loadd(4, a, a_stride);
+      _tile_loadd(5, reinterpret_cast<const uint8_t*>(a) + 16 * a_stride, a_stride);
+      _tile_loadd(6, b0 + s * kTileElems, 64);
+      _tile_dpbf16ps(0, 4, 6);
+      _tile_dpbf16ps(2, 5, 6);
+      if (two) {
+        _tile_loadd(7, b1 + s * kTileElems, 64);
+        _tile_dpbf16ps(1, 4, 7);
+        _tile_dpbf16ps(3, 5, 7);
+      }
+    }
+    _tile_stored(0, c[0], 64);
+    _tile_stored(1, c[1], 64);
+    _tile_stored(2, c[2], 64);
+    _tile_stored(3, c[3], 64);
+    const size_t m_lo = std::min(kTileRows, M - m0), m_hi = two ? std::min(kTileRows, M - m0 - kTileRows) : 0;
+    float* yb = y + m0 * ldy + n0;
+    StoreC(c[0], std::min<size_t>(16, n_valid), m_lo, gs, yb, ldy);
+    if (n_valid > 16) StoreC(c[2], n_valid - 16, m_lo, gs, yb + 16, ldy);
+    if (two) {
+      StoreC(c[1], std::min<size_t>(16, n_valid), m_hi, gs, yb + kTileRows * ldy, ldy);
+      if (n_valid > 16) StoreC(c[3], n_valid - 16, m_hi, gs, yb + kTileRows * ldy + 16, ldy);
+    }
+  }
+}
+
+}  // namespace
+
+bool Supports(const MatrixView& w) {
+  switch (w.format) {
+    case WeightFormat::kDense:
+      return w.dtype == DType::kBF16;
+    case WeightFormat::kNvfp4:
+      return w.cols % kNvfp4Block == 0 && w.row_stride % 2 == 0;
+    case WeightFormat::kFp8:
+      return w.scales == nullptr;
+  }
+  return false;
+}
+
+void Gemm(const float* x, int64_t M_, int64_t ldx, const MatrixView& w, float* y, int64_t ldy_, ThreadPool& pool) {
+  const size_t M = size_t(M_), N = size_t(w.rows), K = size_t(w.cols), ldy = size_t(ldy_);
+  if (M == 0 || N == 0) return;
+  if (K == 0) {
+    for (size_t m = 0; m < M; ++m) std::fill(y + m * ldy, y + m * ldy + N, 0.0f);
+    return;
+  }
+  const size_t steps = (K + kKStep - 1) / kKStep;
+  // Whole blocks of 32 rows of x, so a block's second B tile is always inside the buffer.
+  const size_t x_tiles = (M + kBlockRows - 1) / kBlockRows * 2;
+  uint16_t* xb = reinterpret_cast<uint16_t*>(ThreadScratch(ScratchSlot::kMatMulX, x_tiles * steps * kTileElems / 2));
+  const size_t used_tiles = (M + kTileRows - 1) / kTileRows;
+  if (M * K >= (size_t(1) << 15)) {
+    pool.ParallelFor(used_tiles, 1, [&](size_t t0, size_t t1, size_t) { PackX(x, M, size_t(ldx), K, t0, t1, xb); });
+  } else {
+    PackX(x, M, size_t(ldx), K, 0, used_tiles, xb);
+  }
+  const size_t tasks = (N + kTaskRows - 1) / kTaskRows;
+  pool.Run(tasks, [&](size_t task, size_t) { RunTask(xb, M, steps, w, task * kTaskRows, y, ldy); });
+}
+
+bool SelfTest() {
+  // x: 16 rows, x[m][k] = m + 1 for k < 32; W: 32 rows, W[n][k] = (n + 1) / 8 as BF16.
+  // y[m][n] = 32 * (m + 1) * (n + 1) / 8, exact.
+  alignas(64) float x[16 * 32];
+  alignas(64) uint16_t wbits[32 * 32];
+  for (int m = 0; m < 16; ++m)
+    for (int k = 0; k < 32; ++k) x[m * 32 + k] = float(m + 1);
+  for (int n = 0; n < 32; ++n)
+    for (int k = 0; k < 32; ++k) wbits[n * 32 + k] = F32ToBf16(float(n + 1) / 8.0f);
+  alignas(64) uint16_t xb[2 * kTileElems] = {};
+  PackX(x, 16, 32, 32, 0, 1, xb);
+  MatrixView w;
+  w.dtype = DType::kBF16;
+  w.data = wbits;
+  w.rows = 32;
+  w.cols = 32;
+  w.row_stride = 32;
+  float y[16 * 32];
+  RunTask(xb, 16, 1, w, 0, y, 32);
+  for (int m = 0; m < 16; ++m)
+    for (int n = 0; n < 32; ++n)
+      if (y[m * 32 + n] != 4.0f * float((m + 1) * (n + 1))) return false;
+  return true;
+}
+
+double PeakLoopForBenchmark(int64_t iters) {
+  alignas(64) uint16_t a[kTileElems] = {};
+  TileScope tiles;
+  _tile_loadd(4, a, 64);
+  _tile_loadd(5, a, 64);
+  _tile_loadd(6, a, 64);
+  _tile_loadd(7, a, 64);
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  for (int64_t i = 0; i < iters; ++i) {
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_dpbf16ps(1, 4, 7);
+    _tile_dpbf16ps(2, 5, 6);
+    _tile_dpbf16ps(3, 5, 7);
+  }
+  alignas(64) float c[256];
+  _tile_stored(0, c, 64);
+  return 4.0 * 2.0 * 16 * 16 * 32 * double(iters) + double(c[0]);
+}
+
+}  // namespace tern::kernels::amx
+
+#pragma GCC diagnostic pop
+#pragma GCC pop_options
