@@ -173,11 +173,11 @@ Status SetActivations(std::string_view mode) {
 
 std::string ActivationsName() { return g_f32_activations.load(std::memory_order_relaxed) ? "f32" : "bf16"; }
 
-int64_t AmxMinRows() {
+int64_t AmxMinRowsOverride() {
   static const int64_t rows = [] {
     const char* env = std::getenv("TERN_AMX_MIN_ROWS");
     const long v = env != nullptr ? std::strtol(env, nullptr, 10) : 0;
-    return v >= 1 ? int64_t(v) : kAmxMinRows;
+    return v >= 1 ? int64_t(v) : int64_t(0);
   }();
   return rows;
 }
@@ -187,7 +187,12 @@ std::string CpuPathName() { return kPaths[PathNow()]; }
 std::string CpuPathDescription() {
   const int p = PathNow();
   std::string d = fmt::format("{} (Highway {}", kPaths[p], SimdTargetName());
-  if (UseAmx()) d += "; AMX BF16 GEMM, BF16 activations from " + std::to_string(AmxMinRows()) + " rows";
+  if (UseAmx()) {
+    const int64_t o = AmxMinRowsOverride();
+    d += o > 0 ? fmt::format("; AMX BF16 GEMM, BF16 activations from {} rows", o)
+               : fmt::format("; AMX BF16 GEMM, BF16 activations from {} rows ({} for NVFP4/FP8 weights)",
+                             kAmxMinRowsDense, kAmxMinRowsQuantized);
+  }
   if (p >= 4 && !UseAmx()) d += "; activations f32: no AMX";
   if (UseAvx512Vnni()) d += "; AVX-512 VNNI NVFP4 decode";
   d += ")";

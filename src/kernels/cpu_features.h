@@ -8,7 +8,7 @@
 //   avx512-vnni   avx512, and the kernels written for AVX-512 VNNI where the
 //                 CPU has it (NVFP4 decode: nvfp4_gemv_vnni.h)
 //   amx           avx512-vnni, and the AMX BF16 tile GEMM (matmul_amx.h) for
-//                 MatMuls of kAmxMinRows rows of x or more: BF16 activations
+//                 MatMuls of kAmxMinRows* rows of x or more: BF16 activations
 //                 there (the numerics mode of matmul_amx.h); needs AMX-BF16
 //                 and AVX512-BF16, the OS's XCR0 bits for the tile state, the
 //                 kernel's grant (arch_prctl ARCH_REQ_XCOMP_PERM, asked for at
@@ -62,13 +62,16 @@ bool UseAvx512Vnni();
 // asked only on Highway's AVX3 target.
 bool UseAmx();
 
-// Rows of x from which MatMul takes the AMX GEMM on the amx path (where it
-// beats the AVX-512 kernels: matmul_internal.h). Below, f32 activations.
-inline constexpr int64_t kAmxMinRows = 16;
-// kAmxMinRows, or TERN_AMX_MIN_ROWS (>= 1) when set: the reference tests set
-// 1 so that every MatMul of the BF16-activation mode rounds x, which the
-// float64 reference can then reproduce exactly (tests/reference).
-int64_t AmxMinRows();
+// Rows of x from which MatMul takes the AMX GEMM on the amx path, where it
+// beats the AVX-512 kernels (Sapphire Rapids, 2 threads, medians of 3):
+// BF16 W 3072 x 1024: 4 rows GEMV 244 us / AMX 394, 6 rows small-batch 642 /
+// AMX 380, 16 rows 730 / 414; NVFP4 W 2048 x 2048: 6 rows GEMV 336 / AMX
+// 474, 8 rows 613 / 485, 16 rows 976 / 503. Below, f32 activations.
+inline constexpr int64_t kAmxMinRowsDense = 5, kAmxMinRowsQuantized = 8;
+// TERN_AMX_MIN_ROWS (>= 1) when set, else 0 (the defaults above): the
+// reference tests set 1 so that every MatMul of the BF16-activation mode
+// rounds x, which the float64 reference then reproduces (tests/reference).
+int64_t AmxMinRowsOverride();
 
 // The activation numerics (TERN_ACTIVATIONS or SetActivations): "bf16" (the
 // default) lets the amx path round GEMM inputs to BF16; "f32" keeps every

@@ -16,7 +16,7 @@ enum class Path { kGemv, kSmallBatch, kGemm, kAmx };
 // The amx path, on Highway's AVX3 target (a test forcing AVX2 must not reach
 // AVX-512 code), for the formats exact in BF16.
 bool AmxTakes(int64_t M, const MatrixView& w) {
-  return M >= AmxMinRows() && UseAmx() && amx::Supports(w) && std::strcmp(SimdTargetName(), "AVX3") == 0;
+  return M >= AmxMinRowsFor(w) && UseAmx() && amx::Supports(w) && std::strcmp(SimdTargetName(), "AVX3") == 0;
 }
 
 Path PathFor(int64_t M, const MatrixView& w, bool bf16_ok = true) {
@@ -44,6 +44,11 @@ void MatMulOn(Path path, const float* x, int64_t M, int64_t ldx, const MatrixVie
 }
 
 }  // namespace
+
+int64_t AmxMinRowsFor(const MatrixView& w) {
+  if (const int64_t o = AmxMinRowsOverride(); o > 0) return o;
+  return w.format == WeightFormat::kDense ? kAmxMinRowsDense : kAmxMinRowsQuantized;
+}
 
 void MatMul(const float* x, int64_t M, int64_t ldx, const MatrixView& w, float* y, int64_t ldy, ThreadPool& pool) {
   MatMulOn(PathFor(M, w), x, M, ldx, w, y, ldy, pool);

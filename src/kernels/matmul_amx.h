@@ -9,9 +9,10 @@
 // e2m1 * e4m3 block scale and FP8's e4m3 are exact in BF16; the per-tensor
 // global scale multiplies the f32 result); products are exact and summed in
 // f32. Per output, with s = sum_k |x_k * w_k|:
-//   |y - exact| <= 2^-8 * s + (K + 2) * 2^-24 * s * (1 + 2^-8) + K * 2^-126
+//   |y - exact| <= 2^-8 * s + (K + 2 + K / 64) * 2^-24 * s * (1 + 2^-8) + K * 2^-126
 // (2^-8: BF16's unit roundoff, one rounding of each x_k; the f32 sum of K
-// exact products in any order plus the global scale; flushed denormal sums).
+// exact products in any order plus the global scale, and for block-scaled
+// FP8 one product and one sum per 128-block; flushed denormal sums).
 #pragma once
 
 #include <cstdint>
@@ -21,9 +22,9 @@
 
 namespace tern::kernels::amx {
 
-// Whether Gemm takes w: dense BF16, NVFP4, or FP8 with a per-tensor scale
-// (FP8 with 128x128 block scales, F32 and F16 are not exact in BF16 and stay
-// on the f32 GEMM).
+// Whether Gemm takes w: dense BF16, NVFP4, or FP8 (per-tensor or 128x128
+// block scales: each 128-column block is summed on the tiles and scaled in
+// f32). F32 and F16 are not exact in BF16 and stay on the f32 GEMM.
 bool Supports(const MatrixView& w);
 
 // MatMul's contract (ops.h) with the numerics above, for any M >= 1 (rows

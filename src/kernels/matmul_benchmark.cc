@@ -191,6 +191,7 @@ void Nvfp4BatchShapes(benchmark::internal::Benchmark* b) {
 BENCHMARK(BM_Nvfp4<MatMul>)->Apply(DecodeShapes)->Name("BM_MatMul<NVFP4>");
 BENCHMARK(BM_Nvfp4<MatMul, true>)->Args({1, 256, 2048})->Args({1, 512, 1024})->Apply(BenchTiming)
     ->Name("BM_MatMul<NVFP4,L2>");
+BENCHMARK(BM_Nvfp4<MatMul>)->Apply(Nvfp4BatchShapes)->Name("BM_MatMul<NVFP4>");
 BENCHMARK(BM_Nvfp4<MatMulGemv>)->Apply(Nvfp4BatchShapes)->Name("BM_Gemv<NVFP4>");
 BENCHMARK(BM_Nvfp4<MatMulGemm>)->Apply(Nvfp4BatchShapes)->Name("BM_Gemm<NVFP4>");
 BENCHMARK(BM_Nvfp4<MatMul>)->Args({512, 2048, 2048})->Apply(BenchTiming)->Unit(benchmark::kMillisecond);

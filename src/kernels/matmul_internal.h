@@ -43,6 +43,10 @@ void MatMulSmallBatch(const float* x, int64_t M, int64_t ldx, const MatrixView& 
 //   (matmul_gemv_hwy.cc), ahead of the GEMM's dequantize-then-pack up to ~24
 //   rows (16: GEMV 1.15x; 32: GEMM 1.05x).
 inline constexpr int64_t kSmallBatchMinRows = 5, kSmallBatchMaxRows = 16;
+
+// Rows of x from which MatMul takes the AMX GEMM for w on the amx path
+// (cpu_features.h: kAmxMinRowsDense / kAmxMinRowsQuantized, or TERN_AMX_MIN_ROWS).
+int64_t AmxMinRowsFor(const MatrixView& w);
 inline constexpr int64_t kGemmMinRows = 12;  // F16
 inline constexpr int64_t kGemmMinRowsQuantized = 24;
 

@@ -1,5 +1,5 @@
 // MatMulSmallBatch (matmul_internal.h): y[M, N] = x[M, K] · W[N, K]^T for a
-// few rows of x (batched decode; MatMul sends it 5 to 16 rows of dense BF16 or
+// few rows of x (batched decode; MatMul sends it 5 to 16 rows of dense BF16 (F32 only on the amx path) or
 // F32 W) with dense W, written once with Highway and compiled per SIMD target.
 //
 // Why a third implementation. With 8-40 rows of x, each W element feeds

@@ -49,7 +49,7 @@ constexpr Impl kImpls[] = {{"MatMul", MatMul},
 
 // Whether MatMul takes the AMX GEMM for this shape and W right now (matmul.cc).
 bool AmxTakes(int64_t M, const MatrixView& w) {
-  return M >= AmxMinRows() && UseAmx() && amx::Supports(w) && std::string(SimdTargetName()) == "AVX3";
+  return M >= AmxMinRowsFor(w) && UseAmx() && amx::Supports(w) && std::string(SimdTargetName()) == "AVX3";
 }
 
 // Runs every implementation on x [M, K] times w and compares with ref::MatMul.
@@ -78,7 +78,7 @@ void CheckAgainstReference(const Case& c, const MatrixView& w, const std::vector
       }
       tol[size_t(m * ldy + n)] = float(t);
       // The AMX GEMM's BF16 activations (matmul_amx.h): one rounding of each x_k.
-      tol_bf16[size_t(m * ldy + n)] = float(t + std::ldexp(1.0, -8) * mag + double(c.K) * 0x1p-126);
+      tol_bf16[size_t(m * ldy + n)] = float(t + (std::ldexp(1.0, -8) + double(c.K / 64) * 0x1p-24) * mag + double(c.K) * 0x1p-126);
     }
 
   std::vector<Impl> impls(std::begin(kImpls), std::end(kImpls));

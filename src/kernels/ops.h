@@ -55,8 +55,8 @@ struct MatrixView {
 // NVFP4 W and M == 1 (decode) x may be rounded per block of 16 elements
 // (k = 16j .. 16j + 15) to 24-bit fixed point: each element off by at most
 // 2^-23 of its block's largest magnitude (nvfp4_gemv_int-inl.h).
-// On the "amx" CPU path (cpu_features.h), M >= AmxMinRows() with BF16,
-// NVFP4 or per-tensor FP8 W rounds x to BF16 instead (matmul_amx.h's bound).
+// On the "amx" CPU path (cpu_features.h), M >= 5 rows with BF16 W, or 8 with
+// NVFP4 or FP8 W, rounds x to BF16 instead (matmul_amx.h's bound).
 void MatMul(const float* x, int64_t M, int64_t ldx, const MatrixView& w, float* y, int64_t ldy,
             ThreadPool& pool);
 // MatMul that never rounds x to BF16 (any path): for the few layers whose

@@ -210,11 +210,11 @@ def round_bf16(x):
 
 def tiles_round_input(fmt, dtype, module):
     """Whether tern's BF16-activation mode rounds this Linear's input: weights exact in BF16
-    (BF16 dense, NVFP4, per-tensor FP8; not F32/F16 or FP8 with block scales), except MoE routers
+    (BF16 dense, NVFP4, FP8; not F32/F16), except MoE routers
     and the shared-expert gate, which stay f32 (their outputs pick experts)."""
     if module.endswith(".mlp.gate") or module.endswith("shared_expert_gate"):
         return False
-    return fmt in ("nvfp4", "fp8") or (fmt == "dense" and dtype == "BF16")
+    return fmt in ("nvfp4", "fp8", "fp8_block") or (fmt == "dense" and dtype == "BF16")
 
 
 def linear(x, w, b=None):
