@@ -193,6 +193,10 @@ TEST(KvWriteTest, MatchesReferenceBitForBit) {
         k[0] = std::nanf("");
         k[1] = INFINITY;
         v[2] = -INFINITY;
+        // F16's edges, in a vector without NaN: the largest finite and the first that
+        // rounds to infinity, a tie, the smallest normal and a subnormal.
+        const float edges[] = {65519.0f, 65520.0f, -2049.0f, 6.103515625e-05f, -3.0e-6f};
+        for (size_t i = 0; i < 5; ++i) k[size_t(head_dim) + i] = edges[i];
         KvWrite(got.Pages(0), start, tokens, k.data(), v.data());
         ref::KvWrite(want.Pages(0), start, tokens, k.data(), v.data());
         EXPECT_TRUE(got.k == want.k);
