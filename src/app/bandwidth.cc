@@ -6,6 +6,8 @@
 #include <vector>
 
 #include "kernels/bench_peak.h"
+#include "kernels/cpu_features.h"
+#include "kernels/matmul_amx.h"
 
 namespace tern::app {
 
@@ -39,6 +41,35 @@ BandwidthResult MeasureReadBandwidth(ThreadPool& pool, int64_t bytes, int reps) 
   for (float v : sums) sink = sink + v;
   std::sort(gbps.begin(), gbps.end());
   return {gbps[gbps.size() / 2], gbps.back()};
+}
+
+ComputePeaks MeasureComputePeaks(ThreadPool& pool) {
+  // Each thread runs its own loop; the rate is of the slowest thread's time.
+  const auto best_rate = [&](auto&& loop, double flops_per_thread) {
+    double best = 0, sink = 0;
+    for (int rep = 0; rep < 5; ++rep) {
+      const auto t0 = std::chrono::steady_clock::now();
+      pool.Run(pool.size(), [&](size_t t, size_t) {
+        const double v = loop(t);
+        if (t == 0) sink += v;
+      });
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      best = std::max(best, flops_per_thread * double(pool.size()) / s * 1e-9);
+    }
+    volatile double keep = sink;
+    (void)keep;
+    return best;
+  };
+  ComputePeaks p;
+  constexpr int64_t kFmaIters = int64_t(1) << 22;
+  p.fma_gflops = best_rate([&](size_t t) { return kernels::FmaLoopForBenchmark(kFmaIters, float(t)); },
+                           double(kFmaIters) * double(kernels::FmaFlopsPerIteration()));
+  if (kernels::UseAmx()) {
+    constexpr int64_t kAmxIters = int64_t(1) << 16;
+    p.amx_gflops = best_rate([&](size_t) { return kernels::amx::PeakLoopForBenchmark(kAmxIters); },
+                             8.0 * 16 * 16 * 32 * double(kAmxIters));
+  }
+  return p;
 }
 
 }  // namespace tern::app

@@ -171,6 +171,19 @@ int64_t DecoderModel::WeightBytesPerToken() const {
   return bytes;
 }
 
+double DecoderModel::PrefillFlopsPerToken(double context) const {
+  double dense = 0, experts = 0;
+  for (const auto& l : layers)
+    const_cast<DecoderLayer&>(l).ForEachLinear([&](Linear& lin) {
+      const double macs = double(lin.in()) * double(lin.out());
+      (lin.name.find(".experts.") != std::string::npos ? experts : dense) += macs;
+    });
+  const double active = cfg_.num_experts > 0 ? double(cfg_.num_experts_per_tok) / double(cfg_.num_experts) : 1.0;
+  const double attention = double(cache_spec().attention_layers) * 2.0 * double(cfg_.num_attention_heads) *
+                           double(cfg_.head_dim) * context;  // QK^T and PV: 2 * heads * head_dim MACs per key
+  return 2.0 * (dense + active * experts + attention);
+}
+
 bool DecoderModel::HasKvCacheScales() const {
   // The main model's layers: ModelOpt leaves the MTP head (and its KV cache) unquantized.
   for (const auto& l : layers)

@@ -63,6 +63,7 @@ class DecoderModel final : public Model {
   Status MtpForward(std::span<const SequenceChunk> batch, std::span<const float> hidden, KvCache& cache,
                     std::vector<float>& logits, int64_t step) override;
   int64_t WeightBytesPerToken() const override;
+  double PrefillFlopsPerToken(double context) const override;
   int64_t WeightBytes() const override;
   DType weight_dtype() const override { return embed_tokens->dtype; }
   ThreadPool& pool() override { return pool_; }

@@ -63,6 +63,15 @@ class Model {
 
   // Bytes of weights read to decode one token of one sequence (for `tern bench`).
   virtual int64_t WeightBytesPerToken() const = 0;
+  // Floating-point operations of one prompt token's matrix products at a mean
+  // attention context of `context` keys (for `tern bench`'s share of the compute
+  // peak): 2 per multiply-add of every active Linear except lm_head (a prompt
+  // chunk computes one row of logits), MoE experts counted top_k / num_experts,
+  // plus QK^T and PV of each full-attention layer. 0 when unknown.
+  virtual double PrefillFlopsPerToken(double context) const {
+    (void)context;
+    return 0;
+  }
   // Total bytes of weights held.
   virtual int64_t WeightBytes() const = 0;
   // The dtype of the unquantized weights (the embedding's): F32, BF16 or F16.

@@ -2,7 +2,6 @@
 // its KV-cache slot, the hidden states it reads, and that its own KV cache makes
 // row-by-row and chunked runs agree. (Its numerics against the float64 reference
 // are tests/integration: compare.py --mtp.)
-#include "kernels/cpu_features.h"
 #include "model/mtp.h"
 
 #include <gtest/gtest.h>
@@ -13,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cpu_features.h"
 #include "model/model.h"
 #include "model/synth_checkpoint.h"
 
