@@ -155,13 +155,11 @@ struct E4m3Table {
 };
 const E4m3Table kE4m3;
 
-// One panel step of the task: rows [n, n + 32) of W (indices past N repeat the
-// last row; their outputs are dropped) over K [k0, k0 + 32), as BF16 rows of
-// 32 (zeros past K). Every format's values are exact in BF16.
-void DecodeStep(const MatrixView& w, size_t n0, size_t k0, uint16_t* out) {
-  const size_t N = size_t(w.rows), K = size_t(w.cols), n_k = std::min(kKStep, K - k0);
-  for (size_t i = 0; i < kTaskRows; ++i) {
-    const size_t n = std::min(n0 + i, N - 1);
+// Row n of W over K [k0, k0 + n_k) (n_k <= 32) as 32 BF16, zeros past n_k
+// (rows past N are passed as the last row; their outputs are dropped).
+// Every format's values are exact in BF16.
+inline __m512i DecodeRowStep(const MatrixView& w, size_t n, size_t k0, size_t n_k) {
+  {
     __m512i v;
     if (w.format == WeightFormat::kNvfp4) {
       // 16 bytes of codes (fewer at a K tail of 16), element 2b in byte b's low nibble.
@@ -195,7 +193,27 @@ void DecodeStep(const MatrixView& w, size_t n0, size_t k0, uint16_t* out) {
       const uint16_t* row = static_cast<const uint16_t*>(w.data) + n * size_t(w.row_stride) + k0;
       v = _mm512_maskz_loadu_epi16(n_k >= 32 ? ~__mmask32(0) : __mmask32((1u << n_k) - 1), row);
     }
-    _mm512_store_si512(out + i * kKStep, v);
+    return v;
+  }
+}
+
+// The task's panel: rows [n0, n0 + 32) of W over all steps. NVFP4 and FP8
+// rows are decoded row by row (each row of codes read front to back: at 8 to
+// 32 rows of x, 1.25-1.35x faster than 16 bytes of every row per step, where
+// the decode is most of the work); BF16 rows are copied step by step (row by
+// row, the panel's stores 2 KiB apart land in a few L1 sets: 1.2x slower).
+void DecodePanel(const MatrixView& w, size_t n0, size_t steps, uint16_t* panel) {
+  const size_t N = size_t(w.rows), K = size_t(w.cols);
+  const auto one = [&](size_t i, size_t s) {
+    const size_t n = std::min(n0 + i, N - 1), k0 = s * kKStep;
+    _mm512_store_si512(panel + (s * kTaskRows + i) * kKStep, DecodeRowStep(w, n, k0, std::min(kKStep, K - k0)));
+  };
+  if (w.format == WeightFormat::kDense) {
+    for (size_t s = 0; s < steps; ++s)
+      for (size_t i = 0; i < kTaskRows; ++i) one(i, s);
+  } else {
+    for (size_t i = 0; i < kTaskRows; ++i)
+      for (size_t s = 0; s < steps; ++s) one(i, s);
   }
 }
 
@@ -234,7 +252,7 @@ void RunTask(const uint16_t* xb, size_t M, size_t steps, const MatrixView& w, si
   uint16_t* panel = reinterpret_cast<uint16_t*>(scratch);
   float* cbuf = scratch + panel_elems / 2;
   if (!direct)
-    for (size_t s = 0; s < steps; ++s) DecodeStep(w, n0, s * kKStep, panel + s * kTaskRows * kKStep);
+    DecodePanel(w, n0, steps, panel);
   const float gs = w.format == WeightFormat::kDense ? 1.0f : w.global_scale;
   const size_t n_valid = std::min(kTaskRows, N - n0);
   // FP8 with 128x128 block scales: the task's 32 rows share one row of scales
