@@ -44,31 +44,30 @@ BandwidthResult MeasureReadBandwidth(ThreadPool& pool, int64_t bytes, int reps) 
 }
 
 ComputePeaks MeasureComputePeaks(ThreadPool& pool) {
-  // Each thread runs its own loop; the rate is of the slowest thread's time.
-  const auto best_rate = [&](auto&& loop, double flops_per_thread) {
-    double best = 0, sink = 0;
+  // Every thread runs flops_on(thread), which returns the operations it did;
+  // the rate is thread 0's count times the threads over the wall time.
+  const auto best_rate = [&](auto&& flops_on) {
+    double best = 0;
     for (int rep = 0; rep < 5; ++rep) {
+      double flops = 0;
       const auto t0 = std::chrono::steady_clock::now();
       pool.Run(pool.size(), [&](size_t t, size_t) {
-        const double v = loop(t);
-        if (t == 0) sink += v;
+        const double f = flops_on(t);
+        if (t == 0) flops = f;
       });
       const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      best = std::max(best, flops_per_thread * double(pool.size()) / s * 1e-9);
+      best = std::max(best, flops * double(pool.size()) / s * 1e-9);
     }
-    volatile double keep = sink;
-    (void)keep;
     return best;
   };
   ComputePeaks p;
-  constexpr int64_t kFmaIters = int64_t(1) << 22;
-  p.fma_gflops = best_rate([&](size_t t) { return kernels::FmaLoopForBenchmark(kFmaIters, float(t)); },
-                           double(kFmaIters) * double(kernels::FmaFlopsPerIteration()));
-  if (kernels::UseAmx()) {
-    constexpr int64_t kAmxIters = int64_t(1) << 16;
-    p.amx_gflops = best_rate([&](size_t) { return kernels::amx::PeakLoopForBenchmark(kAmxIters); },
-                             8.0 * 16 * 16 * 32 * double(kAmxIters));
-  }
+  p.fma_gflops = best_rate([](size_t t) {
+    constexpr int64_t kIters = int64_t(1) << 22;
+    volatile double keep = kernels::FmaLoopForBenchmark(kIters, float(t));
+    (void)keep;
+    return double(kIters) * double(kernels::FmaFlopsPerIteration());
+  });
+  if (kernels::UseAmx()) p.amx_gflops = best_rate([](size_t) { return kernels::amx::PeakLoopForBenchmark(int64_t(1) << 16); });
   return p;
 }
 

@@ -78,6 +78,15 @@ float E4M3ToF32(uint8_t v) {
   return neg ? -r : r;
 }
 
+const float* E4M3Values() {
+  static const std::array<float, 256> table = [] {
+    std::array<float, 256> t{};
+    for (int i = 0; i < 256; ++i) t[size_t(i)] = E4M3ToF32(uint8_t(i));
+    return t;
+  }();
+  return table.data();
+}
+
 uint8_t F32ToE4M3(float f) {
   if (std::isnan(f)) return 0x7f;
   const uint8_t sign = std::signbit(f) ? 0x80 : 0;

@@ -48,6 +48,8 @@ uint16_t F32ToF16(float f);
 
 // OCP FP8 E4M3 ("float8_e4m3fn"): bias 7, no infinities, 0x7f/0xff are NaN, max 448.
 float E4M3ToF32(uint8_t v);
+// E4M3ToF32 of every byte value, for the kernels' scale lookups (built on first use).
+const float* E4M3Values();
 // Round to nearest even, saturating to +-448 (what ModelOpt's scale casting does after clamping).
 uint8_t F32ToE4M3(float f);
 

@@ -171,8 +171,6 @@ Status SetActivations(std::string_view mode) {
   return Status::Ok();
 }
 
-std::string ActivationsName() { return g_f32_activations.load(std::memory_order_relaxed) ? "f32" : "bf16"; }
-
 int64_t AmxMinRowsOverride() {
   static const int64_t rows = [] {
     const char* env = std::getenv("TERN_AMX_MIN_ROWS");

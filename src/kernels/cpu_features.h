@@ -77,6 +77,5 @@ int64_t AmxMinRowsOverride();
 // default) lets the amx path round GEMM inputs to BF16; "f32" keeps every
 // activation in f32 on any path (the amx path then runs as avx512-vnni).
 Status SetActivations(std::string_view mode);
-std::string ActivationsName();
 
 }  // namespace tern::kernels

@@ -13,14 +13,8 @@ namespace {
 
 enum class Path { kGemv, kSmallBatch, kGemm, kAmx };
 
-// The amx path, on Highway's AVX3 target (a test forcing AVX2 must not reach
-// AVX-512 code), for the formats exact in BF16.
-bool AmxTakes(int64_t M, const MatrixView& w) {
-  return M >= AmxMinRowsFor(w) && UseAmx() && amx::Supports(w) && std::strcmp(SimdTargetName(), "AVX3") == 0;
-}
-
 Path PathFor(int64_t M, const MatrixView& w, bool bf16_ok = true) {
-  if (bf16_ok && AmxTakes(M, w)) return Path::kAmx;
+  if (bf16_ok && MatMulUsesAmx(M, w)) return Path::kAmx;
   if (w.format != WeightFormat::kDense) return M >= kGemmMinRowsQuantized ? Path::kGemm : Path::kGemv;
   if (w.dtype == DType::kBF16 || w.dtype == DType::kF32) {
     if (M >= kSmallBatchMaxRows + 1) return Path::kGemm;
@@ -44,6 +38,11 @@ void MatMulOn(Path path, const float* x, int64_t M, int64_t ldx, const MatrixVie
 }
 
 }  // namespace
+
+// (On Highway's AVX3 target only: a test forcing AVX2 must not reach AVX-512 code.)
+bool MatMulUsesAmx(int64_t M, const MatrixView& w) {
+  return M >= AmxMinRowsFor(w) && UseAmx() && amx::Supports(w) && std::strcmp(SimdTargetName(), "AVX3") == 0;
+}
 
 int64_t AmxMinRowsFor(const MatrixView& w) {
   if (const int64_t o = AmxMinRowsOverride(); o > 0) return o;

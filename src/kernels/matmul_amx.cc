@@ -4,10 +4,10 @@
 // takes A as 16 rows of 32 BF16 and B in pairs: B's row r holds, for each of
 // its 16 columns j, the two elements (2r, 2r + 1) of column j. With W as A
 // and x as B, C[i][j] = sum_k W[n + i][k] * x[m + j][k] = y[m + j][n + i]:
-// * A comes straight from W's rows (BF16, K a multiple of 32: tile loads with
-//   W's row stride; nothing packed) or from a panel the task decodes once
-//   (NVFP4, FP8, or BF16 with a K tail): [K / 32][32 rows][32] BF16, so each
-//   16-row tile is 1 KiB contiguous.
+// * A comes from a panel each task copies (BF16) or decodes (NVFP4, FP8) once:
+//   [K / 32][32 rows][32] BF16, so each 16-row tile is 1 KiB contiguous
+//   (tile loads straight from W's rows, 2 KiB apart at K = 1024, fall into a
+//   few L1 sets and evict each other: 1.2x slower at 512 x 2048 x 1024).
 // * B is x rounded to BF16 and transposed in 32-bit pairs, packed once per
 //   call: for each block of 16 rows of x and each step of 32 along K, a
 //   1 KiB tile (rows of x past M and K past the end are zeros).
@@ -147,66 +147,57 @@ inline __m512 E2m1Table() {
                         -4.0f, -6.0f);
 }
 
-struct E4m3Table {
-  float v[256];
-  E4m3Table() {
-    for (int i = 0; i < 256; ++i) v[i] = E4M3ToF32(uint8_t(i));
-  }
-};
-const E4m3Table kE4m3;
-
 // Row n of W over K [k0, k0 + n_k) (n_k <= 32) as 32 BF16, zeros past n_k
 // (rows past N are passed as the last row; their outputs are dropped).
-// Every format's values are exact in BF16.
-inline __m512i DecodeRowStep(const MatrixView& w, size_t n, size_t k0, size_t n_k) {
-  {
-    __m512i v;
-    if (w.format == WeightFormat::kNvfp4) {
-      // 16 bytes of codes (fewer at a K tail of 16), element 2b in byte b's low nibble.
-      const uint8_t* codes = static_cast<const uint8_t*>(w.data) + n * size_t(w.row_stride) / 2 + k0 / 2;
-      const uint8_t* sc = static_cast<const uint8_t*>(w.scales) + n * size_t(w.scale_stride) + k0 / 16;
-      const __m128i b = _mm_maskz_loadu_epi8(__mmask16(n_k >= 32 ? 0xffff : 0x00ff), codes);
-      const __m128i lo = _mm_and_si128(b, _mm_set1_epi8(0x0f));
-      const __m128i hi = _mm_and_si128(_mm_srli_epi16(b, 4), _mm_set1_epi8(0x0f));
-      const __m512i c0 = _mm512_cvtepu8_epi32(_mm_unpacklo_epi8(lo, hi));  // elements 0-15
-      const __m512i c1 = _mm512_cvtepu8_epi32(_mm_unpackhi_epi8(lo, hi));  // 16-31
-      const __m512 table = E2m1Table();
-      const __m512 f0 = _mm512_mul_ps(_mm512_permutexvar_ps(c0, table), _mm512_set1_ps(kE4m3.v[sc[0]]));
-      const __m512 f1 = n_k >= 32 ? _mm512_mul_ps(_mm512_permutexvar_ps(c1, table), _mm512_set1_ps(kE4m3.v[sc[1]]))
-                                  : _mm512_setzero_ps();
-      v = __m512i(_mm512_cvtne2ps_pbh(f1, f0));
-    } else if (w.format == WeightFormat::kFp8) {
-      // e4m3 bits << 7 as F16 is the value times 2^-8, subnormals included (both have 3 mantissa bits).
-      const uint8_t* row = static_cast<const uint8_t*>(w.data) + n * size_t(w.row_stride) + k0;
-      const __m256i b = _mm256_maskz_loadu_epi8(n_k >= 32 ? ~__mmask32(0) : __mmask32((1u << n_k) - 1), row);
-      const __m512i h = _mm512_cvtepu8_epi16(b);
-      const __m512i bits = _mm512_or_si512(_mm512_slli_epi16(_mm512_and_si512(h, _mm512_set1_epi16(0x80)), 8),
-                                           _mm512_slli_epi16(_mm512_and_si512(h, _mm512_set1_epi16(0x7f)), 7));
-      const __m512 scale = _mm512_set1_ps(256.0f);
-      const __m512 f0 = _mm512_mul_ps(_mm512_cvtph_ps(_mm512_castsi512_si256(bits)), scale);
-      const __m512 f1 = _mm512_mul_ps(_mm512_cvtph_ps(_mm512_extracti64x4_epi64(bits, 1)), scale);
-      // e4m3 NaN (0x7f, 0xff) became an F16 normal: restore it.
-      const __mmask32 nan = _mm256_cmpeq_epi8_mask(_mm256_and_si256(b, _mm256_set1_epi8(0x7f)), _mm256_set1_epi8(0x7f));
-      v = __m512i(_mm512_cvtne2ps_pbh(f1, f0));
-      v = _mm512_mask_mov_epi16(v, nan, _mm512_set1_epi16(0x7fc0));
-    } else {  // BF16 with a K tail (or rows past N)
-      const uint16_t* row = static_cast<const uint16_t*>(w.data) + n * size_t(w.row_stride) + k0;
-      v = _mm512_maskz_loadu_epi16(n_k >= 32 ? ~__mmask32(0) : __mmask32((1u << n_k) - 1), row);
-    }
-    return v;
+// Every format's values are exact in BF16. e4m3: E4M3Values().
+inline __m512i DecodeRowStep(const MatrixView& w, size_t n, size_t k0, size_t n_k, const float* e4m3) {
+  __m512i v;
+  if (w.format == WeightFormat::kNvfp4) {
+    // 16 bytes of codes (fewer at a K tail of 16), element 2b in byte b's low nibble.
+    const uint8_t* codes = static_cast<const uint8_t*>(w.data) + n * size_t(w.row_stride) / 2 + k0 / 2;
+    const uint8_t* sc = static_cast<const uint8_t*>(w.scales) + n * size_t(w.scale_stride) + k0 / 16;
+    const __m128i b = _mm_maskz_loadu_epi8(__mmask16(n_k >= 32 ? 0xffff : 0x00ff), codes);
+    const __m128i lo = _mm_and_si128(b, _mm_set1_epi8(0x0f));
+    const __m128i hi = _mm_and_si128(_mm_srli_epi16(b, 4), _mm_set1_epi8(0x0f));
+    const __m512i c0 = _mm512_cvtepu8_epi32(_mm_unpacklo_epi8(lo, hi));  // elements 0-15
+    const __m512i c1 = _mm512_cvtepu8_epi32(_mm_unpackhi_epi8(lo, hi));  // 16-31
+    const __m512 table = E2m1Table();
+    const __m512 f0 = _mm512_mul_ps(_mm512_permutexvar_ps(c0, table), _mm512_set1_ps(e4m3[sc[0]]));
+    const __m512 f1 = n_k >= 32 ? _mm512_mul_ps(_mm512_permutexvar_ps(c1, table), _mm512_set1_ps(e4m3[sc[1]]))
+                                : _mm512_setzero_ps();
+    v = __m512i(_mm512_cvtne2ps_pbh(f1, f0));
+  } else if (w.format == WeightFormat::kFp8) {
+    // e4m3 bits << 7 as F16 is the value times 2^-8, subnormals included (both have 3 mantissa bits).
+    const uint8_t* row = static_cast<const uint8_t*>(w.data) + n * size_t(w.row_stride) + k0;
+    const __m256i b = _mm256_maskz_loadu_epi8(n_k >= 32 ? ~__mmask32(0) : __mmask32((1u << n_k) - 1), row);
+    const __m512i h = _mm512_cvtepu8_epi16(b);
+    const __m512i bits = _mm512_or_si512(_mm512_slli_epi16(_mm512_and_si512(h, _mm512_set1_epi16(0x80)), 8),
+                                         _mm512_slli_epi16(_mm512_and_si512(h, _mm512_set1_epi16(0x7f)), 7));
+    const __m512 scale = _mm512_set1_ps(256.0f);
+    const __m512 f0 = _mm512_mul_ps(_mm512_cvtph_ps(_mm512_castsi512_si256(bits)), scale);
+    const __m512 f1 = _mm512_mul_ps(_mm512_cvtph_ps(_mm512_extracti64x4_epi64(bits, 1)), scale);
+    // e4m3 NaN (0x7f, 0xff) became an F16 normal: restore it.
+    const __mmask32 nan = _mm256_cmpeq_epi8_mask(_mm256_and_si256(b, _mm256_set1_epi8(0x7f)), _mm256_set1_epi8(0x7f));
+    v = __m512i(_mm512_cvtne2ps_pbh(f1, f0));
+    v = _mm512_mask_mov_epi16(v, nan, _mm512_set1_epi16(0x7fc0));
+  } else {  // BF16
+    const uint16_t* row = static_cast<const uint16_t*>(w.data) + n * size_t(w.row_stride) + k0;
+    v = _mm512_maskz_loadu_epi16(n_k >= 32 ? ~__mmask32(0) : __mmask32((1u << n_k) - 1), row);
   }
+  return v;
 }
 
 // The task's panel: rows [n0, n0 + 32) of W over all steps. NVFP4 and FP8
 // rows are decoded row by row (each row of codes read front to back: at 8 to
-// 32 rows of x, 1.25-1.35x faster than 16 bytes of every row per step, where
+// 32 rows of x, 1.3-1.37x faster than 16 bytes of every row per step, where
 // the decode is most of the work); BF16 rows are copied step by step (row by
 // row, the panel's stores 2 KiB apart land in a few L1 sets: 1.2x slower).
 void DecodePanel(const MatrixView& w, size_t n0, size_t steps, uint16_t* panel) {
   const size_t N = size_t(w.rows), K = size_t(w.cols);
+  const float* e4m3 = E4M3Values();
   const auto one = [&](size_t i, size_t s) {
     const size_t n = std::min(n0 + i, N - 1), k0 = s * kKStep;
-    _mm512_store_si512(panel + (s * kTaskRows + i) * kKStep, DecodeRowStep(w, n, k0, std::min(kKStep, K - k0)));
+    _mm512_store_si512(panel + (s * kTaskRows + i) * kKStep, DecodeRowStep(w, n, k0, std::min(kKStep, K - k0), e4m3));
   };
   if (w.format == WeightFormat::kDense) {
     for (size_t s = 0; s < steps; ++s)
@@ -239,20 +230,13 @@ size_t SuperblockRows(size_t K) {
 
 void RunTask(const uint16_t* xb, size_t M, size_t steps, const MatrixView& w, size_t n0, float* y, size_t ldy) {
   const size_t N = size_t(w.rows), K = size_t(w.cols);
-  // BF16 rows are copied into the panel too: tile loads straight from W's rows
-  // (2 KiB apart at K = 1024) fall into a few L1 sets and evict each other
-  // (1.2x slower at 512 x 2048 x 1024 with K blocks).
-  constexpr bool direct = false;
-  const uint16_t* a_base = nullptr;
-  constexpr size_t a_stride = 64;  // bytes between A rows
   const size_t sb_rows = std::min(RoundUpRows(M), SuperblockRows(K));
-  // Scratch: the decoded panel (not direct), then C of one superblock, [block][tile][16 x 16] f32.
-  const size_t panel_elems = direct ? 0 : steps * kTaskRows * kKStep;
+  // Scratch: the panel, then C of one superblock, [block][tile][16 x 16] f32.
+  const size_t panel_elems = steps * kTaskRows * kKStep;
   float* scratch = ThreadScratch(ScratchSlot::kGemmPanels, panel_elems / 2 + sb_rows / kBlockRows * 4 * 256);
   uint16_t* panel = reinterpret_cast<uint16_t*>(scratch);
   float* cbuf = scratch + panel_elems / 2;
-  if (!direct)
-    DecodePanel(w, n0, steps, panel);
+  DecodePanel(w, n0, steps, panel);
   const float gs = w.format == WeightFormat::kDense ? 1.0f : w.global_scale;
   const size_t n_valid = std::min(kTaskRows, N - n0);
   // FP8 with 128x128 block scales: the task's 32 rows share one row of scales
@@ -285,11 +269,11 @@ void RunTask(const uint16_t* xb, size_t M, size_t steps, const MatrixView& w, si
           _tile_loadd(3, c + 768, 64);
         }
         for (size_t s = k0; s < k1; ++s) {
-          const uint16_t* a = direct ? a_base + s * kKStep : panel + s * kTaskRows * kKStep;
-          _tile_loadd(4, a, a_stride);
+          const uint16_t* a = panel + s * kTaskRows * kKStep;
+          _tile_loadd(4, a, 64);
           _tile_loadd(6, b0 + s * kTileElems, 64);
           _tile_dpbf16ps(0, 4, 6);
-          _tile_loadd(5, reinterpret_cast<const uint8_t*>(a) + 16 * a_stride, a_stride);
+          _tile_loadd(5, a + kTileElems, 64);
           _tile_dpbf16ps(2, 5, 6);
           if (two) {
             _tile_loadd(7, b1 + s * kTileElems, 64);
@@ -407,9 +391,7 @@ double PeakLoopForBenchmark(int64_t iters) {
     _tile_dpbf16ps(2, 5, 6);
     _tile_dpbf16ps(3, 5, 7);
   }
-  alignas(64) float c[256];
-  _tile_stored(0, c, 64);
-  return 4.0 * 2.0 * 16 * 16 * 32 * double(iters) + double(c[0]);
+  return 4.0 * 2.0 * 16 * 16 * 32 * double(iters);
 }
 
 }  // namespace tern::kernels::amx

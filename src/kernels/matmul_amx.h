@@ -39,7 +39,8 @@ bool SelfTest();
 
 // The tile unit's ceiling for tern_benchmark's BM_AmxPeak: `iters` rounds of
 // four independent TDPBF16PS on resident tiles on the calling thread (no
-// loads). Returns the floating-point operations done (2 per multiply-add).
+// loads; tile instructions are not optimized away). Returns the
+// floating-point operations done (2 per multiply-add).
 double PeakLoopForBenchmark(int64_t iters);
 
 }  // namespace tern::kernels::amx

@@ -26,21 +26,28 @@
 namespace tern::kernels {
 namespace {
 
-void BM_FmaPeak(benchmark::State& state) {
+// Runs flops_on(thread) on state.range(0) threads per iteration (each returns
+// the floating-point operations it did) and reports GFLOP/s.
+template <class Loop>
+void TimePeak(benchmark::State& state, Loop flops_on) {
   const size_t threads = size_t(state.range(0));
   ThreadPool pool(threads);
-  constexpr int64_t kIters = 1 << 22;
-  double sink = 0;
+  double flops = 0;
   for (auto _ : state) {
     pool.Run(threads, [&](size_t t, size_t) {
-      const double r = FmaLoopForBenchmark(kIters, float(t));
-      if (t == 0) sink += r;
+      const double f = flops_on(t);
+      if (t == 0) flops += f;
     });
   }
-  benchmark::DoNotOptimize(sink);
-  state.counters["GFLOP/s"] = benchmark::Counter(
-      double(kIters) * double(FmaFlopsPerIteration()) * double(threads) * double(state.iterations()) * 1e-9,
-      benchmark::Counter::kIsRate);
+  state.counters["GFLOP/s"] = benchmark::Counter(flops * double(threads) * 1e-9, benchmark::Counter::kIsRate);
+}
+
+void BM_FmaPeak(benchmark::State& state) {
+  constexpr int64_t kIters = 1 << 22;
+  TimePeak(state, [](size_t t) {
+    benchmark::DoNotOptimize(FmaLoopForBenchmark(kIters, float(t)));
+    return double(kIters) * double(FmaFlopsPerIteration());
+  });
   state.SetLabel(SimdTargetName());
 }
 BENCHMARK(BM_FmaPeak)->Arg(1)->Arg(2)->Apply(BenchTiming)->Unit(benchmark::kMillisecond);
@@ -51,17 +58,7 @@ void BM_AmxPeak(benchmark::State& state) {
     state.SkipWithError(("no amx path (" + CpuPathDescription() + ")").c_str());
     return;
   }
-  const size_t threads = size_t(state.range(0));
-  ThreadPool pool(threads);
-  constexpr int64_t kIters = 1 << 16;
-  double flops = 0;
-  for (auto _ : state) {
-    pool.Run(threads, [&](size_t t, size_t) {
-      const double f = amx::PeakLoopForBenchmark(kIters);
-      if (t == 0) flops += f;
-    });
-  }
-  state.counters["GFLOP/s"] = benchmark::Counter(flops * double(threads) * 1e-9, benchmark::Counter::kIsRate);
+  TimePeak(state, [](size_t) { return amx::PeakLoopForBenchmark(int64_t(1) << 16); });
 }
 BENCHMARK(BM_AmxPeak)->Arg(1)->Arg(2)->Apply(BenchTiming)->Unit(benchmark::kMillisecond);
 

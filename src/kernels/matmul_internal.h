@@ -47,6 +47,10 @@ inline constexpr int64_t kSmallBatchMinRows = 5, kSmallBatchMaxRows = 16;
 // Rows of x from which MatMul takes the AMX GEMM for w on the amx path
 // (cpu_features.h: kAmxMinRowsDense / kAmxMinRowsQuantized, or TERN_AMX_MIN_ROWS).
 int64_t AmxMinRowsFor(const MatrixView& w);
+// Whether MatMul takes the AMX GEMM (BF16 activations) for M rows of x and w
+// now: the amx path, on Highway's AVX3 target, a format exact in BF16, M >=
+// AmxMinRowsFor(w).
+bool MatMulUsesAmx(int64_t M, const MatrixView& w);
 inline constexpr int64_t kGemmMinRows = 12;  // F16
 inline constexpr int64_t kGemmMinRowsQuantized = 24;
 

@@ -47,11 +47,6 @@ constexpr Impl kImpls[] = {{"MatMul", MatMul},
                            {"MatMulGemm", MatMulGemm},
                            {"MatMulSmallBatch", MatMulSmallBatch}};
 
-// Whether MatMul takes the AMX GEMM for this shape and W right now (matmul.cc).
-bool AmxTakes(int64_t M, const MatrixView& w) {
-  return M >= AmxMinRowsFor(w) && UseAmx() && amx::Supports(w) && std::string(SimdTargetName()) == "AVX3";
-}
-
 // Runs every implementation on x [M, K] times w and compares with ref::MatMul.
 void CheckAgainstReference(const Case& c, const MatrixView& w, const std::vector<float>& xbuf, ThreadPool& pool) {
   const int64_t ldx = c.K + c.ldx_pad, ldy = c.N + c.ldy_pad;
@@ -88,7 +83,7 @@ void CheckAgainstReference(const Case& c, const MatrixView& w, const std::vector
     SCOPED_TRACE(impl.name);
     std::vector<float> y(size_t(c.M * ldy), kSentinel);
     impl.fn(x, c.M, ldx, w, y.data(), ldy, pool);
-    const bool bf16 = (impl.fn == MatMul && AmxTakes(c.M, w)) || impl.fn == amx::Gemm;
+    const bool bf16 = (impl.fn == MatMul && MatMulUsesAmx(c.M, w)) || impl.fn == amx::Gemm;
     const std::vector<float>& tol_impl = bf16 ? tol_bf16 : tol;
     int failures = 0;
     for (int64_t m = 0; m < c.M && failures < 5; ++m) {

@@ -70,15 +70,6 @@ HWY_INLINE void VisitFmt(Fmt f, Fn&& fn) {
   }
 }
 
-// E4M3 value of every byte, for scalar scale lookups.
-struct E4M3Table {
-  float v[256];
-  E4M3Table() {
-    for (int i = 0; i < 256; ++i) v[i] = E4M3ToF32(uint8_t(i));
-  }
-};
-inline const E4M3Table kE4M3Table;  // (one per target; built before main)
-inline const E4M3Table& E4M3s() { return kE4M3Table; }
 
 template <Fmt F>
 struct WLoad;
@@ -196,7 +187,7 @@ struct WLoad<Fmt::kNvfp4> {
   // The block scale of each lane of a step starting at k.
   static HWY_INLINE VF Scale(const uint8_t* srow, size_t k) {
     const DF df;
-    const float* e4m3 = E4M3s().v;
+    const float* e4m3 = E4M3Values();
     const uint8_t* scales = srow + k / size_t(kNvfp4Block);
     if (hn::Lanes(df) >= 16) {
       HWY_ALIGN float s[HWY_MAX_BYTES / sizeof(float)];
@@ -237,7 +228,7 @@ HWY_INLINE void LoadFp8(const uint8_t* row, const uint8_t* srow, size_t k, VF& l
   float s = 1.0f;
   if constexpr (kBlockScale) std::memcpy(&s, srow + ScaleBytes<Fmt::kFp8Block>(k), sizeof(float));
 #if HWY_TARGET == HWY_SCALAR
-  const float* e4m3 = E4M3s().v;
+  const float* e4m3 = E4M3Values();
   lo = hn::Set(df, e4m3[row[k]] * s);
   hi = hn::Set(df, e4m3[row[k + 1]] * s);
 #else
