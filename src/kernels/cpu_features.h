@@ -63,7 +63,9 @@ bool UseAvx512Vnni();
 bool UseAmx();
 
 // Rows of x from which MatMul takes the AMX GEMM on the amx path, where it
-// beats the AVX-512 kernels (Sapphire Rapids, 2 threads, medians of 3):
+// beats the AVX-512 kernels (Sapphire Rapids, 2 threads, medians of 3; each
+// AMX / f32 pair from runs of the same hour, TERN_AMX_MIN_ROWS=1 against
+// TERN_ACTIVATIONS=f32):
 // BF16 W 3072 x 1024: 4 rows GEMV 244 us / AMX 394, 6 rows small-batch 642 /
 // AMX 380, 16 rows 730 / 414; NVFP4 W 2048 x 2048: 6 rows GEMV 298 / AMX
 // 348, 8 rows 558 / 356, 16 rows 976 / 358. Below, f32 activations.
