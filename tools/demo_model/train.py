@@ -36,15 +36,42 @@ import bpe  # noqa: E402
 import data  # noqa: E402
 import evaluate  # noqa: E402
 from model import Config, Qwen3Moe, count_params, nvfp4_bytes  # noqa: E402
+from model35 import Config35, Qwen35Moe, count_params35, nvfp4_bytes35  # noqa: E402
 
 DEFAULTS = dict(
-    seed=1, vocab=2048, steps=6000, batch=128, micro_tokens=2048, max_len=448, lr=2e-3, warmup=200,
+    arch="qwen3_moe", style="qwen3", seed=1, vocab=2048, steps=6000, batch=128, micro_tokens=2048, max_len=448, lr=2e-3, warmup=200,
     final_lr_frac=0.05, weight_decay=0.05, beta2=0.95, grad_clip=1.0, qat_from=0.9, holdout_until=0.75,
     eval_every=300, ckpt_minutes=4.0, log_every=20, threads=1,
     model=dict(hidden_size=192, num_hidden_layers=4, num_attention_heads=6, num_key_value_heads=2, head_dim=32,
                num_experts=16, num_experts_per_tok=2, moe_intermediate_size=192, rope_theta=10000.0,
                tie_word_embeddings=False, router_aux_loss_coef=0.01),
 )
+
+# The second demo model (models/demo-qwen35): Qwen3.5-MoE with both layer kinds, a shared expert
+# and one MTP layer trained jointly (model35.py), on the same tasks in Qwen3.5's chat style.
+DEFAULTS_35 = dict(DEFAULTS, arch="qwen3_5_moe", style="qwen3_5", steps=6000,
+                   model=dict(hidden_size=192, num_hidden_layers=4, full_attention_interval=2,
+                              num_attention_heads=6, num_key_value_heads=2, head_dim=32,
+                              partial_rotary_factor=0.25, rope_theta=10000.0, linear_conv_kernel_dim=4,
+                              linear_key_head_dim=32, linear_value_head_dim=32, linear_num_key_heads=2,
+                              linear_num_value_heads=4, num_experts=16, num_experts_per_tok=2,
+                              moe_intermediate_size=192, shared_expert_intermediate_size=192,
+                              mtp_num_hidden_layers=1, mtp_loss_weight=0.3, router_aux_loss_coef=0.01))
+ARCHS = {"qwen3_moe": DEFAULTS, "qwen3_5_moe": DEFAULTS_35}
+
+
+def make_model(run):
+    """-> the PyTorch model of run.json's arch and model config."""
+    if run.get("arch", "qwen3_moe") == "qwen3_5_moe":
+        return Qwen35Moe(Config35(**run["model"]))
+    return Qwen3Moe(Config(**run["model"]))
+
+
+def model_size(model):
+    """-> (total, active without embeddings, NVFP4 checkpoint bytes)."""
+    if isinstance(model, Qwen35Moe):
+        return (*count_params35(model), nvfp4_bytes35(model))
+    return (*count_params(model), nvfp4_bytes(model))
 
 
 class Log:
@@ -125,7 +152,8 @@ def save_checkpoint(path, model, opt, step, run):
 def load_model(ckpt_path):
     """-> (model, checkpoint dict) from a ckpt.pt (for evaluate.py / export.py)."""
     ck = torch.load(ckpt_path, map_location="cpu")
-    model = Qwen3Moe(Config(**ck["run"]["model"]))
+    data.configure(ck["run"].get("style", "qwen3"))
+    model = make_model(ck["run"])
     model.load_state_dict(ck["model"])
     model.eval()
     return model, ck
@@ -137,6 +165,8 @@ def main():
     ap.add_argument("--steps", type=int, help=f"total optimizer steps (default {DEFAULTS['steps']}); "
                                                "may be changed on resume (moves the cosine schedule)")
     ap.add_argument("--until-step", type=int, help="stop (with a checkpoint) at this step this time")
+    ap.add_argument("--arch", choices=sorted(ARCHS), default="qwen3_moe",
+                    help="at creation: the model family and its defaults (qwen3_5_moe: the Qwen3.5 demo model)")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=JSON",
                     help="override a run.json field at creation, e.g. --set lr=0.001 --set model.num_experts=8")
     args = ap.parse_args()
@@ -155,7 +185,7 @@ def main():
         with open(run_path) as f:
             run = json.load(f)
     else:
-        run = json.loads(json.dumps(DEFAULTS))
+        run = json.loads(json.dumps(ARCHS[args.arch]))
         for kv in args.set:
             k, v = kv.split("=", 1)
             tgt = run
@@ -167,19 +197,20 @@ def main():
         run["steps"] = args.steps
     bpe.write_json(run_path, run)
     torch.set_num_threads(run["threads"])
+    data.configure(run.get("style", "qwen3"))
 
     tok_dir = os.path.join(args.dir, "tokenizer")
     tok_path = os.path.join(tok_dir, "tokenizer.json")
     if not os.path.exists(tok_path):
         log(f"training the tokenizer (vocab {run['vocab']}) -> {tok_dir}")
         os.system(f"{sys.executable} {os.path.join(HERE, 'bpe.py')} --out {tok_dir} --vocab {run['vocab']} "
-                  f"--seed {run['seed']}")
+                  f"--seed {run['seed']} --style {run.get('style', 'qwen3')}")
     tok = bpe.Tokenizer.load(tok_path)
     mc = dict(run["model"])
     mc["vocab_size"] = -(-tok.size // 64) * 64
     run["model"] = mc
     bpe.write_json(run_path, run)
-    model = Qwen3Moe(Config(**mc))
+    model = make_model(run)
     opt = make_optimizer(model, run)
     step = 0
     if os.path.exists(ckpt_path):
@@ -189,9 +220,9 @@ def main():
         torch.set_rng_state(ck["torch_rng"])
         step = ck["step"]
         log(f"resumed from {ckpt_path} at step {step}")
-    total, active = count_params(model)
-    log(f"model {mc}: {total / 1e6:.2f}M parameters, {active / 1e6:.2f}M active per token (without embeddings), "
-        f"NVFP4 checkpoint about {nvfp4_bytes(model) / 1e6:.2f} MB; run {json.dumps({k: v for k, v in run.items() if k != 'model'})}")
+    total, active, nvfp4 = model_size(model)
+    log(f"model {run.get('arch', 'qwen3_moe')} {mc}: {total / 1e6:.2f}M parameters, {active / 1e6:.2f}M active per "
+        f"token (without embeddings), NVFP4 checkpoint about {nvfp4 / 1e6:.2f} MB; run {json.dumps({k: v for k, v in run.items() if k != 'model'})}")
 
     stop = {"now": False}
 
@@ -203,6 +234,7 @@ def main():
     until = min(run["steps"], args.until_step or run["steps"])
     last_ckpt = time.time()
     t_log, tokens_log, real_log, loss_log, aux_log, n_log = time.time(), 0, 0, 0.0, 0.0, 0
+    mtp_log = [0.0, 0.0, 0, 0]   # MTP head: weighted CE sum, weight sum, top-1 hits, rows (qwen3_5_moe)
     evaluator = evaluate.Evaluator(tok)
     model.train()
     while step < until and not stop["now"]:
@@ -229,6 +261,12 @@ def main():
             loss.backward()
             step_loss += float(loss_sum) / wsum
             step_aux += float(aux) * share
+            last = getattr(model, "last", {})
+            if last.get("mtp_rows"):
+                mtp_log[0] += last["mtp"]
+                mtp_log[1] += last["mtp_weight"]
+                mtp_log[2] += last["mtp_top1"]
+                mtp_log[3] += last["mtp_rows"]
         torch.nn.utils.clip_grad_norm_(model.parameters(), run["grad_clip"])
         opt.step()
         opt.zero_grad(set_to_none=True)
@@ -240,7 +278,10 @@ def main():
         n_log += 1
         if step % run["log_every"] == 0 or step == until:
             dt = time.time() - t_log
-            log(f"step {step}/{run['steps']} loss {loss_log / n_log:.4f} aux {aux_log / n_log:.3f} lr {lr:.2e} "
+            mtp = (f" (main+{model.c.mtp_loss_weight}*mtp; mtp ce {mtp_log[0] / mtp_log[1]:.4f} top1 "
+                   f"{mtp_log[2] / mtp_log[3]:.3f})") if mtp_log[3] else ""
+            mtp_log = [0.0, 0.0, 0, 0]
+            log(f"step {step}/{run['steps']} loss {loss_log / n_log:.4f}{mtp} aux {aux_log / n_log:.3f} lr {lr:.2e} "
                 f"{real_log / dt:.0f} tok/s ({tokens_log / dt:.0f} padded) {dt / n_log:.2f} s/step"
                 f"{' qat' if model.quant else ''}{' holdout' if holdout else ''}")
             t_log, tokens_log, real_log, loss_log, aux_log, n_log = time.time(), 0, 0, 0.0, 0.0, 0
