@@ -37,6 +37,14 @@ struct Engine::Sequence {
   int64_t num_cached = 0;  // leading tokens whose KV is in the cache
   std::vector<int32_t> blocks;
   int32_t state_slot = -1;  // recurrent-state slot while running (hybrid models)
+  // Hybrid prefix cache: the second slot holds the state at boundary_pos (a
+  // block boundary, -1: none yet); snapshot_pos is the deepest position whose
+  // snapshot this sequence resumed from or published (-1: none).
+  // branch_pos: where its prompt leaves a cached KV path that has no snapshot
+  // there (another request's prompt continued or diverged: a shared prefix,
+  // such as a system prompt); it publishes one there so later requests resume.
+  int32_t boundary_slot = -1;
+  int64_t boundary_pos = -1, snapshot_pos = -1, branch_pos = -1;
   PrefixCache::Cursor cursor;  // how many of `blocks` are prefix-cache nodes
   int64_t cached_prompt = -1;  // prompt tokens found in the prefix cache at first admission; -1 before
   std::shared_ptr<Group> group;
@@ -74,20 +82,38 @@ struct Engine::Sequence {
   bool wants_prompt_logits() const { return next_prompt_lp < num_prompt; }
 };
 
+namespace {
+// Where a hybrid sequence's next prefill chunk must end so the state at a
+// block boundary can be kept: where it leaves a shared cached path (branch,
+// -1: none), the prompt's last whole block before its last token, and the
+// same for all its tokens (a retracted sequence's prompt + reply). Before the
+// last token, because a match leaves at least one token to compute (Admit),
+// so a snapshot after the whole prompt could never be resumed by a request
+// with the same prompt. The nearest ahead of `from`; 0: none.
+int64_t SnapshotCut(int64_t num_tokens, int64_t block) { return num_tokens > 0 ? (num_tokens - 1) / block * block : 0; }
+int64_t NextSnapshotCut(int64_t from, int64_t branch, int64_t num_prompt, int64_t num_tokens, int64_t block) {
+  int64_t next = 0;
+  for (int64_t cut : {branch, SnapshotCut(num_prompt, block), SnapshotCut(num_tokens, block)})
+    if (cut > from && (next == 0 || cut < next)) next = cut;
+  return next;
+}
+}  // namespace
+
 Result<std::unique_ptr<Engine>> Engine::Create(Model& model, const EngineOptions& opts) {
   EngineOptions o = opts;
   if (o.context_length <= 0) o.context_length = model.config().max_position_embeddings;
   if (o.context_length <= 0) return Status::Error("engine: the context length is unknown; set --context-length");
   if (o.max_running_requests <= 0) return Status::Error("engine: max_running_requests must be positive");
   if (o.chunked_prefill_size <= 0) return Status::Error("engine: chunked_prefill_size must be positive");
-  // Models with recurrent state get one state slot per running sequence.
-  o.kv.num_state_slots = model.cache_spec().recurrent_state_bytes > 0 ? o.max_running_requests : 0;
+  // Models with recurrent state get a state slot per running sequence, and a
+  // second one (the state at its latest block boundary) with the prefix cache.
+  // A cached KV prefix is only half of such a model's state: resuming after it
+  // also needs the recurrent state there, kept as snapshots in pool blocks,
+  // which needs the whole state in this process and an attention layer's blocks.
+  const bool hybrid = model.cache_spec().recurrent_state_bytes > 0;
+  const bool prefix_cache = o.enable_prefix_cache && (!hybrid || (model.state_is_local() && model.cache_spec().attention_layers > 0));
+  o.kv.num_state_slots = hybrid ? (prefix_cache ? 2 : 1) * o.max_running_requests : 0;
   TERN_ASSIGN_OR_RETURN(auto cache, KvCache::Create(model.cache_spec(), o.kv));
-  // A cached KV prefix is only half of the state of a model with recurrent
-  // (linear-attention) layers such as Qwen3.5: resuming after the prefix also
-  // needs the recurrent state at that position, which the cache does not
-  // keep. So the prefix cache is used only for pure-attention models.
-  const bool prefix_cache = o.enable_prefix_cache && model.cache_spec().recurrent_state_bytes == 0;
   return std::unique_ptr<Engine>(new Engine(model, o, std::move(cache), prefix_cache));
 }
 
@@ -96,7 +122,7 @@ Engine::Engine(Model& model, const EngineOptions& opts, std::unique_ptr<KvCache>
       opts_(opts),
       cache_(std::move(cache)),
       blocks_(opts.kv.num_blocks),
-      prefix_(blocks_, opts.kv.block_size, prefix_cache) {
+      prefix_(blocks_, opts.kv.block_size, prefix_cache, prefix_cache ? cache_->state_blocks() : 0) {
   opts_.enable_prefix_cache = prefix_cache;
   for (int32_t slot = int32_t(opts_.kv.num_state_slots) - 1; slot >= 0; --slot) free_state_slots_.push_back(slot);
   metrics_.total_blocks = opts_.kv.num_blocks;
@@ -295,21 +321,49 @@ void Engine::FailRefusedBatch(std::span<Sequence* const> batch_seqs, std::span<c
   }
 }
 
-void Engine::ReleaseBlocks(Sequence& s) {
+void Engine::ReleaseBlocks(Sequence& s, bool publish) {
+  if (publish && snapshots() && s.boundary_pos > s.snapshot_pos) {
+    // The state at the last block boundary it computed (the end of its prompt
+    // and reply, in whole blocks), kept while its path is still held.
+    std::vector<int32_t> blocks;
+    if (prefix_.AddSnapshot(s.cursor, s.boundary_pos / opts_.kv.block_size, int64_t(running_.size()), blocks))
+      cache_->SaveState(s.boundary_slot, blocks);
+  }
   prefix_.Release(s.blocks, s.cursor);
   s.num_cached = 0;
-  if (s.state_slot >= 0) {  // (a retracted sequence restarts from position 0, with fresh state)
-    free_state_slots_.push_back(s.state_slot);
-    s.state_slot = -1;
-  }
+  for (int32_t* slot : {&s.state_slot, &s.boundary_slot})
+    if (*slot >= 0) {  // (a retracted sequence restarts from a snapshot or position 0)
+      free_state_slots_.push_back(*slot);
+      *slot = -1;
+    }
   // A leader that leaves before its prompt is cached must not hold its followers back.
   if (s.group && s.leader) s.group->prompt_ready = true;
+}
+
+void Engine::AfterChunk(Sequence& s) {
+  const int64_t bs = opts_.kv.block_size, pos = s.num_cached;
+  if (pos % bs != 0 || pos <= std::max(s.snapshot_pos, s.boundary_pos)) return;
+  if (pos == SnapshotCut(s.num_prompt, bs) || pos == s.branch_pos) {
+    // The prompt's last whole block, or where it leaves a shared cached path:
+    // published now, so requests sharing the prompt (the other choices of n >
+    // 1, the next turn) or the path (a common system prompt) find it at once.
+    std::vector<int32_t> blocks;
+    if (prefix_.AddSnapshot(s.cursor, pos / bs, int64_t(running_.size()), blocks)) {
+      cache_->SaveState(s.state_slot, blocks);
+      s.snapshot_pos = pos;
+      return;
+    }
+  }
+  cache_->CopyState(s.state_slot, s.boundary_slot);
+  s.boundary_pos = pos;
 }
 
 void Engine::FinishSequence(Sequence& s, FinishReason reason, int32_t matched, std::string message, EngineError error) {
   if (s.finished) return;
   s.finished = true;
-  ReleaseBlocks(s);
+  // A sequence that ended normally or was aborted by its client leaves its
+  // state to the prefix cache; one that failed may have left it half written.
+  ReleaseBlocks(s, error == EngineError::kNone);
   if (reason == FinishReason::kAbort) metrics_.aborted_requests_total++;
   metrics_.e2e.Observe(Secs(s.arrival, Clock::now()));
   s.stream->Finish(reason, matched, std::move(message), error, s.num_prompt, s.generated(), s.cached_tokens());
@@ -339,7 +393,8 @@ void Engine::Admit() {
     PrefixCache::Cursor cursor;
     int64_t max_hit = int64_t(s.tokens.size()) - 1;
     if (s.wants_prompt_logits()) max_hit = std::min(max_hit, s.next_prompt_lp - 1);
-    const int64_t hit = prefix_.Match(s.tokens, max_hit, blocks, cursor);
+    int64_t kv_hit = 0;
+    const int64_t hit = prefix_.Match(s.tokens, max_hit, blocks, cursor, &kv_hit);
     // Room for the whole context plus one token, and one spare block per running sequence.
     const int64_t need = BlocksFor(int64_t(s.tokens.size()) + 1, opts_.kv.block_size) - int64_t(blocks.size());
     const int64_t reserve = int64_t(running_.size());
@@ -348,12 +403,23 @@ void Engine::Admit() {
       break;
     }
     if (opts_.kv.num_state_slots > 0) {
-      if (free_state_slots_.empty()) {
+      const size_t slots = snapshots() ? 2 : 1;
+      if (free_state_slots_.size() < slots) {
         prefix_.Release(blocks, cursor);
         break;
       }
       s.state_slot = free_state_slots_.back();
       free_state_slots_.pop_back();
+      if (slots == 2) {
+        s.boundary_slot = free_state_slots_.back();
+        free_state_slots_.pop_back();
+      }
+      s.boundary_pos = s.snapshot_pos = -1;
+      s.branch_pos = kv_hit > hit ? kv_hit : -1;
+      if (hit > 0) {  // resume from the snapshot at the end of the matched prefix
+        cache_->LoadState(prefix_.SnapshotAt(cursor), s.state_slot);
+        s.snapshot_pos = hit;
+      }
     }
     s.blocks = std::move(blocks);
     s.cursor = cursor;
@@ -452,6 +518,11 @@ void Engine::Step() {
         all_logits = true;
       }
     }
+    if (snapshots())
+      if (const int64_t cut = NextSnapshotCut(s->num_cached, s->branch_pos, s->num_prompt,
+                                              int64_t(s->tokens.size()), opts_.kv.block_size);
+          cut > 0 && cut < s->num_cached + n)
+        n = cut - s->num_cached;
     if (!EnsureBlocks(*s, s->num_cached + n)) continue;  // wait for blocks; decoders go first
     if (all_logits) logit_rows -= n;
     batch_seqs.push_back(s);
@@ -499,6 +570,7 @@ void Engine::Step() {
     Sequence* s = batch_seqs[i];
     s->num_cached += batch_n[i];
     prefix_.Insert(s->tokens, s->num_cached, s->blocks, s->cursor);
+    if (snapshots()) AfterChunk(*s);
     if (s->group && s->leader && s->num_cached >= s->num_prompt) s->group->prompt_ready = true;
     const int64_t rows = chunks[i].skip_logits ? 0 : chunks[i].all_logits ? batch_n[i] : 1;
     float* const first_row = logits_.data() + row * V;
@@ -635,6 +707,7 @@ void Engine::UpdateGauges() {
   metrics_.free_blocks = blocks_.num_free();
   metrics_.cached_blocks = prefix_.evictable();
   metrics_.used_blocks = blocks_.num_blocks() - blocks_.num_free() - prefix_.evictable();
+  metrics_.state_snapshots = prefix_.snapshots();
 }
 
 }  // namespace tern

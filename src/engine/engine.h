@@ -18,6 +18,16 @@
 // When the pool runs dry mid-decode, the newest running sequence is retracted:
 // its blocks are freed and it goes back to the queue to be recomputed later
 // (prompt + what it generated so far), never failed.
+//
+// Hybrid models: resuming from a cached prefix needs the recurrent state at
+// its end too, so the prefix cache keeps state snapshots in pool blocks
+// (PrefixCache, KvCache::SaveState) at block-aligned positions: at the end
+// of each prompt (the last whole block of it: the prefill is cut there) and
+// of each finished request's computed tokens (its prompt and reply; while
+// decoding, the state at the latest block boundary is copied to the
+// sequence's second state slot, and published when it finishes). Admission
+// restores the longest cached prefix that has a snapshot. Each running
+// sequence holds two state slots (working, boundary).
 #pragma once
 
 #include <chrono>
@@ -51,7 +61,9 @@ struct EngineOptions {
   int64_t context_length = 0;        // 0: the model's max_position_embeddings
   KvCacheOptions kv;                 // num_blocks, block_size, dtype
   // Reuse the KV of cached token prefixes (SGLang's radix cache; off with
-  // --disable-radix-cache). Ignored for models with recurrent state.
+  // --disable-radix-cache). Models with recurrent state (Qwen3.5, Qwen3-Next)
+  // also keep state snapshots (see Engine below); not under tensor/expert
+  // parallelism, where no single process holds a sequence's whole state.
   bool enable_prefix_cache = true;
 };
 
@@ -129,6 +141,8 @@ class Engine {
   int64_t context_length() const { return opts_.context_length; }
   int64_t max_total_tokens() const { return opts_.kv.num_blocks * opts_.kv.block_size; }
   bool prefix_cache_enabled() const { return prefix_.enabled(); }
+  // Blocks one recurrent-state snapshot takes (0: no snapshots; the count held is metrics().state_snapshots).
+  int64_t snapshot_blocks() const { return prefix_.state_blocks(); }
   // Time of the last step that produced output (for health probes).
   std::chrono::steady_clock::time_point last_output_time() const;
 
@@ -147,7 +161,13 @@ class Engine {
   // After Forward refused a batch: fails the sequences at fault, keeps the rest.
   void FailRefusedBatch(std::span<Sequence* const> batch_seqs, std::span<const SequenceChunk> chunks,
                         const Status& batch_error);
-  void ReleaseBlocks(Sequence& s);
+  // Gives back the sequence's blocks and state slots; with `publish`, first
+  // keeps the state at its latest block boundary as a prefix-cache snapshot.
+  void ReleaseBlocks(Sequence& s, bool publish = false);
+  // Hybrid prefix cache: after a forward, the state at a block boundary is
+  // published (the prompt's end) or kept in the boundary slot.
+  void AfterChunk(Sequence& s);
+  bool snapshots() const { return prefix_.enabled() && prefix_.state_blocks() > 0; }
   void UpdateGauges();
   void MaybeFlush();
   // Streams the prompt logprobs that the rows of a chunk ([n, vocab] from

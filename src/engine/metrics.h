@@ -43,6 +43,9 @@ struct EngineMetrics {
   // KV blocks: used by requests (SGLang's num_used_tokens counts these),
   // held only by the prefix cache (evictable), and free; they sum to total_blocks.
   std::atomic<int64_t> used_blocks{0}, cached_blocks{0}, free_blocks{0};
+  // Recurrent-state snapshots in the prefix cache (hybrid models), each
+  // holding snapshot blocks of the pool (counted in cached/used blocks above).
+  std::atomic<int64_t> state_snapshots{0};
   std::atomic<double> gen_throughput{0};  // tokens/s over the last steps
   Histogram ttft{{0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8, 10, 20, 40, 60, 80, 100, 200, 400}};
   Histogram itl{{0.002, 0.004, 0.006, 0.008, 0.01, 0.015, 0.02, 0.025, 0.03, 0.035, 0.04, 0.06, 0.08, 0.1, 0.2,

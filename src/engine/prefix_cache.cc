@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <limits>
 #include <queue>
 #include <unordered_map>
 
@@ -30,13 +31,15 @@ struct PrefixCache::Node {
   uint64_t hash = 0;
   std::vector<int32_t> tokens;  // [block_size]: the tokens whose KV the block holds
   uint64_t last_use = 0;
+  std::vector<int32_t> snapshot;  // recurrent state after this node's tokens (hybrid models); the cache's blocks
   std::unordered_multimap<uint64_t, std::unique_ptr<Node>> children;
 };
 
-PrefixCache::PrefixCache(BlockAllocator& alloc, int32_t block_size, bool enabled)
+PrefixCache::PrefixCache(BlockAllocator& alloc, int32_t block_size, bool enabled, int64_t state_blocks)
     : alloc_(alloc),
       block_size_(block_size),
       enabled_(enabled),
+      state_blocks_(state_blocks),
       root_(std::make_unique<Node>()),
       node_of_block_(size_t(alloc.num_blocks()), nullptr) {}
 
@@ -47,6 +50,7 @@ PrefixCache::~PrefixCache() {
     Node* n = stack.back();
     stack.pop_back();
     if (n->block >= 0) alloc_.Release(n->block);
+    for (int32_t b : n->snapshot) alloc_.Release(b);
     for (auto& [h, c] : n->children) stack.push_back(c.get());
   }
 }
@@ -73,21 +77,36 @@ PrefixCache::Node* PrefixCache::AddChild(Node* parent, std::span<const int32_t> 
   return raw;
 }
 
+int64_t PrefixCache::Weight(const Node* n) { return 1 + int64_t(n->snapshot.size()); }
+
 void PrefixCache::RetainCached(int32_t block) {
-  if (alloc_.ref_count(block) == 1) --evictable_;
+  if (alloc_.ref_count(block) == 1) evictable_ -= Weight(node_of_block_[size_t(block)]);
   alloc_.Retain(block);
 }
 
 int64_t PrefixCache::Match(std::span<const int32_t> tokens, int64_t limit, std::vector<int32_t>& blocks,
-                           Cursor& cursor) {
+                           Cursor& cursor, int64_t* kv_tokens) {
   assert(blocks.empty());
   cursor = {};
+  if (kv_tokens != nullptr) *kv_tokens = 0;
   if (!enabled_) return 0;
   limit = std::min<int64_t>(limit, int64_t(tokens.size()));
   const uint64_t now = ++clock_;
+  // With snapshots, only a node that has one can resume a sequence: find the deepest first.
+  int64_t depth = std::numeric_limits<int64_t>::max();
+  if (state_blocks_ > 0) {
+    depth = 0;
+    Node* n = root_.get();
+    for (int64_t i = 0; (i + 1) * block_size_ <= limit; ++i) {
+      n = FindChild(n, tokens.subspan(size_t(i * block_size_), size_t(block_size_)));
+      if (n == nullptr) break;
+      if (!n->snapshot.empty()) depth = i + 1;
+      if (kv_tokens != nullptr) *kv_tokens = (i + 1) * block_size_;
+    }
+  }
   Node* n = root_.get();
   int64_t i = 0;
-  while ((i + 1) * block_size_ <= limit) {
+  while ((i + 1) * block_size_ <= limit && i < depth) {
     Node* c = FindChild(n, tokens.subspan(size_t(i * block_size_), size_t(block_size_)));
     if (c == nullptr) break;
     RetainCached(c->block);
@@ -97,6 +116,7 @@ int64_t PrefixCache::Match(std::span<const int32_t> tokens, int64_t limit, std::
     ++i;
   }
   cursor = {n, i};
+  if (kv_tokens != nullptr && state_blocks_ == 0) *kv_tokens = i * block_size_;
   return i * block_size_;
 }
 
@@ -136,10 +156,33 @@ bool PrefixCache::Allocate(int64_t n, std::vector<int32_t>& out) {
   return alloc_.Allocate(n, out);
 }
 
+std::span<const int32_t> PrefixCache::SnapshotAt(const Cursor& cursor) const {
+  if (cursor.node == nullptr) return {};
+  return cursor.node->snapshot;
+}
+
+bool PrefixCache::AddSnapshot(const Cursor& cursor, int64_t depth, int64_t keep_free, std::vector<int32_t>& out) {
+  out.clear();
+  if (!enabled_ || state_blocks_ <= 0 || depth <= 0 || depth > cursor.blocks || cursor.node == nullptr) return false;
+  Node* n = cursor.node;
+  for (int64_t d = cursor.blocks; d > depth; --d) n = n->parent;
+  if (!n->snapshot.empty()) return false;
+  if (available() - state_blocks_ < keep_free || !Allocate(state_blocks_, out)) {
+    out.clear();
+    return false;
+  }
+  // The node is on a running sequence's path (held), so its snapshot is not
+  // evictable until the node is: Release counts both together.
+  n->snapshot = out;
+  ++num_snapshots_;
+  return true;
+}
+
 void PrefixCache::Release(std::vector<int32_t>& blocks, Cursor& cursor) {
   for (int32_t b : blocks) {
     alloc_.Release(b);
-    if (node_of_block_[size_t(b)] != nullptr && alloc_.ref_count(b) == 1) ++evictable_;
+    Node* n = node_of_block_[size_t(b)];
+    if (n != nullptr && alloc_.ref_count(b) == 1) evictable_ += Weight(n);
   }
   blocks.clear();
   cursor = {};
@@ -164,21 +207,23 @@ int64_t PrefixCache::Evict(int64_t n) {
     Node* parent = x->parent;
     const int32_t block = x->block;
     node_of_block_[size_t(block)] = nullptr;
-    --evictable_;
+    evictable_ -= Weight(x);
+    freed += Weight(x);
     --num_nodes_;
     alloc_.Release(block);  // the cache's reference was the last
+    if (!x->snapshot.empty()) --num_snapshots_;
+    for (int32_t b : x->snapshot) alloc_.Release(b);
     auto [lo, hi] = parent->children.equal_range(x->hash);
     for (auto it = lo; it != hi; ++it)
       if (it->second.get() == x) {
         parent->children.erase(it);
         break;
       }
-    ++freed;
     if (parent != root_.get() && parent->children.empty() && alloc_.ref_count(parent->block) == 1) heap.push(parent);
   }
   return freed;
 }
 
-int64_t PrefixCache::Flush() { return Evict(num_nodes_); }
+int64_t PrefixCache::Flush() { return Evict(std::numeric_limits<int64_t>::max()); }
 
 }  // namespace tern

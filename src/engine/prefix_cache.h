@@ -19,6 +19,14 @@
 // Only full blocks are shared; a sequence's partly filled last block is its
 // own. A block's KV depends only on the tokens before it, never on sampling.
 //
+// Hybrid models (recurrent layers, such as Qwen3.5's Gated DeltaNet): cached
+// KV alone cannot resume a sequence, which also needs the recurrent state at
+// the position it resumes from (SGLang's MambaRadixCache keeps both). With
+// state_blocks > 0 a node may carry a *snapshot*: the recurrent state after
+// the node's last token, held in state_blocks blocks of the same pool (so its
+// memory is the pool's, counted and evicted like KV). Match then stops at the
+// deepest node with a snapshot; a snapshot lives and is evicted with its node.
+//
 // With `enabled` false every call degrades to plain allocation: Match finds
 // nothing, Insert keeps nothing. Not thread-safe: the engine thread owns it.
 #pragma once
@@ -42,17 +50,23 @@ class PrefixCache {
     int64_t blocks = 0;
   };
 
-  PrefixCache(BlockAllocator& alloc, int32_t block_size, bool enabled);
+  // state_blocks: blocks per recurrent-state snapshot (0: KV only).
+  PrefixCache(BlockAllocator& alloc, int32_t block_size, bool enabled, int64_t state_blocks = 0);
   ~PrefixCache();
   PrefixCache(const PrefixCache&) = delete;
   PrefixCache& operator=(const PrefixCache&) = delete;
 
   bool enabled() const { return enabled_; }
 
-  // The longest cached prefix of tokens[0, limit), in whole blocks. Appends
-  // its blocks to `blocks` (which must be empty), one reference each, and
-  // points `cursor` at its end. Returns the number of tokens matched.
-  int64_t Match(std::span<const int32_t> tokens, int64_t limit, std::vector<int32_t>& blocks, Cursor& cursor);
+  // The longest cached prefix of tokens[0, limit), in whole blocks (with
+  // snapshots: the longest that ends at a node with one). Appends its blocks
+  // to `blocks` (which must be empty), one reference each, and points `cursor`
+  // at its end. Returns the number of tokens matched. *kv_tokens (if given):
+  // the tokens whose KV alone is cached, snapshot or not (with snapshots, the
+  // point where a sequence should publish one so that the next request with
+  // this prefix can resume there; without, the return value).
+  int64_t Match(std::span<const int32_t> tokens, int64_t limit, std::vector<int32_t>& blocks, Cursor& cursor,
+                int64_t* kv_tokens = nullptr);
 
   // Records a sequence's full blocks: those covering tokens[0, computed) (the
   // positions whose KV is written) past cursor.blocks become nodes. Where the
@@ -65,6 +79,15 @@ class PrefixCache {
   // even that is not enough.
   bool Allocate(int64_t n, std::vector<int32_t>& out);
 
+  // The snapshot at the cursor's node (the state after its tokens); empty if none.
+  std::span<const int32_t> SnapshotAt(const Cursor& cursor) const;
+  // Gives the node `depth` blocks deep on the cursor's path (depth <=
+  // cursor.blocks) a snapshot: allocates state_blocks blocks for it into `out`
+  // (evicting unused cached blocks, but leaving at least `keep_free` blocks
+  // available to running sequences) for the caller to fill now. False, doing
+  // nothing, when the node has one already, depth is 0, or there is no room.
+  bool AddSnapshot(const Cursor& cursor, int64_t depth, int64_t keep_free, std::vector<int32_t>& out);
+
   // Drops a sequence's references to its blocks and resets its cursor.
   void Release(std::vector<int32_t>& blocks, Cursor& cursor);
 
@@ -75,23 +98,31 @@ class PrefixCache {
   int64_t available() const { return alloc_.num_free() + evictable_; }
   // Cached blocks no sequence uses.
   int64_t evictable() const { return evictable_; }
-  // Blocks in the tree.
+  // Blocks in the tree (KV nodes; snapshots not counted).
   int64_t cached() const { return num_nodes_; }
+  // Nodes holding a recurrent-state snapshot, and blocks per snapshot.
+  int64_t snapshots() const { return num_snapshots_; }
+  int64_t state_blocks() const { return state_blocks_; }
 
  private:
   Node* FindChild(Node* parent, std::span<const int32_t> key) const;
   Node* AddChild(Node* parent, std::span<const int32_t> key, int32_t block);
   // Takes a sequence's reference on a cached block.
   void RetainCached(int32_t block);
+  // Frees unused leaves (LRU first) until n blocks are free or none is left.
   int64_t Evict(int64_t n);
+  // Blocks a node frees when evicted: its own and its snapshot's.
+  static int64_t Weight(const Node* n);
 
   BlockAllocator& alloc_;
   const int32_t block_size_;
   const bool enabled_;
+  const int64_t state_blocks_;
   std::unique_ptr<Node> root_;
   std::vector<Node*> node_of_block_;  // [num_blocks]: the node holding a block, or null
   int64_t evictable_ = 0;
   int64_t num_nodes_ = 0;
+  int64_t num_snapshots_ = 0;
   uint64_t clock_ = 0;  // LRU time
 };
 

@@ -1,6 +1,8 @@
 #include "model/kv_cache.h"
 
 #include <algorithm>
+#include <cassert>
+#include <cstring>
 
 namespace tern {
 
@@ -57,6 +59,44 @@ kernels::KvPages KvCache::Pages(int64_t layer, std::span<const int32_t> block_ta
   p.kv_heads = int32_t(spec_.kv_heads);
   p.head_dim = int32_t(spec_.head_dim);
   return p;
+}
+
+void KvCache::CopyState(int32_t from, int32_t to) {
+  if (from == to) return;
+  std::memcpy(State(to), State(from), size_t(spec_.recurrent_state_bytes));
+}
+
+int64_t KvCache::state_blocks() const {
+  const int64_t per_block = block_bytes();
+  if (spec_.recurrent_state_bytes <= 0 || per_block <= 0) return 0;
+  return (spec_.recurrent_state_bytes + per_block - 1) / per_block;
+}
+
+template <typename Fn>
+void KvCache::ForEachStateSegment(std::span<const int32_t> blocks, Fn fn) {
+  assert(int64_t(blocks.size()) >= state_blocks());
+  const int64_t esize = int64_t(DTypeSize(opts_.dtype));
+  const int64_t seg = int64_t(opts_.block_size) * spec_.kv_heads * spec_.head_dim * esize;
+  int64_t left = spec_.recurrent_state_bytes, done = 0;
+  for (int32_t b : blocks) {
+    for (int64_t part = 0; part < 2 * spec_.attention_layers && left > 0; ++part) {
+      const int64_t n = std::min(seg, left);
+      fn(storage_.data() + part * layer_elems_ * esize + int64_t(b) * seg, done, n);
+      done += n;
+      left -= n;
+    }
+    if (left == 0) break;
+  }
+}
+
+void KvCache::SaveState(int32_t slot, std::span<const int32_t> blocks) {
+  const uint8_t* src = State(slot);
+  ForEachStateSegment(blocks, [&](uint8_t* seg, int64_t off, int64_t n) { std::memcpy(seg, src + off, size_t(n)); });
+}
+
+void KvCache::LoadState(std::span<const int32_t> blocks, int32_t slot) {
+  uint8_t* dst = State(slot);
+  ForEachStateSegment(blocks, [&](uint8_t* seg, int64_t off, int64_t n) { std::memcpy(dst + off, seg, size_t(n)); });
 }
 
 }  // namespace tern

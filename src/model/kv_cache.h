@@ -55,6 +55,21 @@ class KvCache {
   // 64 bytes apart, so float access is aligned).
   uint8_t* State(int32_t slot) { return state_.data() + size_t(slot) * size_t(state_stride_); }
   int64_t num_state_slots() const { return opts_.num_state_slots; }
+  // Copies slot `from`'s recurrent state over slot `to`'s.
+  void CopyState(int32_t from, int32_t to);
+
+  // Recurrent-state snapshots kept in KV blocks (the prefix cache of hybrid
+  // models, engine/prefix_cache.h): a snapshot takes state_blocks() blocks of
+  // the pool, so it is memory the pool accounts for like any cached KV.
+  // Bytes one block holds over all attention layers, K and V.
+  int64_t block_bytes() const { return KvCache::BytesPerToken(spec_, opts_.dtype) * opts_.block_size; }
+  // Blocks one snapshot needs: ceil(recurrent_state_bytes / block_bytes()); 0
+  // when the model keeps no recurrent state or has no attention layer.
+  int64_t state_blocks() const;
+  // Slot `slot`'s state into `blocks` (state_blocks() of them, filled in order)
+  // and back. The bytes are the state's own: exact round trip whatever the KV dtype.
+  void SaveState(int32_t slot, std::span<const int32_t> blocks);
+  void LoadState(std::span<const int32_t> blocks, int32_t slot);
 
   int32_t block_size() const { return opts_.block_size; }
   int64_t num_blocks() const { return opts_.num_blocks; }
@@ -69,6 +84,12 @@ class KvCache {
   std::vector<uint8_t> storage_;
   std::vector<uint8_t> state_;
   int64_t state_stride_ = 0;
+
+  // Calls fn(segment, offset into the state, bytes) over `blocks` in order until
+  // recurrent_state_bytes are covered: per block its 2 x attention_layers
+  // segments (K then V of each layer) of block_size x kv_heads x head_dim elements.
+  template <typename Fn>
+  void ForEachStateSegment(std::span<const int32_t> blocks, Fn fn);
 };
 
 }  // namespace tern

@@ -89,6 +89,7 @@ class LockstepModel final : public Model {
     dist::Abort(1);
   }
   int64_t WeightBytesPerToken() const override { return inner_->WeightBytesPerToken(); }
+  bool state_is_local() const override { return false; }  // each rank holds its shard of the recurrent state
   double PrefillFlopsPerToken(double context) const override { return inner_->PrefillFlopsPerToken(context); }
   int64_t WeightBytes() const override { return inner_->WeightBytes(); }
   DType weight_dtype() const override { return inner_->weight_dtype(); }

@@ -110,6 +110,11 @@ class Model {
     return Status::Error("this model has no multi-token-prediction (MTP) head");
   }
 
+  // Whether this process's KvCache holds the whole recurrent state of a
+  // sequence, so the engine may copy it (state snapshots of the hybrid prefix
+  // cache). False under tensor/expert parallelism, where every rank holds its part.
+  virtual bool state_is_local() const { return true; }
+
   // Whether every attention layer has FP8 KV-cache scales (k_scale, v_scale)
   // in the checkpoint; an FP8 cache uses 1.0 where they are missing.
   virtual bool HasKvCacheScales() const { return false; }

@@ -34,7 +34,7 @@ struct ServeOptions {
   std::string chat_template;        // a file path, or the template text itself
   std::string default_chat_template_kwargs;  // JSON object
   bool enable_metrics = false;
-  bool disable_radix_cache = false;  // no prefix cache (it is also off for models with recurrent state)
+  bool disable_radix_cache = false;  // no prefix cache (for hybrid models: no state snapshots either)
   bool enable_cache_report = false;  // usage.prompt_tokens_details.cached_tokens in OpenAI replies
   bool skip_server_warmup = false;
   size_t threads = 0;

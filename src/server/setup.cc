@@ -145,8 +145,10 @@ int64_t SaturatingMul(int64_t a, int64_t b) {
 Result<int64_t> KvBlocks(const ServeOptions& o, const Model& m, DType kv_dtype, int64_t context) {
   const int64_t per_token = std::max<int64_t>(KvCache::BytesPerToken(m.cache_spec(), kv_dtype), 1);
   const int64_t running = std::max<int64_t>(o.max_running_requests, 1);
-  // The budget also holds the recurrent state of every running sequence (hybrid models).
-  const int64_t state = SaturatingMul(m.cache_spec().recurrent_state_bytes, running);
+  // The budget also holds the recurrent state of every running sequence
+  // (hybrid models): two slots each with the prefix cache (working, boundary).
+  const int64_t slots = o.disable_radix_cache ? running : SaturatingMul(running, 2);
+  const int64_t state = SaturatingMul(m.cache_spec().recurrent_state_bytes, slots);
   if (state == INT64_MAX) return Status::Errorf("--max-running-requests {} needs more recurrent-state memory than can be addressed", running);
   int64_t tokens = o.max_total_tokens;
   if (tokens > 0 && SaturatingMul(tokens, per_token) == INT64_MAX)
@@ -192,6 +194,9 @@ Status StartEngine(ServerContext& ctx) {
   auto engine = Engine::Create(*ctx.model, eo);
   if (!engine.ok()) return engine.status();
   ctx.engine = std::move(*engine);
+  if (const int64_t sb = ctx.engine->snapshot_blocks(); sb > 0)
+    Log(LogLevel::kInfo, "prefix cache keeps recurrent-state snapshots: {:.2f} MB each ({} KV blocks of the pool)",
+        double(ctx.model->cache_spec().recurrent_state_bytes) / 1e6, sb);
   Log(LogLevel::kInfo,
       "{} loaded in {:.1f} s; KV cache {} tokens ({}, {:.2f} GB), prefix cache {}, context {}, {} threads, cpu path {}",
       ctx.model_name, ctx.load_seconds, ctx.engine->max_total_tokens(), DTypeName(*kv_dtype),

@@ -429,11 +429,17 @@ def greedy_equals_teacher_forcing():
 
 @test
 def checkpoint_forms_agree():
+    # Forms that only rename or re-shard tensors must agree bit for bit. Forms whose projections
+    # are one fused product (Qwen3-Next's in_proj_qkvz/ba, fused expert tensors) go through BLAS
+    # with other shapes, and BLAS picks kernels (and so the order of its sums) by shape and CPU:
+    # they agree to float64 rounding, 1e-12 being ~1e4 ulps of these O(1) logits and ~1e9 times
+    # below any real difference in the model.
     base = logits_of(model_dir("wrapper"))
-    for name, kw in (("text", {"text_only": True}), ("fused", {"fused_experts": True}),
-                     ("next", {"arch": "qwen3_next"}), ("next-fused", {"arch": "qwen3_next", "fused_experts": True}),
-                     ("plain", {"extras": False}), ("sharded", {"shards": 3})):
-        close(logits_of(model_dir(name, **kw)), base, 0, f"{name} vs wrapper")
+    for name, kw, atol in (("text", {"text_only": True}, 0), ("fused", {"fused_experts": True}, 1e-12),
+                           ("next", {"arch": "qwen3_next"}, 1e-12),
+                           ("next-fused", {"arch": "qwen3_next", "fused_experts": True}, 1e-12),
+                           ("plain", {"extras": False}, 0), ("sharded", {"shards": 3}, 0)):
+        close(logits_of(model_dir(name, **kw)), base, atol, f"{name} vs wrapper")
     d = model_dir("next", arch="qwen3_next")
     with open(os.path.join(d, "config.json")) as f:
         cfg = json.load(f)
