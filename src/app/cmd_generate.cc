@@ -79,9 +79,12 @@ Command RegisterGenerate(CLI::App& app) {
   auto numerics = AddQuantNumericsOption(app);
   auto par = AddParallelOptions(app);
   app.add_option("--kv-cache-dtype", o->kv_dtype, "KV cache dtype: auto, f32, f16, bf16, fp8_e4m3")->default_val("auto");
-  return [o, prompt, ids, numerics, par]() {
+  auto spec = AddSpeculativeOptions(app);
+  return [o, prompt, ids, numerics, par, spec]() {
     auto num = numerics();
     if (!num.ok()) return Fail("generate: " + num.status().message());
+    auto sp = spec();
+    if (!sp.ok()) return Fail("generate: " + sp.status().message());
     if (IsWorkerRank())
       return RunShardWorker(o->model, {.threads = o->threads, .numerics = *num, .tp = par->tp, .ep = par->ep});
     if (!*prompt && !*ids) return Fail("generate: give --prompt or --prompt-ids");
@@ -146,7 +149,8 @@ Command RegisterGenerate(CLI::App& app) {
          .kv = {.block_size = int32_t(o->page_size),
                 .num_blocks = o->max_total_tokens > 0 ? BlocksFor(o->max_total_tokens, o->page_size) : 0,
                 .dtype = *kv_dtype},
-         .enable_prefix_cache = !o->disable_radix_cache});
+         .enable_prefix_cache = !o->disable_radix_cache,
+         .speculative = *sp});
     auto engine = Engine::Create(*model, eo);
     if (!engine.ok()) return Fail("generate: " + engine.status().message());
 

@@ -64,9 +64,13 @@ Command RegisterServe(CLI::App& app) {
   app.add_option("--shutdown-grace", o->shutdown_grace_s, "seconds running requests get to finish on SIGTERM")
       ->default_val(30);
   auto par = AddParallelOptions(app);
-  return [o, numerics, par, &app]() {
+  auto spec = AddSpeculativeOptions(app);
+  return [o, numerics, par, spec, &app]() {
     auto num = numerics();
     if (!num.ok()) return Fail("serve: " + num.status().message());
+    auto sp = spec();
+    if (!sp.ok()) return Fail("serve: " + sp.status().message());
+    o->speculative = *sp;
     o->quant_numerics = *num;
     o->tp = par->tp;
     o->ep = par->ep;

@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include "base/status.h"
+#include "engine/speculative.h"
 #include "model/linear.h"
 
 namespace tern::app {
@@ -35,6 +36,9 @@ void DropServiceInstallSeparator(std::vector<char*>& argv);
 // Adds --quant-numerics (w4a16 | w4a4) to a command; the returned function
 // reads the parsed choice.
 std::function<Result<ActivationNumerics>()> AddQuantNumericsOption(CLI::App& app);
+// Adds --speculative-algorithm and its options (SGLang's names); the returned
+// function reads and checks them (algorithm kNone when not given).
+std::function<Result<SpeculativeOptions>()> AddSpeculativeOptions(CLI::App& app);
 
 // The bundled demo model (models/demo of the source tree, set at build time):
 // the default --model of serve and generate.

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "engine/engine_sequence.h"
 #include "engine/logprobs.h"
 #include "grammar/matcher.h"
 
@@ -23,64 +24,6 @@ std::string OutOfVocabulary(std::span<const int32_t> ids, int64_t vocab) {
 }
 
 }  // namespace
-
-// The choices of one n > 1 request: followers wait until the leader's prompt is cached.
-struct Engine::Group {
-  bool prompt_ready = false;
-};
-
-struct Engine::Sequence {
-  EngineRequest req;
-  std::shared_ptr<RequestStream> stream;
-  std::vector<int32_t> tokens;  // prompt + generated: the context whose KV must be cached
-  int64_t num_prompt = 0;
-  int64_t num_cached = 0;  // leading tokens whose KV is in the cache
-  std::vector<int32_t> blocks;
-  int32_t state_slot = -1;  // recurrent-state slot while running (hybrid models)
-  // Hybrid prefix cache: the second slot holds the state at boundary_pos (a
-  // block boundary, -1: none yet); snapshot_pos is the deepest position whose
-  // snapshot this sequence resumed from or published (-1: none).
-  // branch_pos: where its prompt leaves a cached KV path that has no snapshot
-  // there (another request's prompt continued or diverged: a shared prefix,
-  // such as a system prompt); it publishes one there so later requests resume.
-  int32_t boundary_slot = -1;
-  int64_t boundary_pos = -1, snapshot_pos = -1, branch_pos = -1;
-  PrefixCache::Cursor cursor;  // how many of `blocks` are prefix-cache nodes
-  int64_t cached_prompt = -1;  // prompt tokens found in the prefix cache at first admission; -1 before
-  std::shared_ptr<Group> group;
-  bool leader = false;
-  Sampler sampler;
-  Clock::time_point arrival, last_token;
-  bool has_first = false;
-  bool finished = false;  // FinishSequence ran (it may still sit in running_ until the step ends)
-  // Structured output: the matcher has seen every generated token since the
-  // grammar started, so it survives retraction (the sequence keeps its tokens
-  // and the recompute only rebuilds their KV).
-  std::unique_ptr<grammar::GrammarMatcher> matcher;
-  bool grammar_active = false;
-  // Prompt logprobs: the prompt position whose logprob is streamed next
-  // (num_prompt: none left). Rows before it are never needed again, so a
-  // retracted sequence resumes from the cache up to next_prompt_lp - 1.
-  int64_t next_prompt_lp = 0;
-
-  explicit Sequence(EngineRequest r) : req(std::move(r)), sampler(req.sampling) {
-    if (req.grammar) {
-      matcher = std::make_unique<grammar::GrammarMatcher>(req.grammar, req.stop_token_ids);
-      grammar_active = req.grammar_after.empty();
-    }
-  }
-  // After a token: starts the grammar once the output ends with grammar_after.
-  void MaybeStartGrammar() {
-    const auto& after = req.grammar_after;
-    if (!matcher || grammar_active || generated() < int64_t(after.size())) return;
-    grammar_active = std::equal(after.begin(), after.end(), tokens.end() - std::ptrdiff_t(after.size()));
-  }
-  int64_t generated() const { return int64_t(tokens.size()) - num_prompt; }
-  int64_t uncached() const { return int64_t(tokens.size()) - num_cached; }
-  int64_t cached_tokens() const { return std::max<int64_t>(cached_prompt, 0); }
-  bool waits_for_leader() const { return group && !leader && !group->prompt_ready; }
-  bool wants_prompt_logits() const { return next_prompt_lp < num_prompt; }
-};
 
 namespace {
 // Where a hybrid sequence's next prefill chunk must end so the state at a
@@ -110,9 +53,18 @@ Result<std::unique_ptr<Engine>> Engine::Create(Model& model, const EngineOptions
   // A cached KV prefix is only half of such a model's state: resuming after it
   // also needs the recurrent state there, kept as snapshots in pool blocks,
   // which needs the whole state in this process and an attention layer's blocks.
+  // Speculative decoding on such a model takes a third (the state before a
+  // verify forward, restored when a draft is rejected), which again needs the
+  // whole state in this process.
   const bool hybrid = model.cache_spec().recurrent_state_bytes > 0;
   const bool prefix_cache = o.enable_prefix_cache && (!hybrid || (model.state_is_local() && model.cache_spec().attention_layers > 0));
-  o.kv.num_state_slots = hybrid ? (prefix_cache ? 2 : 1) * o.max_running_requests : 0;
+  TERN_RETURN_IF_ERROR(ValidateSpeculativeOptions(o.speculative));
+  const bool spec = o.speculative.algorithm != SpeculativeAlgorithm::kNone;
+  if (spec && hybrid && !model.state_is_local())
+    return Status::Error(
+        "speculative decoding on a model with recurrent state (Qwen3.5 / Qwen3-Next) needs the whole state in one "
+        "process: not under --tp/--ep yet");
+  o.kv.num_state_slots = hybrid ? (1 + (prefix_cache ? 1 : 0) + (spec ? 1 : 0)) * o.max_running_requests : 0;
   TERN_ASSIGN_OR_RETURN(auto cache, KvCache::Create(model.cache_spec(), o.kv));
   return std::unique_ptr<Engine>(new Engine(model, o, std::move(cache), prefix_cache));
 }
@@ -331,7 +283,7 @@ void Engine::ReleaseBlocks(Sequence& s, bool publish) {
   }
   prefix_.Release(s.blocks, s.cursor);
   s.num_cached = 0;
-  for (int32_t* slot : {&s.state_slot, &s.boundary_slot})
+  for (int32_t* slot : {&s.state_slot, &s.boundary_slot, &s.spec_slot})
     if (*slot >= 0) {  // (a retracted sequence restarts from a snapshot or position 0)
       free_state_slots_.push_back(*slot);
       *slot = -1;
@@ -403,17 +355,19 @@ void Engine::Admit() {
       break;
     }
     if (opts_.kv.num_state_slots > 0) {
-      const size_t slots = snapshots() ? 2 : 1;
+      const size_t slots = 1 + (snapshots() ? 1 : 0) + (speculative() ? 1 : 0);
       if (free_state_slots_.size() < slots) {
         prefix_.Release(blocks, cursor);
         break;
       }
-      s.state_slot = free_state_slots_.back();
-      free_state_slots_.pop_back();
-      if (slots == 2) {
-        s.boundary_slot = free_state_slots_.back();
+      auto take = [&] {
+        const int32_t slot = free_state_slots_.back();
         free_state_slots_.pop_back();
-      }
+        return slot;
+      };
+      s.state_slot = take();
+      if (snapshots()) s.boundary_slot = take();
+      if (speculative()) s.spec_slot = take();
       s.boundary_pos = s.snapshot_pos = -1;
       s.branch_pos = kv_hit > hit ? kv_hit : -1;
       if (hit > 0) {  // resume from the snapshot at the end of the matched prefix
@@ -476,9 +430,15 @@ void Engine::Step() {
     }
     return false;
   };
+  // Decoders: one token to compute, or (speculative decoding) the few that a
+  // rejected draft on a hybrid model left to recompute, plus new drafts.
+  auto decodes = [&](const Sequence& s) {
+    return s.uncached() == 1 ||
+           (speculative() && s.num_cached >= s.num_prompt && s.uncached() <= 2 * (opts_.speculative.num_draft_tokens + 1));
+  };
   std::vector<Sequence*> decoders;
   for (auto& up : running_)
-    if (up->uncached() == 1) decoders.push_back(up.get());
+    if (decodes(*up)) decoders.push_back(up.get());
   for (Sequence* s : decoders) {
     if (find_running(s) == running_.end()) continue;  // retracted to make room for an earlier one
     while (!EnsureBlocks(*s, int64_t(s->tokens.size()))) {
@@ -494,16 +454,17 @@ void Engine::Step() {
       running_.erase(find_running(s));
       continue;
     }
+    const int64_t n = speculative() ? Draft(*s) : 1;
     batch_seqs.push_back(s);
-    batch_n.push_back(1);
-    batch_all_logits.push_back(false);
+    batch_n.push_back(n);
+    batch_all_logits.push_back(s->drafts > 0);
   }
   int64_t budget = opts_.chunked_prefill_size;
   const int64_t V = model_.config().vocab_size;
   int64_t logit_rows = std::max<int64_t>(1, kPromptLogitsBytes / (std::max<int64_t>(V, 1) * 4));
   for (auto& up : running_) {
     Sequence* s = up.get();
-    if (s->uncached() <= 1 || budget <= 0) continue;
+    if (decodes(*s) || budget <= 0) continue;
     int64_t n = std::min(s->uncached(), budget);
     bool all_logits = false;
     if (s->wants_prompt_logits()) {
@@ -546,7 +507,11 @@ void Engine::Step() {
   for (size_t i = 0; i < batch_seqs.size(); ++i) {
     Sequence* s = batch_seqs[i];
     const int64_t n = batch_n[i];
-    chunks.push_back({.tokens = std::span<const int32_t>(s->tokens).subspan(size_t(s->num_cached), size_t(n)),
+    const std::span<const int32_t> toks =
+        s->drafts > 0 ? std::span<const int32_t>(s->verify)
+                      : std::span<const int32_t>(s->tokens).subspan(size_t(s->num_cached), size_t(n));
+    if (s->drafts > 0 && s->spec_slot >= 0) cache_->CopyState(s->state_slot, s->spec_slot);
+    chunks.push_back({.tokens = toks,
                       .start_pos = s->num_cached,
                       .block_table = s->blocks,
                       .state_slot = s->state_slot,
@@ -568,6 +533,12 @@ void Engine::Step() {
   std::vector<Sequence*> done;
   for (size_t i = 0; i < batch_seqs.size(); ++i) {
     Sequence* s = batch_seqs[i];
+    if (s->drafts > 0) {  // a verify chunk: its own acceptance (engine_speculative.cc)
+      const int64_t rows = batch_n[i];
+      if (AcceptDrafts(*s, logits_.data() + row * V, now, produced)) done.push_back(s);
+      row += rows;
+      continue;
+    }
     s->num_cached += batch_n[i];
     prefix_.Insert(s->tokens, s->num_cached, s->blocks, s->cursor);
     if (snapshots()) AfterChunk(*s);
@@ -581,68 +552,8 @@ void Engine::Step() {
     }
     if (s->num_cached < int64_t(s->tokens.size())) continue;  // mid-prompt: nothing to sample yet
     std::span<float> l(first_row + (rows - 1) * V, size_t(V));
-    // The NaN guard: a broken kernel or non-finite weights must not stream
-    // garbage. This sequence ends with an error that says so; the others go on.
-    if (!AllFinite(l)) {
-      metrics_.nonfinite_logits_total++;
-      FinishSequence(*s, FinishReason::kAbort, -1,
-                     fmt::format("The model produced non-finite logits (NaN or Inf) at position {}; generation was "
-                                 "stopped.",
-                                 s->tokens.size() - 1),
-                     EngineError::kInternal);
-      done.push_back(s);
-      continue;
-    }
-    if (s->req.max_tokens == 0) {  // prefill only (SGLang's max_new_tokens 0: prompt logprobs, cache warm-up)
-      FinishSequence(*s, FinishReason::kLength, -1, "", EngineError::kNone);
-      done.push_back(s);
-      continue;
-    }
-    if (s->matcher && s->grammar_active && !MaskByGrammar(*s, l)) {
-      // No token keeps the output inside the grammar: it is complete (and no
-      // stop token may end it, e.g. ignore_eos), so the sequence ends here.
-      FinishSequence(*s, FinishReason::kStop, -1, "", EngineError::kNone);
-      done.push_back(s);
-      continue;
-    }
-    TokenOutput out;
-    const auto output_so_far = std::span<const int32_t>(s->tokens).subspan(size_t(s->num_prompt));
-    if (s->req.top_logprobs >= 0 || s->req.return_logits) {
-      std::vector<float> raw(l.begin(), l.end());  // the sampler applies penalties in place
-      const int32_t tok = s->sampler.Sample(l, s->req.prompt, output_so_far);
-      out = MakeTokenOutput(tok, raw, s->req.top_logprobs);
-      if (s->req.return_logits) out.logits = std::move(raw);
-    } else {
-      out.id = s->sampler.Sample(l, s->req.prompt, output_so_far);
-    }
-    out.time = now;
-    const int32_t tok = out.id;
-    if (s->matcher && s->grammar_active && !s->matcher->AcceptToken(tok)) {
-      // Only when the sampler itself suppressed every allowed token (min_tokens on a complete grammar).
-      FinishSequence(*s, FinishReason::kStop, -1, "", EngineError::kNone);
-      done.push_back(s);
-      continue;
-    }
-    s->tokens.push_back(tok);
-    s->MaybeStartGrammar();
-    ++produced;
-    if (!s->has_first) {
-      metrics_.ttft.Observe(Secs(s->arrival, now));
-      s->has_first = true;
-    } else {
-      metrics_.itl.Observe(Secs(s->last_token, now));
-    }
-    s->last_token = now;
-    s->stream->PushToken(std::move(out), s->generated());
-    const bool stop_tok = std::find(s->req.stop_token_ids.begin(), s->req.stop_token_ids.end(), tok) !=
-                          s->req.stop_token_ids.end();
-    if (stop_tok) {
-      FinishSequence(*s, FinishReason::kStop, tok, "", EngineError::kNone);
-      done.push_back(s);
-    } else if (s->generated() >= s->req.max_tokens || int64_t(s->tokens.size()) >= opts_.context_length) {
-      FinishSequence(*s, FinishReason::kLength, -1, "", EngineError::kNone);
-      done.push_back(s);
-    }
+    int32_t tok = -1;
+    if (SampleAndEmit(*s, l, now, produced, tok)) done.push_back(s);
   }
   metrics_.generation_tokens_total += uint64_t(produced);
   if (produced > 0) {
@@ -655,6 +566,68 @@ void Engine::Step() {
     running_.erase(std::remove_if(running_.begin(), running_.end(),
                                   [&](const auto& p) { return std::find(done.begin(), done.end(), p.get()) != done.end(); }),
                    running_.end());
+}
+
+bool Engine::SampleAndEmit(Sequence& s, std::span<float> l, Clock::time_point now, int64_t& produced, int32_t& tok) {
+  // The NaN guard: a broken kernel or non-finite weights must not stream
+  // garbage. This sequence ends with an error that says so; the others go on.
+  if (!AllFinite(l)) {
+    metrics_.nonfinite_logits_total++;
+    FinishSequence(s, FinishReason::kAbort, -1,
+                   fmt::format("The model produced non-finite logits (NaN or Inf) at position {}; generation was "
+                               "stopped.",
+                               s.tokens.size() - 1),
+                   EngineError::kInternal);
+    return true;
+  }
+  if (s.req.max_tokens == 0) {  // prefill only (SGLang's max_new_tokens 0: prompt logprobs, cache warm-up)
+    FinishSequence(s, FinishReason::kLength, -1, "", EngineError::kNone);
+    return true;
+  }
+  if (s.matcher && s.grammar_active && !MaskByGrammar(s, l)) {
+    // No token keeps the output inside the grammar: it is complete (and no
+    // stop token may end it, e.g. ignore_eos), so the sequence ends here.
+    FinishSequence(s, FinishReason::kStop, -1, "", EngineError::kNone);
+    return true;
+  }
+  TokenOutput out;
+  const auto output_so_far = std::span<const int32_t>(s.tokens).subspan(size_t(s.num_prompt));
+  if (s.req.top_logprobs >= 0 || s.req.return_logits) {
+    std::vector<float> raw(l.begin(), l.end());  // the sampler applies penalties in place
+    const int32_t id = s.sampler.Sample(l, s.req.prompt, output_so_far);
+    out = MakeTokenOutput(id, raw, s.req.top_logprobs);
+    if (s.req.return_logits) out.logits = std::move(raw);
+  } else {
+    out.id = s.sampler.Sample(l, s.req.prompt, output_so_far);
+  }
+  out.time = now;
+  tok = out.id;
+  if (s.matcher && s.grammar_active && !s.matcher->AcceptToken(tok)) {
+    // Only when the sampler itself suppressed every allowed token (min_tokens on a complete grammar).
+    FinishSequence(s, FinishReason::kStop, -1, "", EngineError::kNone);
+    return true;
+  }
+  s.tokens.push_back(tok);
+  s.MaybeStartGrammar();
+  ++produced;
+  if (!s.has_first) {
+    metrics_.ttft.Observe(Secs(s.arrival, now));
+    s.has_first = true;
+  } else {
+    metrics_.itl.Observe(Secs(s.last_token, now));
+  }
+  s.last_token = now;
+  s.stream->PushToken(std::move(out), s.generated());
+  const bool stop_tok = std::find(s.req.stop_token_ids.begin(), s.req.stop_token_ids.end(), tok) !=
+                        s.req.stop_token_ids.end();
+  if (stop_tok) {
+    FinishSequence(s, FinishReason::kStop, tok, "", EngineError::kNone);
+    return true;
+  } else if (s.generated() >= s.req.max_tokens || int64_t(s.tokens.size()) >= opts_.context_length) {
+    FinishSequence(s, FinishReason::kLength, -1, "", EngineError::kNone);
+    return true;
+  }
+  return false;
 }
 
 bool Engine::EmitPromptLogprobs(Sequence& s, int64_t start_pos, int64_t n, const float* rows) {

@@ -45,6 +45,7 @@
 #include "engine/prefix_cache.h"
 #include "engine/request_stream.h"
 #include "engine/sampler.h"
+#include "engine/speculative.h"
 #include "model/kv_cache.h"
 #include "model/model.h"
 
@@ -65,6 +66,8 @@ struct EngineOptions {
   // also keep state snapshots (see Engine below); not under tensor/expert
   // parallelism, where no single process holds a sequence's whole state.
   bool enable_prefix_cache = true;
+  // Speculative decoding (engine/speculative.h); off by default.
+  SpeculativeOptions speculative;
 };
 
 struct EngineRequest {
@@ -168,6 +171,20 @@ class Engine {
   // published (the prompt's end) or kept in the boundary slot.
   void AfterChunk(Sequence& s);
   bool snapshots() const { return prefix_.enabled() && prefix_.state_blocks() > 0; }
+  bool speculative() const { return opts_.speculative.algorithm != SpeculativeAlgorithm::kNone; }
+  // Speculative decoding (engine_speculative.cc). Draft: proposes drafts for a
+  // decoder that has blocks for its tokens; fills s.verify / s.drafts when
+  // there are some (and blocks for them) and returns the chunk's length
+  // (uncached tokens + drafts). AcceptDrafts: after the verify forward (rows:
+  // one logits row per chunk token), emits the model's tokens while they
+  // match the drafts, rolls the cache back past the first mismatch; true when
+  // the sequence finished.
+  int64_t Draft(Sequence& s);
+  bool AcceptDrafts(Sequence& s, const float* rows, std::chrono::steady_clock::time_point now, int64_t& produced);
+  // Samples a token from one logits row (grammar mask, NaN guard, sampler),
+  // streams it and applies the stop conditions; true when the sequence finished.
+  bool SampleAndEmit(Sequence& s, std::span<float> logits, std::chrono::steady_clock::time_point now,
+                     int64_t& produced, int32_t& tok);
   void UpdateGauges();
   void MaybeFlush();
   // Streams the prompt logprobs that the rows of a chunk ([n, vocab] from
@@ -198,6 +215,7 @@ class Engine {
   std::vector<std::unique_ptr<Sequence>> running_;
   std::vector<float> logits_;
   std::vector<uint64_t> grammar_mask_;  // scratch: one sequence's allowed tokens
+  std::vector<int32_t> draft_;  // scratch: one sequence's drafts
   std::atomic<int64_t> last_output_ns_{0};
   std::thread thread_;
 };

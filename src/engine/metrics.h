@@ -46,6 +46,9 @@ struct EngineMetrics {
   // Recurrent-state snapshots in the prefix cache (hybrid models), each
   // holding snapshot blocks of the pool (counted in cached/used blocks above).
   std::atomic<int64_t> state_snapshots{0};
+  // Speculative decoding: verify forwards, drafts they scored, drafts kept.
+  // Tokens per verify (SGLang's spec_accept_length) = (accepted + verifies) / verifies.
+  std::atomic<uint64_t> spec_verifies_total{0}, spec_draft_tokens_total{0}, spec_accepted_tokens_total{0};
   std::atomic<double> gen_throughput{0};  // tokens/s over the last steps
   Histogram ttft{{0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8, 10, 20, 40, 60, 80, 100, 200, 400}};
   Histogram itl{{0.002, 0.004, 0.006, 0.008, 0.01, 0.015, 0.02, 0.025, 0.03, 0.035, 0.04, 0.06, 0.08, 0.1, 0.2,

@@ -73,7 +73,13 @@ std::string RenderPrometheus(ServerContext& ctx) {
   const double looked_up = double(m.cache_lookup_tokens_total.load());
   w.Gauge("sglang:cache_hit_rate", "The prefix cache hit rate: prompt tokens served from the cache / prompt tokens.",
           looked_up > 0 ? double(m.cached_tokens_total.load()) / looked_up : 0.0);
-  w.Gauge("sglang:spec_accept_length", "The average acceptance length of speculative decoding.", 0.0);
+  // Tokens produced per verify forward (kept drafts + the model's own token); 0 with no verify yet.
+  const double verifies = double(m.spec_verifies_total.load());
+  w.Gauge("sglang:spec_accept_length", "The average acceptance length of speculative decoding.",
+          verifies > 0 ? (double(m.spec_accepted_tokens_total.load()) + verifies) / verifies : 0.0);
+  w.Counter("tern:spec_draft_tokens_total", "Draft tokens scored by verify forwards.",
+            double(m.spec_draft_tokens_total.load()));
+  w.Counter("tern:spec_accepted_tokens_total", "Draft tokens kept.", double(m.spec_accepted_tokens_total.load()));
   w.Gauge("sglang:engine_load_weights_time", "Seconds spent loading the model.", ctx.load_seconds);
   w.Hist("sglang:time_to_first_token_seconds", "Histogram of time to first token in seconds.", m.ttft.Snap());
   w.Hist("sglang:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", m.itl.Snap());

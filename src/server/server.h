@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "engine/speculative.h"
 #include "model/linear.h"
 
 namespace tern::server {
@@ -42,6 +43,7 @@ struct ServeOptions {
   bool strict_weights = false;  // --strict-weights: NaN/Inf in the weights refuse the load (else a warning)
   bool skip_weight_check = false;  // --skip-weight-check: no load-time NaN/Inf scan (it reads every weight once)
   int tp = 1, ep = 1;  // --tp / --ep: ranks of an mpirun job (model/shard.h)
+  SpeculativeOptions speculative;  // --speculative-*: off by default
   int64_t max_request_bytes = 32 << 20;  // a request body, decoded; more is 413
   double http_read_timeout_s = 60;   // a request's line, headers and body must arrive within it
   double http_write_timeout_s = 60;  // each write of a response must progress within it

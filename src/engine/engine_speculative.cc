@@ -1,0 +1,77 @@
+// Speculative decoding in the engine: drafting for a decoder and accepting
+// what the verify forward agrees with (engine/speculative.h says why the
+// output is the model's own). The cache after a verify of chunk [uncached u
+// tokens, k drafts] with a accepted:
+//  - KV: positions up to start + u + a hold real tokens; num_cached moves
+//    there, and the rejected drafts' KV past it is overwritten later.
+//  - Recurrent state (hybrid models): it has absorbed every draft, so unless
+//    all k were accepted the state from before the forward is restored from
+//    the sequence's spec slot and num_cached goes back to the chunk's start:
+//    the next step recomputes those u + a + 1 tokens in its verify chunk,
+//    which on a weight-bound CPU decode costs about what one token does.
+#include <algorithm>
+
+#include "engine/engine.h"
+#include "engine/engine_sequence.h"
+
+namespace tern {
+
+int64_t Engine::Draft(Sequence& s) {
+  s.verify.clear();
+  s.drafts = 0;
+  const int64_t u = s.uncached();
+  // Every kept draft becomes an output token: none past max_tokens or the context.
+  const int64_t room = std::min(s.req.max_tokens - s.generated() - 1,
+                                opts_.context_length - int64_t(s.tokens.size()) - 1);
+  const int64_t k = std::min(opts_.speculative.num_draft_tokens, room);
+  if (k <= 0) return u;
+  draft_.clear();
+  NgramDraft(s.tokens, opts_.speculative.ngram_min_match, opts_.speculative.ngram_max_match, k, draft_);
+  if (draft_.empty()) return u;
+  // Blocks for the drafts, only from what no running sequence needs (a draft
+  // never makes another sequence wait or be retracted).
+  const int64_t end = s.num_cached + u + int64_t(draft_.size());
+  const int64_t need = (end + opts_.kv.block_size - 1) / opts_.kv.block_size - int64_t(s.blocks.size());
+  if (need > 0 && (prefix_.available() - need < int64_t(running_.size()) || !EnsureBlocks(s, end))) return u;
+  s.verify.assign(s.tokens.begin() + s.num_cached, s.tokens.end());
+  s.verify.insert(s.verify.end(), draft_.begin(), draft_.end());
+  s.drafts = int64_t(draft_.size());
+  return u + s.drafts;
+}
+
+bool Engine::AcceptDrafts(Sequence& s, const float* rows, std::chrono::steady_clock::time_point now,
+                          int64_t& produced) {
+  const int64_t V = model_.config().vocab_size;
+  const int64_t k = s.drafts, u = int64_t(s.verify.size()) - k, start = s.num_cached;
+  metrics_.spec_verifies_total++;
+  metrics_.spec_draft_tokens_total += uint64_t(k);
+  // Row u - 1 + j predicts the token after chunk position u - 1 + j, i.e.
+  // after the real tokens and drafts 0..j-1: valid while those were all kept.
+  int64_t accepted = 0;
+  bool finished = false;
+  for (int64_t j = 0; j <= k; ++j) {
+    std::span<float> row(const_cast<float*>(rows) + (u - 1 + j) * V, size_t(V));
+    int32_t tok = -1;
+    if (SampleAndEmit(s, row, now, produced, tok)) {
+      finished = true;
+      break;
+    }
+    if (j == k || tok != s.verify[size_t(u + j)]) break;
+    ++accepted;
+  }
+  metrics_.spec_accepted_tokens_total += uint64_t(accepted);
+  s.verify.clear();
+  s.drafts = 0;
+  if (finished) return true;  // (its blocks and slots are released already)
+  if (s.spec_slot >= 0 && accepted < k) {
+    cache_->CopyState(s.spec_slot, s.state_slot);
+    s.num_cached = start;
+  } else {
+    s.num_cached = start + u + accepted;
+  }
+  prefix_.Insert(s.tokens, s.num_cached, s.blocks, s.cursor);
+  if (snapshots()) AfterChunk(s);
+  return false;
+}
+
+}  // namespace tern

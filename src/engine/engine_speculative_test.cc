@@ -1,0 +1,218 @@
+// Speculative decoding (NGRAM drafts) must not change what a request
+// produces: greedy tokens equal those without speculation and those of the
+// request alone; a seeded sampled request draws the same random numbers in
+// the same order (engine/speculative.h), so it produces the same tokens too;
+// logprobs agree to the last bits (a verify forward scores several rows in
+// one batch). On the hybrid model a rejected draft rolls the recurrent state
+// back, so the tests check that rejections happened. Both model families:
+// the tiny Qwen3-MoE and the tiny Qwen3.5 hybrid.
+#include <gtest/gtest.h>
+
+#include "engine/engine.h"
+#include "engine/engine_test_util.h"
+#include "engine/speculative.h"
+
+namespace tern {
+namespace {
+
+// ---------------------------------------------------------------------------
+// The drafter alone, on hand-worked token lists.
+
+std::vector<int32_t> Draft(std::vector<int32_t> t, int64_t min_match, int64_t max_match, int64_t k) {
+  std::vector<int32_t> out;
+  NgramDraft(t, min_match, max_match, k, out);
+  return out;
+}
+
+TEST(NgramDraft, LongestRecurringSuffixProposesWhatFollowedIt) {
+  // Suffixes of 5, 4 and 3 tokens never occurred before; [1, 2] did, at 0.
+  EXPECT_EQ(Draft({1, 2, 3, 4, 1, 2}, 1, 12, 4), (std::vector<int32_t>{3, 4, 1, 2}));
+  EXPECT_EQ(Draft({1, 2, 3, 4, 1, 2}, 1, 12, 2), (std::vector<int32_t>{3, 4}));
+  // The latest earlier occurrence of [1] is at 3, followed by 8, 1.
+  EXPECT_EQ(Draft({5, 1, 7, 1, 8, 1}, 1, 12, 1), (std::vector<int32_t>{8}));
+  EXPECT_EQ(Draft({5, 1, 7, 1, 8, 1}, 1, 12, 5), (std::vector<int32_t>{8, 1}));
+  // [9, 1] occurred at 1; [1] alone at 2 too, but the longer match wins.
+  EXPECT_EQ(Draft({9, 9, 1, 4, 1, 6, 9, 1}, 1, 12, 2), (std::vector<int32_t>{4, 1}));
+}
+
+TEST(NgramDraft, NothingWithoutARecurrence) {
+  EXPECT_TRUE(Draft({1, 2, 3}, 1, 12, 4).empty());
+  EXPECT_TRUE(Draft({7}, 1, 12, 4).empty());
+  EXPECT_TRUE(Draft({}, 1, 12, 4).empty());
+  EXPECT_TRUE(Draft({1, 2, 1}, 1, 12, 0).empty());
+  // Only single-token matches exist, and the window starts at 2.
+  EXPECT_TRUE(Draft({5, 1, 7, 1, 8, 1}, 2, 12, 4).empty());
+  // The window stops at 1 token: [3, 1] would match but is not looked up... and [1] does.
+  EXPECT_EQ(Draft({3, 1, 5, 3, 1}, 1, 1, 3), (std::vector<int32_t>{5, 3, 1}));
+}
+
+TEST(SpeculativeOptions, ParseAndValidate) {
+  EXPECT_EQ(*ParseSpeculativeAlgorithm("NGRAM"), SpeculativeAlgorithm::kNgram);
+  const auto bad = ParseSpeculativeAlgorithm("EAGLE3");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("EAGLE3"), std::string::npos) << bad.status().message();
+  SpeculativeOptions o{.algorithm = SpeculativeAlgorithm::kNgram};
+  EXPECT_TRUE(ValidateSpeculativeOptions(o).ok());
+  o.num_draft_tokens = 0;
+  EXPECT_FALSE(ValidateSpeculativeOptions(o).ok());
+  o.num_draft_tokens = 4;
+  o.ngram_min_match = 3;
+  o.ngram_max_match = 2;
+  EXPECT_FALSE(ValidateSpeculativeOptions(o).ok());
+}
+
+// ---------------------------------------------------------------------------
+// The engine.
+
+struct Family {
+  const char* name;
+  void (*write)(const std::string&);
+};
+
+class SpeculativeEngine : public ::testing::TestWithParam<Family> {
+ protected:
+  void SetUp() override {
+    dir_ = ::testing::TempDir() + "/engine_spec_" + GetParam().name;
+    GetParam().write(dir_);
+    auto m = LoadModel(dir_, {.threads = 2});
+    ASSERT_TRUE(m.ok()) << m.status().message();
+    model_ = std::move(*m);
+  }
+  struct Outcome {
+    std::vector<int32_t> tokens;
+    std::vector<float> logprobs;
+    RequestUpdate last;
+  };
+  static Outcome Drain(RequestStream& s) {
+    Outcome o;
+    RequestUpdate u;
+    for (int guard = 0; guard < 10000; ++guard) {
+      if (!s.Next(u, std::chrono::milliseconds(5000))) break;
+      for (auto& t : u.tokens) {
+        o.tokens.push_back(t.id);
+        o.logprobs.push_back(t.logprob);
+      }
+      if (u.finished) break;
+    }
+    o.last = u;
+    return o;
+  }
+  struct Run {
+    std::vector<Outcome> out;
+    uint64_t verifies = 0, drafts = 0, accepted = 0, retractions = 0;
+  };
+  // Every request submitted at once to one engine; spec: NGRAM with 4 drafts.
+  Run RunAll(const std::vector<EngineRequest>& reqs, bool spec, int64_t blocks = 128, bool prefix_cache = true) {
+    EngineOptions o{.max_running_requests = 8, .chunked_prefill_size = 16,
+                    .kv = {.block_size = 4, .num_blocks = blocks, .dtype = DType::kF32},
+                    .enable_prefix_cache = prefix_cache};
+    if (spec) o.speculative = {.algorithm = SpeculativeAlgorithm::kNgram, .num_draft_tokens = 4};
+    auto engine = Engine::Create(*model_, o);
+    EXPECT_TRUE(engine.ok()) << engine.status().message();
+    Run r;
+    if (!engine.ok()) return r;
+    std::vector<std::shared_ptr<RequestStream>> streams;
+    for (const auto& q : reqs) {
+      auto sub = (*engine)->Submit(q);
+      EXPECT_TRUE(sub.stream) << sub.error;
+      if (sub.stream) streams.push_back(sub.stream);
+    }
+    for (auto& s : streams) r.out.push_back(Drain(*s));
+    const EngineMetrics& m = (*engine)->metrics();
+    r.verifies = m.spec_verifies_total.load();
+    r.drafts = m.spec_draft_tokens_total.load();
+    r.accepted = m.spec_accepted_tokens_total.load();
+    r.retractions = m.retractions_total.load();
+    return r;
+  }
+  // Prompts with a repeated phrase (so drafts exist from the start); a
+  // random-weight model also falls into loops of its own, which NGRAM finds.
+  static std::vector<int32_t> Prompt(int seed, int len) {
+    std::vector<int32_t> p;
+    for (int i = 0; i < len; ++i) p.push_back(3 + (seed * 13 + (i % 7) * 11) % 90);
+    return p;
+  }
+  static EngineRequest Request(int i, int64_t max_tokens, double temperature) {
+    EngineRequest r{.id = std::to_string(i), .prompt = Prompt(i, 9 + 5 * i), .max_tokens = max_tokens,
+                    .top_logprobs = 0};
+    r.sampling.temperature = temperature;
+    r.sampling.seed = 1000 + i;
+    return r;
+  }
+  std::string dir_;
+  std::unique_ptr<Model> model_;
+};
+
+void ExpectSame(const std::vector<float>& a, const std::vector<float>& b, float tol, const std::string& what) {
+  ASSERT_EQ(a.size(), b.size()) << what;
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], tol) << what << " at " << i;
+}
+
+TEST_P(SpeculativeEngine, GreedyTokensAreTheModelsOwn) {
+  std::vector<EngineRequest> reqs;
+  for (int i = 0; i < 4; ++i) reqs.push_back(Request(i, 40, 0.0));
+  const Run plain = RunAll(reqs, false), spec = RunAll(reqs, true);
+  ASSERT_EQ(spec.out.size(), reqs.size());
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    EXPECT_EQ(spec.out[i].tokens, plain.out[i].tokens) << "request " << i;
+    EXPECT_EQ(spec.out[i].tokens, testing::Alone(*model_, reqs[i].prompt, 40)) << "request " << i;
+    ExpectSame(spec.out[i].logprobs, plain.out[i].logprobs, 1e-4f, "request " + std::to_string(i));
+    EXPECT_EQ(spec.out[i].last.reason, FinishReason::kLength);
+    EXPECT_EQ(spec.out[i].last.completion_tokens, 40) << "max_tokens holds exactly";
+  }
+  EXPECT_EQ(plain.verifies, 0u);
+  EXPECT_GT(spec.verifies, 0u) << "the test meant to verify drafts";
+  EXPECT_GT(spec.accepted, 0u) << "the test meant to keep drafts";
+  EXPECT_LT(spec.accepted, spec.drafts) << "the test meant to reject drafts (and roll back)";
+}
+
+TEST_P(SpeculativeEngine, SeededSamplingDrawsTheSameTokens) {
+  std::vector<EngineRequest> reqs;
+  for (int i = 0; i < 4; ++i) reqs.push_back(Request(i, 32, 1.0));
+  const Run plain = RunAll(reqs, false), spec = RunAll(reqs, true);
+  ASSERT_EQ(spec.out.size(), reqs.size());
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    EXPECT_EQ(spec.out[i].tokens, plain.out[i].tokens) << "request " << i;
+    ExpectSame(spec.out[i].logprobs, plain.out[i].logprobs, 1e-4f, "request " + std::to_string(i));
+  }
+  EXPECT_GT(spec.verifies, 0u);
+}
+
+// A stop token that the drafts run past: the output ends at its first
+// occurrence, as without speculation.
+TEST_P(SpeculativeEngine, StopTokenInsideTheDrafts) {
+  EngineRequest probe = Request(1, 40, 0.0);
+  const std::vector<int32_t> free_run = testing::Alone(*model_, probe.prompt, 40);
+  ASSERT_GE(free_run.size(), 20u);
+  // A token from late in the run, so that some verifies come before it.
+  const int32_t stop = free_run[15];
+  probe.stop_token_ids = {stop};
+  const Run plain = RunAll({probe}, false), spec = RunAll({probe}, true);
+  ASSERT_EQ(spec.out.size(), 1u);
+  EXPECT_EQ(spec.out[0].tokens, plain.out[0].tokens);
+  const auto first = std::find(free_run.begin(), free_run.end(), stop);
+  EXPECT_EQ(spec.out[0].tokens, std::vector<int32_t>(free_run.begin(), first + 1));
+  EXPECT_EQ(spec.out[0].last.reason, FinishReason::kStop);
+}
+
+// A pool too small for every request: retraction while drafting.
+TEST_P(SpeculativeEngine, RetractionKeepsTheTokens) {
+  std::vector<EngineRequest> reqs;
+  for (int i = 0; i < 5; ++i) reqs.push_back(Request(i, 24, 0.0));
+  for (bool cache : {false, true}) {
+    const Run spec = RunAll(reqs, true, 24, cache);
+    ASSERT_EQ(spec.out.size(), reqs.size());
+    for (size_t i = 0; i < reqs.size(); ++i)
+      EXPECT_EQ(spec.out[i].tokens, testing::Alone(*model_, reqs[i].prompt, 24))
+          << "request " << i << (cache ? " (prefix cache)" : "");
+    EXPECT_GT(spec.retractions, 0u) << "the test meant to retract";
+    EXPECT_GT(spec.verifies, 0u);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, SpeculativeEngine,
+                         ::testing::Values(Family{"moe", testing::WriteTinyMoe}, Family{"hybrid", testing::WriteTinyHybrid}),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+}  // namespace
+}  // namespace tern
