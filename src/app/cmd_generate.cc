@@ -204,6 +204,11 @@ Command RegisterGenerate(CLI::App& app) {
     if ((*engine)->metrics().retractions_total.load() > 0)
       fmt::print(stderr, "tern: the engine retracted and recomputed {} sequences (KV pool of {} tokens)\n",
                  (*engine)->metrics().retractions_total.load(), (*engine)->max_total_tokens());
+    if (const EngineMetrics& m = (*engine)->metrics(); m.spec_verifies_total.load() > 0)
+      fmt::print(stderr, "tern: speculative decoding kept {} of {} drafts over {} verify forwards ({:.2f} tokens each)\n",
+                 m.spec_accepted_tokens_total.load(), m.spec_draft_tokens_total.load(), m.spec_verifies_total.load(),
+                 double(m.spec_accepted_tokens_total.load() + m.spec_verifies_total.load()) /
+                     double(m.spec_verifies_total.load()));
     return 0;
   };
 }

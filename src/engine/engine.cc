@@ -278,7 +278,7 @@ void Engine::ReleaseBlocks(Sequence& s, bool publish) {
     // The state at the last block boundary it computed (the end of its prompt
     // and reply, in whole blocks), kept while its path is still held.
     std::vector<int32_t> blocks;
-    if (prefix_.AddSnapshot(s.cursor, s.boundary_pos / opts_.kv.block_size, int64_t(running_.size()), blocks))
+    if (prefix_.AddSnapshot(s.cursor, s.boundary_pos / opts_.kv.block_size, BlocksStillNeeded(), blocks))
       cache_->SaveState(s.boundary_slot, blocks);
   }
   prefix_.Release(s.blocks, s.cursor);
@@ -292,6 +292,17 @@ void Engine::ReleaseBlocks(Sequence& s, bool publish) {
   if (s.group && s.leader) s.group->prompt_ready = true;
 }
 
+int64_t Engine::BlocksStillNeeded() const {
+  int64_t most = 0;
+  for (const auto& up : running_) {
+    const Sequence& r = *up;
+    if (r.finished) continue;
+    const int64_t end = std::min(opts_.context_length, r.num_prompt + std::max<int64_t>(r.req.max_tokens, 0)) + 1;
+    most = std::max<int64_t>(most, BlocksFor(end, opts_.kv.block_size) - int64_t(r.blocks.size()));
+  }
+  return most + int64_t(running_.size());
+}
+
 void Engine::AfterChunk(Sequence& s) {
   const int64_t bs = opts_.kv.block_size, pos = s.num_cached;
   if (pos % bs != 0 || pos <= std::max(s.snapshot_pos, s.boundary_pos)) return;
@@ -300,7 +311,7 @@ void Engine::AfterChunk(Sequence& s) {
     // published now, so requests sharing the prompt (the other choices of n >
     // 1, the next turn) or the path (a common system prompt) find it at once.
     std::vector<int32_t> blocks;
-    if (prefix_.AddSnapshot(s.cursor, pos / bs, int64_t(running_.size()), blocks)) {
+    if (prefix_.AddSnapshot(s.cursor, pos / bs, BlocksStillNeeded(), blocks)) {
       cache_->SaveState(s.state_slot, blocks);
       s.snapshot_pos = pos;
       return;

@@ -170,6 +170,12 @@ class Engine {
   // Hybrid prefix cache: after a forward, the state at a block boundary is
   // published (the prompt's end) or kept in the boundary slot.
   void AfterChunk(Sequence& s);
+  // Room a snapshot must leave: the most blocks any running sequence may
+  // still take to reach its max_tokens (or the context), plus one spare per
+  // running sequence. A snapshot on a running sequence's path cannot be
+  // evicted, so this keeps every sequence able to finish once the others are
+  // retracted: a snapshot never makes a sequence running alone fail.
+  int64_t BlocksStillNeeded() const;
   bool snapshots() const { return prefix_.enabled() && prefix_.state_blocks() > 0; }
   bool speculative() const { return opts_.speculative.algorithm != SpeculativeAlgorithm::kNone; }
   // Speculative decoding (engine_speculative.cc). Draft: proposes drafts for a

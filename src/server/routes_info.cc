@@ -35,6 +35,12 @@ json ModelInfo(const ServerContext& ctx) {
           {"max_total_num_tokens", ctx.engine->max_total_tokens()}};
 }
 
+// Tokens per verify forward of speculative decoding (kept drafts + 1); 0 before any.
+double AcceptLength(const EngineMetrics& m) {
+  const double verifies = double(m.spec_verifies_total.load());
+  return verifies > 0 ? (double(m.spec_accepted_tokens_total.load()) + verifies) / verifies : 0.0;
+}
+
 json ServerInfo(const ServerContext& ctx) {
   const ServeOptions& o = ctx.opts;
   return {{"model_path", o.model_path}, {"tokenizer_path", o.model_path}, {"host", o.host}, {"port", o.port},
@@ -48,7 +54,12 @@ json ServerInfo(const ServerContext& ctx) {
           {"enable_cache_report", o.enable_cache_report}, {"radix_eviction_policy", "lru"},
           {"max_total_num_tokens", ctx.engine->max_total_tokens()},
           {"max_req_input_len", ctx.engine->context_length() - 1},
-          {"internal_states", json::array({json::object()})}, {"version", "tern-0.1.0"}};
+          {"speculative_algorithm",
+           o.speculative.algorithm == SpeculativeAlgorithm::kNgram ? json("NGRAM") : json(nullptr)},
+          {"speculative_num_draft_tokens",
+           o.speculative.algorithm == SpeculativeAlgorithm::kNone ? json(nullptr) : json(o.speculative.num_draft_tokens)},
+          {"internal_states", json::array({{{"avg_spec_accept_length", AcceptLength(ctx.engine->metrics())}}})},
+          {"version", "tern-0.1.0"}};
 }
 
 }  // namespace

@@ -4,7 +4,7 @@
 Usage:
   compare_concurrent.py --tern TERN --model DIR [--prompts 5] [--steps 24] [--seed 1]
       [--kv-dtypes f32,f16,bf16,fp8_e4m3] [--max-running 3] [--pool-tokens 96] [--page-size 4]
-      [--expect-retraction] [--tern-arg=...] [--launcher CMD] [--same-ids-as-single]
+      [--expect-retraction] [--expect-drafts] [--tern-arg=...] [--launcher CMD] [--same-ids-as-single]
 
 For each KV cache dtype, ONE `tern generate` runs every prompt concurrently (--prompt-ids
 repeated) through the engine the server runs, with at most --max-running sequences at once
@@ -73,8 +73,10 @@ def run(args, prompts, kv, tmp, single=False):
     ids = [json.loads(ln) for ln in lines]
     m = re.search(r"retracted and recomputed (\d+) sequences", proc.stderr)
     retractions = int(m.group(1)) if m else 0
+    d = re.search(r"speculative decoding kept (\d+) of (\d+) drafts", proc.stderr)
+    drafts = (int(d.group(1)), int(d.group(2))) if d else (0, 0)
     logits = [compare.load_logits(f"{out[:-4]}.{i}.npy", f"prompt {i} logits") for i in range(len(prompts))]
-    return ids, logits, retractions
+    return ids, logits, retractions, drafts
 
 
 def main():
@@ -89,6 +91,8 @@ def main():
     ap.add_argument("--pool-tokens", type=int, default=96)
     ap.add_argument("--page-size", type=int, default=4)
     ap.add_argument("--expect-retraction", action="store_true")
+    ap.add_argument("--expect-drafts", action="store_true",
+                    help="(with --tern-arg=--speculative-algorithm=...) drafts were kept and rejected")
     ap.add_argument("--tol", type=float, default=1e-3)
     ap.add_argument("--tie-rel", type=float, default=1e-4)
     ap.add_argument("--bf16-tol", type=float, default=0.05)
@@ -116,7 +120,7 @@ def main():
         fp8 = kv.startswith("fp8")
         with tempfile.TemporaryDirectory(prefix="tern-concurrent-") as tmp:
             try:
-                ids, logits, retractions = run(args, prompts, kv, tmp)
+                ids, logits, retractions, drafts = run(args, prompts, kv, tmp)
                 single_ids = run(args, prompts, kv, tmp, single=True)[0] if args.same_ids_as_single else None
             except (RuntimeError, OSError, subprocess.TimeoutExpired, ValueError) as e:
                 verdict(False, f"kv {kv}: {e}")
@@ -125,6 +129,8 @@ def main():
             for i, (a, b) in enumerate(zip(ids, single_ids)):
                 verdict(a == b, f"kv {kv} prompt {i}: greedy ids {'equal' if a == b else 'differ from'} "
                                 f"those of one process ({len(a)} steps)")
+        if args.expect_drafts:
+            verdict(0 < drafts[0] < drafts[1], f"kv {kv}: speculative decoding kept {drafts[0]} of {drafts[1]} drafts")
         if args.expect_retraction:
             verdict(retractions > 0, f"kv {kv}: the engine retracted {retractions} sequences mid-decode")
         for i, (prompt, got, rows) in enumerate(zip(prompts, ids, logits)):

@@ -75,3 +75,30 @@ if "</think>" not in (m.get("content") or "") or m.get("reasoning_content"):
     sys.exit(f"FAIL: with --reasoning-parser none the reasoning should stay in content: {m}")
 print("--reasoning-parser none: reasoning left in content: ok")
 PY
+
+# Speculative decoding (NGRAM): the same checks pass, the accuracy floors hold, and drafts were
+# verified and kept (the arithmetic replies repeat the operands, which prompt lookup finds).
+"$tern" serve --port "$port" --threads 2 --enable-metrics --speculative-algorithm NGRAM 2>"$work/spec.log" &
+pid=$!
+"$tern" check --url "http://127.0.0.1:$port" --wait 120 \
+  --suite model_info,simple_completion,arithmetic_no_thinking,arithmetic_thinking,determinism,stream_consistency,multi_turn_recall,tool_calling,stop_trimmed
+/usr/bin/python3 "$root/tools/demo_model/eval_tern.py" --model "$model" --url "http://127.0.0.1:$port" --sample 100 \
+  --json "$work/eval_spec.json" | tail -2
+info=$(curl -s --max-time 10 "http://127.0.0.1:$port/get_server_info")
+metrics=$(curl -s --max-time 10 "http://127.0.0.1:$port/metrics")
+kill -TERM $pid; wait $pid
+/usr/bin/python3 - "$work/eval_spec.json" "$info" "$metrics" <<'PY'
+import json, re, sys
+r = json.load(open(sys.argv[1]))
+bad = [f"{k}: {r[k]['accuracy']:.3f} < 0.95" for k in ("thinking_on", "thinking_off") if r[k]["accuracy"] < 0.95]
+if bad:
+    sys.exit("FAIL (speculative): " + "; ".join(bad))
+info = json.loads(sys.argv[2])
+if info.get("speculative_algorithm") != "NGRAM":
+    sys.exit(f"FAIL: get_server_info speculative_algorithm {info.get('speculative_algorithm')!r}")
+m = re.search(r"^sglang:spec_accept_length (\S+)$", sys.argv[3], re.M)
+kept = re.search(r"^tern:spec_accepted_tokens_total (\S+)$", sys.argv[3], re.M)
+if not m or not kept or float(m.group(1)) <= 1.0 or float(kept.group(1)) <= 0:
+    sys.exit(f"FAIL: no drafts kept: accept length {m and m.group(1)}, kept {kept and kept.group(1)}")
+print(f"speculative NGRAM: accuracy floors ok, {float(m.group(1)):.2f} tokens per verify forward")
+PY
