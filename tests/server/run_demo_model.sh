@@ -96,8 +96,8 @@ if bad:
 info = json.loads(sys.argv[2])
 if info.get("speculative_algorithm") != "NGRAM":
     sys.exit(f"FAIL: get_server_info speculative_algorithm {info.get('speculative_algorithm')!r}")
-m = re.search(r"^sglang:spec_accept_length (\S+)$", sys.argv[3], re.M)
-kept = re.search(r"^tern:spec_accepted_tokens_total (\S+)$", sys.argv[3], re.M)
+m = re.search(r"^sglang:spec_accept_length\{[^}]*\} (\S+)$", sys.argv[3], re.M)
+kept = re.search(r"^tern:spec_accepted_tokens_total\{[^}]*\} (\S+)$", sys.argv[3], re.M)
 if not m or not kept or float(m.group(1)) <= 1.0 or float(kept.group(1)) <= 0:
     sys.exit(f"FAIL: no drafts kept: accept length {m and m.group(1)}, kept {kept and kept.group(1)}")
 print(f"speculative NGRAM: accuracy floors ok, {float(m.group(1)):.2f} tokens per verify forward")
