@@ -22,12 +22,19 @@
 // Hybrid models: resuming from a cached prefix needs the recurrent state at
 // its end too, so the prefix cache keeps state snapshots in pool blocks
 // (PrefixCache, KvCache::SaveState) at block-aligned positions: at the end
-// of each prompt (the last whole block of it: the prefill is cut there) and
-// of each finished request's computed tokens (its prompt and reply; while
-// decoding, the state at the latest block boundary is copied to the
-// sequence's second state slot, and published when it finishes). Admission
-// restores the longest cached prefix that has a snapshot. Each running
-// sequence holds two state slots (working, boundary).
+// of each prompt (its last whole block before the last token: the prefill is
+// cut there), where a prompt leaves another's cached path that has no
+// snapshot (a shared system prompt), and at the end of each finished
+// request's computed tokens (its prompt and reply; while decoding, the state
+// at the latest block boundary is copied to the sequence's second state
+// slot, and published when it finishes). Admission restores the longest
+// cached prefix that has a snapshot. Each running sequence holds two state
+// slots (working, boundary), three with speculative decoding.
+//
+// Speculative decoding (EngineOptions::speculative, engine/speculative.h): a
+// decoder's step-3 chunk may carry drafts after its token; step 5 keeps the
+// tokens the model samples while they equal the drafts and rolls the KV (and
+// a hybrid's recurrent state) back past the first that does not.
 #pragma once
 
 #include <chrono>
