@@ -27,34 +27,12 @@ class HybridCacheTest : public ::testing::Test {
     EXPECT_TRUE(m.ok()) << m.status().message();
     return std::move(*m);
   }
-  struct Outcome {
-    std::vector<int32_t> tokens;
-    std::vector<float> logprobs;
-    RequestUpdate last;
-  };
-  static Outcome Drain(RequestStream& s) {
-    Outcome o;
-    RequestUpdate u;
-    for (int guard = 0; guard < 10000; ++guard) {
-      if (!s.Next(u, std::chrono::milliseconds(5000))) break;
-      for (auto& t : u.tokens) {
-        o.tokens.push_back(t.id);
-        o.logprobs.push_back(t.logprob);
-        for (auto& [id, lp] : t.top) o.logprobs.push_back(lp);
-      }
-      if (u.finished) break;
-    }
-    o.last = u;
-    return o;
-  }
+  using Outcome = testing::Outcome;
+  static Outcome Drain(RequestStream& s) { return testing::DrainOutcome(s); }
   static EngineRequest Greedy(std::string id, std::vector<int32_t> prompt, int64_t n) {
-    EngineRequest r{.id = std::move(id), .prompt = std::move(prompt), .max_tokens = n, .top_logprobs = 2};
-    r.sampling.temperature = 0;
-    return r;
+    return testing::GreedyRequest(std::move(id), std::move(prompt), n);
   }
-  static void WaitFor(const std::atomic<int64_t>& v, int64_t want) {
-    for (int i = 0; i < 500 && v.load() != want; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
+  static void WaitFor(const std::atomic<int64_t>& v, int64_t want) { testing::WaitFor(v, want); }
   static std::string dir_;
 };
 std::string HybridCacheTest::dir_;
@@ -65,13 +43,7 @@ std::vector<int32_t> Prompt(int seed, int len) {
   return p;
 }
 
-void ExpectClose(const std::vector<float>& a, const std::vector<float>& b, float tol, const std::string& what) {
-  ASSERT_EQ(a.size(), b.size()) << what;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (tol == 0) EXPECT_EQ(a[i], b[i]) << what << " at " << i;
-    else EXPECT_NEAR(a[i], b[i], tol) << what << " at " << i;
-  }
-}
+const auto ExpectClose = testing::ExpectLogprobs;
 
 TEST_F(HybridCacheTest, SnapshotsAreKeptInPoolBlocks) {
   auto model = Load();

@@ -78,25 +78,8 @@ class SpeculativeEngine : public ::testing::TestWithParam<Family> {
     ASSERT_TRUE(m.ok()) << m.status().message();
     model_ = std::move(*m);
   }
-  struct Outcome {
-    std::vector<int32_t> tokens;
-    std::vector<float> logprobs;
-    RequestUpdate last;
-  };
-  static Outcome Drain(RequestStream& s) {
-    Outcome o;
-    RequestUpdate u;
-    for (int guard = 0; guard < 10000; ++guard) {
-      if (!s.Next(u, std::chrono::milliseconds(5000))) break;
-      for (auto& t : u.tokens) {
-        o.tokens.push_back(t.id);
-        o.logprobs.push_back(t.logprob);
-      }
-      if (u.finished) break;
-    }
-    o.last = u;
-    return o;
-  }
+  using Outcome = testing::Outcome;
+  static Outcome Drain(RequestStream& s) { return testing::DrainOutcome(s); }
   struct Run {
     std::vector<Outcome> out;
     uint64_t verifies = 0, drafts = 0, accepted = 0, retractions = 0;
@@ -144,8 +127,7 @@ class SpeculativeEngine : public ::testing::TestWithParam<Family> {
 };
 
 void ExpectSame(const std::vector<float>& a, const std::vector<float>& b, float tol, const std::string& what) {
-  ASSERT_EQ(a.size(), b.size()) << what;
-  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], tol) << what << " at " << i;
+  testing::ExpectLogprobs(a, b, tol, what);
 }
 
 TEST_P(SpeculativeEngine, GreedyTokensAreTheModelsOwn) {

@@ -32,35 +32,12 @@ class EngineTest : public ::testing::Test {
   static std::vector<int32_t> Collect(RequestStream& s, RequestUpdate* last = nullptr) {
     return testing::Collect(s, last);
   }
-  // Tokens, logprobs and the final update of one request.
-  struct Outcome {
-    std::vector<int32_t> tokens;
-    std::vector<float> logprobs;
-    RequestUpdate last;
-  };
-  static Outcome CollectOutcome(RequestStream& s) {
-    Outcome o;
-    RequestUpdate u;
-    for (int guard = 0; guard < 10000; ++guard) {
-      if (!s.Next(u, std::chrono::milliseconds(5000))) break;
-      for (auto& t : u.tokens) {
-        o.tokens.push_back(t.id);
-        o.logprobs.push_back(t.logprob);
-        for (auto& [id, lp] : t.top) o.logprobs.push_back(lp);
-      }
-      if (u.finished) break;
-    }
-    o.last = u;
-    return o;
-  }
+  using Outcome = testing::Outcome;
+  static Outcome CollectOutcome(RequestStream& s) { return testing::DrainOutcome(s); }
   static EngineRequest Greedy(std::string id, std::vector<int32_t> prompt, int64_t n) {
-    EngineRequest r{.id = std::move(id), .prompt = std::move(prompt), .max_tokens = n, .top_logprobs = 2};
-    r.sampling.temperature = 0;
-    return r;
+    return testing::GreedyRequest(std::move(id), std::move(prompt), n);
   }
-  static void WaitFor(const std::atomic<int64_t>& v, int64_t want) {
-    for (int i = 0; i < 500 && v.load() != want; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
+  static void WaitFor(const std::atomic<int64_t>& v, int64_t want) { testing::WaitFor(v, want); }
   static std::string dir_;
 };
 std::string EngineTest::dir_;
@@ -102,14 +79,7 @@ TEST_F(EngineTest, BatchedEqualsAloneWithChunkedPrefillAndRetraction) {
   EXPECT_EQ((*engine)->metrics().used_blocks.load(), 0);
 }
 
-// Logprobs equal within `tol` (0: bit for bit).
-void ExpectLogprobs(const std::vector<float>& a, const std::vector<float>& b, float tol, const std::string& what) {
-  ASSERT_EQ(a.size(), b.size()) << what;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (tol == 0) EXPECT_EQ(a[i], b[i]) << what << " at " << i;
-    else EXPECT_NEAR(a[i], b[i], tol) << what << " at " << i;
-  }
-}
+using testing::ExpectLogprobs;
 
 // Prompts that share whole blocks, part of a block, or a previous request's
 // prompt and output (a later chat turn), served one after the other so each

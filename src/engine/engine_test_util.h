@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -51,6 +52,49 @@ inline std::vector<int32_t> Alone(Model& m, const std::vector<int32_t>& prompt, 
   auto res = RunToCompletion(**engine, {r});
   EXPECT_TRUE(res.ok()) << res.status().message();
   return res.ok() ? (*res)[0].ids() : std::vector<int32_t>{};
+}
+
+// Tokens, logprobs (each token's, then its top ones) and the final update of one request.
+struct Outcome {
+  std::vector<int32_t> tokens;
+  std::vector<float> logprobs;
+  RequestUpdate last;
+};
+inline Outcome DrainOutcome(RequestStream& s) {
+  Outcome o;
+  RequestUpdate u;
+  for (int guard = 0; guard < 10000; ++guard) {
+    if (!s.Next(u, std::chrono::milliseconds(5000))) break;
+    for (auto& t : u.tokens) {
+      o.tokens.push_back(t.id);
+      o.logprobs.push_back(t.logprob);
+      for (auto& [id, lp] : t.top) o.logprobs.push_back(lp);
+    }
+    if (u.finished) break;
+  }
+  o.last = u;
+  return o;
+}
+
+// A greedy request with the chosen token's logprob and the top 2.
+inline EngineRequest GreedyRequest(std::string id, std::vector<int32_t> prompt, int64_t n) {
+  EngineRequest r{.id = std::move(id), .prompt = std::move(prompt), .max_tokens = n, .top_logprobs = 2};
+  r.sampling.temperature = 0;
+  return r;
+}
+
+// Waits (up to 2.5 s) for an engine gauge to reach `want`.
+inline void WaitFor(const std::atomic<int64_t>& v, int64_t want) {
+  for (int i = 0; i < 500 && v.load() != want; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+}
+
+// Logprobs equal within `tol` (0: bit for bit).
+inline void ExpectLogprobs(const std::vector<float>& a, const std::vector<float>& b, float tol, const std::string& what) {
+  ASSERT_EQ(a.size(), b.size()) << what;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (tol == 0) EXPECT_EQ(a[i], b[i]) << what << " at " << i;
+    else EXPECT_NEAR(a[i], b[i], tol) << what << " at " << i;
+  }
 }
 
 // The ids a stream produces until it finishes; *last gets the final update.
