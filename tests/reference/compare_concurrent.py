@@ -92,7 +92,7 @@ def main():
     ap.add_argument("--page-size", type=int, default=4)
     ap.add_argument("--expect-retraction", action="store_true")
     ap.add_argument("--expect-drafts", action="store_true",
-                    help="(with --tern-arg=--speculative-algorithm=...) drafts were kept and rejected")
+                    help="(with --tern-arg=--speculative-algorithm=...) drafts were verified and some rejected")
     ap.add_argument("--tol", type=float, default=1e-3)
     ap.add_argument("--tie-rel", type=float, default=1e-4)
     ap.add_argument("--bf16-tol", type=float, default=0.05)
@@ -130,7 +130,9 @@ def main():
                 verdict(a == b, f"kv {kv} prompt {i}: greedy ids {'equal' if a == b else 'differ from'} "
                                 f"those of one process ({len(a)} steps)")
         if args.expect_drafts:
-            verdict(0 < drafts[0] < drafts[1], f"kv {kv}: speculative decoding kept {drafts[0]} of {drafts[1]} drafts")
+            # Rejections (the rollback) must have happened; how many drafts a random-weight model
+            # happens to confirm varies with the CPU's last bits (the engine tests assert kept ones).
+            verdict(drafts[1] > drafts[0], f"kv {kv}: speculative decoding kept {drafts[0]} of {drafts[1]} drafts")
         if args.expect_retraction:
             verdict(retractions > 0, f"kv {kv}: the engine retracted {retractions} sequences mid-decode")
         for i, (prompt, got, rows) in enumerate(zip(prompts, ids, logits)):
