@@ -267,7 +267,8 @@ void Engine::FailRefusedBatch(std::span<Sequence* const> batch_seqs, std::span<c
       faulty.emplace_back(batch_seqs[i], alone.message());
   if (faulty.empty())  // a fault of the batch as a whole: nothing tells which sequence, so all of it fails
     for (Sequence* s : batch_seqs) faulty.emplace_back(s, batch_error.message());
-  for (auto& [s, why] : faulty) {
+  for (auto& [seq, why] : faulty) {
+    Sequence* const s = seq;  // (a structured binding cannot be captured before C++20's relaxation, clang 14)
     FinishSequence(*s, FinishReason::kAbort, -1, "Internal error: " + why, EngineError::kInternal);
     running_.erase(std::find_if(running_.begin(), running_.end(), [&](const auto& p) { return p.get() == s; }));
   }
