@@ -30,6 +30,9 @@ namespace tern::api {
 struct ServerParsers {
   std::optional<ReasoningParserKind> reasoning;
   std::optional<ToolParserKind> tool_call;
+  // --json-whitespace any: forced tool calls' JSON arguments allow any white
+  // space too (else json.dumps' ", " / ": ", as the templates show calls).
+  bool any_json_whitespace = false;
 };
 
 struct ChatParseConfig {

@@ -19,7 +19,8 @@ std::string QuotedBody(const std::string& name) {
 // qwen3_coder's XML parameters of one tool: <parameter=KEY>\nVALUE\n</parameter>\n per property, in the
 // schema's order (required ones always, optional ones may be left out). A string value is raw text (no
 // "</"); any other value is JSON under the property's schema (the parser json.loads it).
-ApiResult<std::string> XmlParameters(const ToolSpec& t, size_t index, std::string* rules) {
+ApiResult<std::string> XmlParameters(const ToolSpec& t, size_t index, grammar::JsonSchemaOptions::Whitespace ws,
+                                     std::string* rules) {
   const Json& schema = t.parameters;
   std::string out;
   if (schema.is_null() || !schema.contains("properties")) return std::string("\"\"");
@@ -42,7 +43,7 @@ ApiResult<std::string> XmlParameters(const ToolSpec& t, size_t index, std::strin
       value = "([^<] | \"<\" [^/])*";
     } else {
       const std::string prefix = fmt::format("tool{}_p{}_", index, k);
-      auto ebnf = grammar::JsonSchemaToEbnf(prop, {.whitespace = grammar::JsonSchemaOptions::Whitespace::kSpaced}, prefix);
+      auto ebnf = grammar::JsonSchemaToEbnf(prop, {.whitespace = ws}, prefix);
       if (!ebnf.ok())
         return ApiError::BadRequest(fmt::format("Tool '{}' parameter '{}' cannot constrain the call: {}", t.name, key,
                                                 ebnf.status().message()));
@@ -58,13 +59,14 @@ ApiResult<std::string> XmlParameters(const ToolSpec& t, size_t index, std::strin
   return out.empty() ? std::string("\"\"") : out;
 }
 
-ApiResult<std::optional<ConstraintRequest>> XmlToolConstraint(const ChatRequest& req) {
+ApiResult<std::optional<ConstraintRequest>> XmlToolConstraint(const ChatRequest& req,
+                                                              grammar::JsonSchemaOptions::Whitespace ws) {
   const bool named = req.tool_choice.mode == ToolChoiceMode::kFunction;
   std::string rules, call;
   for (size_t i = 0; i < req.tools.size(); ++i) {
     const ToolSpec& t = req.tools[i];
     if (named && t.name != req.tool_choice.function_name) continue;
-    auto params = XmlParameters(t, i, &rules);
+    auto params = XmlParameters(t, i, ws, &rules);
     if (!params.ok()) return params.error();
     const std::string body = *params + " " + grammar::EbnfQuote("</function>\n</tool_call>");
     call += (call.empty() ? "" : " | ") + (named ? "(" + body + ")" : "(" + grammar::EbnfQuote(t.name + ">\n") + " " + body + ")");
@@ -80,7 +82,9 @@ ApiResult<std::optional<ConstraintRequest>> XmlToolConstraint(const ChatRequest&
 ApiResult<std::optional<ConstraintRequest>> ChatConstraint(const ChatRequest& req, const ServerParsers& server,
                                                            const ForcedToolCall& forced) {
   if (forced.reply_prefix.empty() || !server.tool_call) return req.sampling.constraint;
-  if (*server.tool_call == ToolParserKind::kQwen3Coder) return XmlToolConstraint(req);
+  const auto ws = server.any_json_whitespace ? grammar::JsonSchemaOptions::Whitespace::kAny
+                                             : grammar::JsonSchemaOptions::Whitespace::kSpaced;
+  if (*server.tool_call == ToolParserKind::kQwen3Coder) return XmlToolConstraint(req, ws);
   const bool named = req.tool_choice.mode == ToolChoiceMode::kFunction;
   std::string rules;
   std::vector<std::string> calls;  // per tool: what follows `{"name": "` up to the end of the call
@@ -88,7 +92,7 @@ ApiResult<std::optional<ConstraintRequest>> ChatConstraint(const ChatRequest& re
     const ToolSpec& t = req.tools[i];
     if (named && t.name != req.tool_choice.function_name) continue;
     const Json schema = t.parameters.is_null() ? Json{{"type", "object"}} : t.parameters;
-    auto ebnf = grammar::JsonSchemaToEbnf(schema, {.whitespace = grammar::JsonSchemaOptions::Whitespace::kSpaced},
+    auto ebnf = grammar::JsonSchemaToEbnf(schema, {.whitespace = ws},
                                           fmt::format("tool{}_", i));
     if (!ebnf.ok())
       return ApiError::BadRequest(fmt::format("Tool '{}' parameters cannot constrain the call: {}", t.name,

@@ -32,6 +32,12 @@ Command RegisterServe(CLI::App& app) {
                  "qwen25, hermes, qwen3_coder")
       ->default_val("auto");
   app.add_option("--chat-template", o->chat_template, "chat template file or text (default: the model's)");
+  app.add_option("--json-whitespace", o->json_whitespace,
+                 "white space in constrained JSON: compact (response_format; tool-call arguments as json.dumps "
+                 "writes them), spaced (\", \" and \": \" everywhere) or any (up to 16 spaces, tabs or newlines "
+                 "wherever JSON allows, xgrammar's any_whitespace)")
+      ->check(CLI::IsMember({"compact", "spaced", "any"}))
+      ->default_val("compact");
   app.add_option("--default-chat-template-kwargs", o->default_chat_template_kwargs,
                  "JSON object of default template variables, e.g. '{\"enable_thinking\": false}'");
   app.add_flag("--enable-metrics", o->enable_metrics, "serve Prometheus metrics at /metrics");

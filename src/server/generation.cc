@@ -87,6 +87,9 @@ api::ApiResult<std::shared_ptr<const grammar::CompiledGrammar>> CompileConstrain
         grammar::TokenVocabulary::FromTokenizer(*ctx.tokenizer, int32_t(ctx.model->config().vocab_size)));
   });
   grammar::ConstraintSpec spec{.text = c.text};
+  spec.json.whitespace = ctx.opts.json_whitespace == "any"      ? grammar::JsonSchemaOptions::Whitespace::kAny
+                         : ctx.opts.json_whitespace == "spaced" ? grammar::JsonSchemaOptions::Whitespace::kSpaced
+                                                                : grammar::JsonSchemaOptions::Whitespace::kCompact;
   spec.kind = c.kind == api::ConstraintRequest::Kind::kRegex  ? grammar::ConstraintKind::kRegex
               : c.kind == api::ConstraintRequest::Kind::kEbnf ? grammar::ConstraintKind::kEbnf
                                                               : grammar::ConstraintKind::kJsonSchema;

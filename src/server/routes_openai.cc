@@ -94,7 +94,8 @@ void HandleChat(ServerContext& ctx, const HttpRequest& http_req, HttpResponse& r
   if (!parsed.ok()) return ReplyApiError(res, parsed.error());
   api::ChatRequest& req = parsed.value();
   api::ServerParsers parsers{.reasoning = api::ReasoningParserFromName(ctx.opts.reasoning_parser),
-                             .tool_call = api::ToolParserFromName(ctx.opts.tool_call_parser)};
+                             .tool_call = api::ToolParserFromName(ctx.opts.tool_call_parser),
+                             .any_json_whitespace = ctx.opts.json_whitespace == "any"};
 
   // Prompt tokens: the client's input_ids, or the rendered chat template (plus
   // the forced start of a tool call for tool_choice required / named).

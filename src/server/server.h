@@ -32,6 +32,11 @@ struct ServeOptions {
   // resolved at load; else a parser name.
   std::string reasoning_parser;     // qwen3, qwen3-thinking, deepseek-r1
   std::string tool_call_parser;     // qwen25, hermes, qwen3_coder
+  // JSON written under a constraint (response_format, json_schema, tool-call
+  // arguments): "compact" ({"a":1}; tool calls keep json.dumps' ", " / ": ",
+  // what chat templates show), "spaced" (that style everywhere) or "any" (up
+  // to 16 spaces, tabs or newlines wherever JSON allows, xgrammar's any_whitespace).
+  std::string json_whitespace = "compact";
   std::string chat_template;        // a file path, or the template text itself
   std::string default_chat_template_kwargs;  // JSON object
   bool enable_metrics = false;

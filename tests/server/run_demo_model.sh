@@ -102,3 +102,27 @@ if not m or not kept or float(m.group(1)) <= 1.0 or float(kept.group(1)) <= 0:
     sys.exit(f"FAIL: no drafts kept: accept length {m and m.group(1)}, kept {kept and kept.group(1)}")
 print(f"speculative NGRAM: accuracy floors ok, {float(m.group(1)):.2f} tokens per verify forward")
 PY
+
+# --json-whitespace: a bounded schema's reply (which must stop) is exactly the JSON text Python
+# writes for the parsed value, compact by default and json.dumps' ", " / ": " with spaced.
+schema='{"type":"object","properties":{"answer":{"type":"integer","minimum":0,"maximum":99999},"unit":{"enum":["none","degrees"]}},"required":["answer","unit"],"additionalProperties":false}'
+for ws in compact spaced; do
+  "$tern" serve --port "$port" --threads 2 --json-whitespace $ws 2>"$work/ws-$ws.log" &
+  pid=$!
+  for _ in $(seq 1 100); do curl -sf --max-time 5 "http://127.0.0.1:$port/health" >/dev/null && break; sleep 0.2; done
+  reply=$(curl -s --max-time 60 -H 'Content-Type: application/json' -d '{"model":"m","temperature":0,"max_tokens":40,
+    "messages":[{"role":"user","content":"What is 17*19?"}],"chat_template_kwargs":{"enable_thinking":false},
+    "response_format":{"type":"json_schema","json_schema":{"name":"a","schema":'"$schema"'}}}' \
+    "http://127.0.0.1:$port/v1/chat/completions")
+  kill -TERM $pid; wait $pid
+  /usr/bin/python3 - "$reply" "$ws" <<'PY'
+import json, sys
+choice = json.loads(sys.argv[1])["choices"][0]
+text, ws = choice["message"]["content"], sys.argv[2]
+value = json.loads(text)
+want = json.dumps(value) if ws == "spaced" else json.dumps(value, separators=(",", ":"))
+if choice["finish_reason"] != "stop" or text != want or set(value) != {"answer", "unit"}:
+    sys.exit(f"FAIL --json-whitespace {ws}: {choice['finish_reason']} {text!r}, want {want!r}")
+print(f"--json-whitespace {ws}: {text}")
+PY
+done
