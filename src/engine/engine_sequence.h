@@ -39,6 +39,10 @@ struct Engine::Sequence {
   std::vector<int32_t> verify;
   int64_t drafts = 0;
   int32_t spec_slot = -1;
+  // Draft budget (engine_speculative.cc): drafts to propose next (-1: the
+  // configured number), and decode steps to sit out after verifies that kept
+  // nothing (backoff doubles each time: spec_backoff).
+  int64_t spec_k = -1, spec_skip = 0, spec_backoff = 1;
   PrefixCache::Cursor cursor;  // how many of `blocks` are prefix-cache nodes
   int64_t cached_prompt = -1;  // prompt tokens found in the prefix cache at first admission; -1 before
   std::shared_ptr<Group> group;

@@ -23,7 +23,12 @@ int64_t Engine::Draft(Sequence& s) {
   // Every kept draft becomes an output token: none past max_tokens or the context.
   const int64_t room = std::min(s.req.max_tokens - s.generated() - 1,
                                 opts_.context_length - int64_t(s.tokens.size()) - 1);
-  const int64_t k = std::min(opts_.speculative.num_draft_tokens, room);
+  if (s.spec_k < 0) s.spec_k = opts_.speculative.num_draft_tokens;
+  if (s.spec_skip > 0) {  // recent drafts were all wrong: plain decode steps for a while
+    --s.spec_skip;
+    return u;
+  }
+  const int64_t k = std::min(s.spec_k, room);
   if (k <= 0) return u;
   draft_.clear();
   NgramDraft(s.tokens, opts_.speculative.ngram_min_match, opts_.speculative.ngram_max_match, k, draft_);
@@ -60,6 +65,23 @@ bool Engine::AcceptDrafts(Sequence& s, const float* rows, std::chrono::steady_cl
     ++accepted;
   }
   metrics_.spec_accepted_tokens_total += uint64_t(accepted);
+  // The draft budget follows what the drafts earn: all kept, one more next
+  // time (up to the configured number); none kept, half as many, and at one
+  // draft a pause of 1, 2, 4 ... 32 plain steps (a verify costs more than a
+  // decode step, most on small models, so drafting that never lands must stop).
+  if (accepted == k) {
+    s.spec_k = std::min(s.spec_k + 1, opts_.speculative.num_draft_tokens);
+    s.spec_backoff = 1;
+  } else if (accepted == 0) {
+    if (s.spec_k > 1) {
+      s.spec_k = std::max<int64_t>(1, s.spec_k / 2);
+    } else {
+      s.spec_skip = s.spec_backoff;
+      s.spec_backoff = std::min<int64_t>(s.spec_backoff * 2, 32);
+    }
+  } else {
+    s.spec_backoff = 1;
+  }
   s.verify.clear();
   s.drafts = 0;
   if (finished) return true;  // (its blocks and slots are released already)
