@@ -2,8 +2,10 @@
 // decoding sequence, one forward of the model scores them all at once (the
 // sequence's last token plus the drafts, a row of logits each), and the engine
 // keeps the drafts the model would have produced itself (engine.cc,
-// Engine::AcceptDrafts). Drafts only ever save forwards: the tokens that come
-// out are the model's own, sampled one row at a time.
+// Engine::AcceptDrafts). Drafts never change the output: the tokens that come
+// out are the model's own, sampled one row at a time. They can cost time (a
+// verify forward of k + 1 rows costs more than a decode step), which is why
+// each sequence's draft budget follows its acceptance (engine_speculative.cc).
 //
 // Acceptance. The drafters here are deterministic (a draft is one token, not
 // a distribution), so speculative sampling reduces to: sample x from the row
