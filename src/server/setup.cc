@@ -198,6 +198,9 @@ Status StartEngine(ServerContext& ctx) {
   auto engine = Engine::Create(*ctx.model, eo);
   if (!engine.ok()) return engine.status();
   ctx.engine = std::move(*engine);
+  if (o.speculative.algorithm == SpeculativeAlgorithm::kNgram)
+    Log(LogLevel::kInfo, "speculative decoding: NGRAM (prompt lookup), up to {} drafts per verify, suffixes of {}-{} tokens",
+        o.speculative.num_draft_tokens, o.speculative.ngram_min_match, o.speculative.ngram_max_match);
   if (const int64_t sb = ctx.engine->snapshot_blocks(); sb > 0)
     Log(LogLevel::kInfo, "prefix cache keeps recurrent-state snapshots: {:.2f} MB each ({} KV blocks of the pool)",
         double(ctx.model->cache_spec().recurrent_state_bytes) / 1e6, sb);
