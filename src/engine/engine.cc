@@ -57,16 +57,26 @@ Result<std::unique_ptr<Engine>> Engine::Create(Model& model, const EngineOptions
   // verify forward, restored when a draft is rejected), which again needs the
   // whole state in this process.
   const bool hybrid = model.cache_spec().recurrent_state_bytes > 0;
-  const bool prefix_cache = o.enable_prefix_cache && (!hybrid || (model.state_is_local() && model.cache_spec().attention_layers > 0));
+  const bool prefix_cache = PrefixCacheUsable(model, o);
   TERN_RETURN_IF_ERROR(ValidateSpeculativeOptions(o.speculative));
-  const bool spec = o.speculative.algorithm != SpeculativeAlgorithm::kNone;
-  if (spec && hybrid && !model.state_is_local())
+  if (o.speculative.algorithm != SpeculativeAlgorithm::kNone && hybrid && !model.state_is_local())
     return Status::Error(
         "speculative decoding on a model with recurrent state (Qwen3.5 / Qwen3-Next) needs the whole state in one "
         "process: not under --tp/--ep yet");
-  o.kv.num_state_slots = hybrid ? (1 + (prefix_cache ? 1 : 0) + (spec ? 1 : 0)) * o.max_running_requests : 0;
+  o.kv.num_state_slots = StateSlotsPerSequence(model, o) * o.max_running_requests;
   TERN_ASSIGN_OR_RETURN(auto cache, KvCache::Create(model.cache_spec(), o.kv));
   return std::unique_ptr<Engine>(new Engine(model, o, std::move(cache), prefix_cache));
+}
+
+bool Engine::PrefixCacheUsable(const Model& model, const EngineOptions& o) {
+  const CacheSpec spec = model.cache_spec();
+  return o.enable_prefix_cache &&
+         (spec.recurrent_state_bytes == 0 || (model.state_is_local() && spec.attention_layers > 0));
+}
+
+int64_t Engine::StateSlotsPerSequence(const Model& model, const EngineOptions& o) {
+  if (model.cache_spec().recurrent_state_bytes <= 0) return 0;
+  return 1 + (PrefixCacheUsable(model, o) ? 1 : 0) + (o.speculative.algorithm != SpeculativeAlgorithm::kNone ? 1 : 0);
 }
 
 Engine::Engine(Model& model, const EngineOptions& opts, std::unique_ptr<KvCache> cache, bool prefix_cache)

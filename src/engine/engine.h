@@ -126,6 +126,13 @@ struct SubmitGroupResult {
 class Engine {
  public:
   static Result<std::unique_ptr<Engine>> Create(Model& model, const EngineOptions& opts);
+  // Whether Create turns the prefix cache on for this model (hybrids need the
+  // whole recurrent state in this process and an attention layer's blocks for
+  // snapshots), and the recurrent-state slots each running sequence then
+  // holds: 0 without recurrent state, else 1, +1 with the prefix cache (the
+  // boundary state), +1 with speculative decoding (the state before a verify).
+  static bool PrefixCacheUsable(const Model& model, const EngineOptions& opts);
+  static int64_t StateSlotsPerSequence(const Model& model, const EngineOptions& opts);
   ~Engine();
 
   // Queues a request; fails with kQueueFull / kDraining when the queue is full
@@ -193,7 +200,7 @@ class Engine {
   // match the drafts, rolls the cache back past the first mismatch; true when
   // the sequence finished.
   int64_t Draft(Sequence& s);
-  bool AcceptDrafts(Sequence& s, const float* rows, std::chrono::steady_clock::time_point now, int64_t& produced);
+  bool AcceptDrafts(Sequence& s, float* rows, std::chrono::steady_clock::time_point now, int64_t& produced);
   // Samples a token from one logits row (grammar mask, NaN guard, sampler),
   // streams it and applies the stop conditions; true when the sequence finished.
   bool SampleAndEmit(Sequence& s, std::span<float> logits, std::chrono::steady_clock::time_point now,

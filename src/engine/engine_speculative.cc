@@ -36,7 +36,7 @@ int64_t Engine::Draft(Sequence& s) {
   // Blocks for the drafts, only from what no running sequence needs (a draft
   // never makes another sequence wait or be retracted).
   const int64_t end = s.num_cached + u + int64_t(draft_.size());
-  const int64_t need = (end + opts_.kv.block_size - 1) / opts_.kv.block_size - int64_t(s.blocks.size());
+  const int64_t need = BlocksFor(end, opts_.kv.block_size) - int64_t(s.blocks.size());
   if (need > 0 && (prefix_.available() - need < int64_t(running_.size()) || !EnsureBlocks(s, end))) return u;
   s.verify.assign(s.tokens.begin() + s.num_cached, s.tokens.end());
   s.verify.insert(s.verify.end(), draft_.begin(), draft_.end());
@@ -44,7 +44,7 @@ int64_t Engine::Draft(Sequence& s) {
   return u + s.drafts;
 }
 
-bool Engine::AcceptDrafts(Sequence& s, const float* rows, std::chrono::steady_clock::time_point now,
+bool Engine::AcceptDrafts(Sequence& s, float* rows, std::chrono::steady_clock::time_point now,
                           int64_t& produced) {
   const int64_t V = model_.config().vocab_size;
   const int64_t k = s.drafts, u = int64_t(s.verify.size()) - k, start = s.num_cached;
@@ -55,7 +55,7 @@ bool Engine::AcceptDrafts(Sequence& s, const float* rows, std::chrono::steady_cl
   int64_t accepted = 0;
   bool finished = false;
   for (int64_t j = 0; j <= k; ++j) {
-    std::span<float> row(const_cast<float*>(rows) + (u - 1 + j) * V, size_t(V));
+    std::span<float> row(rows + (u - 1 + j) * V, size_t(V));  // (the sampler edits it in place)
     int32_t tok = -1;
     if (SampleAndEmit(s, row, now, produced, tok)) {
       finished = true;

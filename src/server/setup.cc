@@ -146,10 +146,9 @@ Result<int64_t> KvBlocks(const ServeOptions& o, const Model& m, DType kv_dtype, 
   const int64_t per_token = std::max<int64_t>(KvCache::BytesPerToken(m.cache_spec(), kv_dtype), 1);
   const int64_t running = std::max<int64_t>(o.max_running_requests, 1);
   // The budget also holds the recurrent state of every running sequence
-  // (hybrid models): a working slot each, plus one for the prefix cache's
-  // boundary state and one for speculative decoding's rollback.
-  const int64_t per_seq = 1 + (o.disable_radix_cache ? 0 : 1) +
-                          (o.speculative.algorithm != SpeculativeAlgorithm::kNone ? 1 : 0);
+  // (hybrid models), in as many slots as the engine will give each.
+  const int64_t per_seq = Engine::StateSlotsPerSequence(
+      m, {.enable_prefix_cache = !o.disable_radix_cache, .speculative = o.speculative});
   const int64_t slots = SaturatingMul(running, per_seq);
   const int64_t state = SaturatingMul(m.cache_spec().recurrent_state_bytes, slots);
   if (state == INT64_MAX) return Status::Errorf("--max-running-requests {} needs more recurrent-state memory than can be addressed", running);
