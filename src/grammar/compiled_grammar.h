@@ -11,10 +11,13 @@
 // OR of a few bitsets plus a check of the few uncertain tokens.
 //
 // Create computes the masks of the states in order until a CPU-time budget
-// is spent; a state left over gets its mask the first time a matcher reaches
-// it (once, under a lock; later readers take it without one). So a grammar
-// with many states (a string of maxLength 1000 is 1000 states) is ready at
-// once, and each state costs one walk of the vocabulary trie at most.
+// is spent; the states left over are computed by the background MaskWorker
+// (mask_worker.h) when asked, and otherwise, or if a matcher gets there
+// first, the first time a matcher reaches them (computed without a lock,
+// published under one: two threads may both compute a state, one result is
+// kept; later readers take it without a lock). So a grammar with many
+// states (a string of maxLength 1000 is 1000 states) is ready at once, and
+// each state costs one walk of the vocabulary trie at most.
 #pragma once
 
 #include <atomic>
@@ -39,10 +42,11 @@ struct StateMask {
 class CompiledGrammar {
  public:
   // eager_cpu: the thread CPU time spent computing masks before returning
-  // (the rest are computed on first use); unlimited by default.
+  // (the rest are computed on first use, and by the MaskWorker if
+  // `background`); unlimited by default.
   static std::shared_ptr<const CompiledGrammar> Create(
       Automaton automaton, std::shared_ptr<const TokenVocabulary> vocab,
-      std::chrono::nanoseconds eager_cpu = std::chrono::nanoseconds::max());
+      std::chrono::nanoseconds eager_cpu = std::chrono::nanoseconds::max(), bool background = false);
 
   const Automaton& automaton() const { return automaton_; }
   const TokenVocabulary& vocab() const { return *vocab_; }
@@ -51,8 +55,12 @@ class CompiledGrammar {
     if (const StateMask* m = ready_[size_t(state)].load(std::memory_order_acquire)) return *m;
     return ComputeMask(state);
   }
-  // States whose masks are computed so far, and their memory.
+  // States whose masks are computed so far (of `masks_total`), and their memory.
   int64_t masks_ready() const;
+  int64_t masks_total() const;
+  // The classification of one state computed afresh, with or without the
+  // walk's shortcuts (tests compare the two).
+  StateMask ClassifyForTest(int32_t state, bool shortcuts) const;
   size_t memory_bytes() const;
 
  private:

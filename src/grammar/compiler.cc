@@ -48,7 +48,7 @@ Result<std::shared_ptr<const CompiledGrammar>> GrammarCompiler::Compile(const Co
   }
   TERN_ASSIGN_OR_RETURN(GrammarAst ast, ConstraintToAst(spec, options_.max_text_bytes));
   TERN_ASSIGN_OR_RETURN(Automaton a, Automaton::Build(ast, options_.limits));
-  auto compiled = CompiledGrammar::Create(std::move(a), vocab_, options_.eager_mask_cpu);
+  auto compiled = CompiledGrammar::Create(std::move(a), vocab_, options_.eager_mask_cpu, options_.background_masks);
   std::lock_guard lock(mu_);
   if (cache_.find(key) == cache_.end()) {
     lru_.push_front(key);

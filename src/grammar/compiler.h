@@ -32,8 +32,10 @@ struct ConstraintSpec {
 struct GrammarCompilerOptions {
   size_t max_text_bytes = 1 << 20;  // larger constraints are refused before parsing
   // CPU time spent on token masks before a grammar is returned; the rest are
-  // computed as matchers first reach their states.
+  // computed by the background MaskWorker (unless background_masks is false)
+  // or as matchers first reach their states, whichever comes first.
   std::chrono::milliseconds eager_mask_cpu{300};
+  bool background_masks = true;
   size_t cache_entries = 256;
   GrammarLimits limits;
 };

@@ -4,7 +4,10 @@
 // Covers tokens that span grammar boundaries, byte-level tokens that are
 // part of a UTF-8 character, special tokens and EOS, with a small vocabulary
 // and with the real Qwen3 tokenizer.
+#include <algorithm>
+#include <chrono>
 #include <random>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -129,6 +132,88 @@ TEST(TokenMask, Qwen3Tokenizer) {
     auto g = testing::CompileFor({.kind = c.kind, .text = c.text}, vocab);
     ASSERT_TRUE(g.ok()) << g.status().message();
     for (uint32_t seed = 0; seed < 2; ++seed) RandomWalk(*g, {eos}, 20, seed, sample);
+  }
+}
+
+}  // namespace
+}  // namespace tern::grammar
+
+namespace tern::grammar {
+namespace {
+
+std::shared_ptr<const TokenVocabulary> Qwen3Vocabulary() {
+  const auto path = tok::testing::NpmTokenizerFile("qwen3", "tokenizer.json");
+  if (!path) return nullptr;
+  auto tok = Tokenizer::FromFile(*path);
+  if (!tok.ok()) return nullptr;
+  return TokenVocabulary::FromTokenizer(*tok, 151936);
+}
+
+std::vector<int32_t> AcceptedIds(const StateMask& m) {
+  std::vector<int32_t> ids = m.accepted;
+  for (size_t w = 0; w < m.accepted_bits.size(); ++w)
+    for (int b = 0; b < 64; ++b)
+      if ((m.accepted_bits[w] >> b) & 1) ids.push_back(int32_t(w * 64 + size_t(b)));
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
+// The walk's shortcuts (one transition per trie node while a single
+// position stays inside its rule; whole subtrees accepted where every byte
+// below loops) against the plain walk that advances every trie node through
+// the stack runner, for every state of grammars with counted strings,
+// patterns, formats, numbers, nested objects and a recursive EBNF, on the
+// Qwen3 vocabulary.
+TEST(TokenMask, ShortcutsAgreeWithThePlainWalk) {
+  auto vocab = Qwen3Vocabulary();
+  TERN_REQUIRE_TEST_DATA(vocab, "the Qwen3 tokenizer (scripts/fetch-test-data.sh)");
+  const ConstraintSpec specs[] = {
+      {.kind = ConstraintKind::kJsonSchema,
+       .text = R"({"type":"object","properties":{"id":{"type":"string","minLength":2,"maxLength":6},
+                  "zip":{"type":"string","pattern":"^[0-9]{3}$"},"day":{"type":"string","format":"date"},
+                  "n":{"type":"integer","minimum":-5,"maximum":120},"x":{"type":"number"},
+                  "tags":{"type":"array","items":{"type":"string","maxLength":3},"maxItems":2}},
+                  "required":["id","n"]})"},
+      {.kind = ConstraintKind::kRegex, .text = R"([a-z]{2,7}(\.[a-z]+)*@[a-z]+\.(com|org)|"[^"]{0,5}")"},
+      {.kind = ConstraintKind::kEbnf,
+       .text = "root ::= expr\nexpr ::= term ((\" + \" | \"*\") term)*\nterm ::= [a-z] [a-z0-9_]{0,4} | [0-9]+ | "
+               "\"(\" expr \")\""},
+  };
+  for (const ConstraintSpec& spec : specs) {
+    auto g = testing::CompileFor(spec, vocab);
+    ASSERT_TRUE(g.ok()) << g.status().message();
+    int checked = 0;
+    for (int32_t s = 0; s < (*g)->automaton().num_states(); ++s) {
+      if (!(*g)->automaton().HasBytes(s)) continue;
+      const StateMask fast = (*g)->ClassifyForTest(s, true), plain = (*g)->ClassifyForTest(s, false);
+      ASSERT_EQ(AcceptedIds(fast), AcceptedIds(plain)) << spec.text << " state " << s;
+      ASSERT_EQ(fast.uncertain, plain.uncertain) << spec.text << " state " << s;
+      ++checked;
+    }
+    EXPECT_GT(checked, 10) << spec.text;
+  }
+}
+
+// A grammar compiled with no eager budget and the background worker: every
+// mask gets computed without a matcher asking, and each equals a fresh
+// classification of its state.
+TEST(TokenMask, BackgroundWorkerComputesTheRest) {
+  auto vocab = Qwen3Vocabulary();
+  TERN_REQUIRE_TEST_DATA(vocab, "the Qwen3 tokenizer (scripts/fetch-test-data.sh)");
+  GrammarCompiler compiler(vocab, {.eager_mask_cpu = std::chrono::milliseconds(0), .background_masks = true});
+  auto g = compiler.Compile({.kind = ConstraintKind::kJsonSchema,
+                             .text = R"({"type":"object","properties":{"name":{"type":"string","maxLength":12}}})"});
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(3);
+  while ((*g)->masks_ready() < (*g)->masks_total() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_EQ((*g)->masks_ready(), (*g)->masks_total());
+  EXPECT_GT((*g)->masks_total(), 12);
+  for (int32_t s = 0; s < (*g)->automaton().num_states(); ++s) {
+    if (!(*g)->automaton().HasBytes(s)) continue;
+    const StateMask fresh = (*g)->ClassifyForTest(s, true);
+    EXPECT_EQ(AcceptedIds((*g)->mask(s)), AcceptedIds(fresh)) << "state " << s;
+    EXPECT_EQ((*g)->mask(s).uncertain, fresh.uncertain) << "state " << s;
   }
 }
 

@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "grammar/compiled_grammar.h"
+#include "grammar/mask_worker.h"
 #include "grammar/stack.h"
 
 namespace tern::grammar {
@@ -17,34 +18,86 @@ std::chrono::nanoseconds ThreadCpu() {
 }
 
 // The classification of one state's tokens.
+//
+// The walk keeps, per trie depth, the positions after that prefix. Most of a
+// walk stays on one position at the bottom of the state's own rule (inside a
+// string, a number, a literal): such a depth keeps just its automaton state
+// (raw[d] >= 0; the position is (raw[d], ContextMarker(0)), which neither
+// calls nor ends, so its closure is itself) and a child costs one transition
+// lookup instead of an Advance (a hash lookup to intern the stack node).
+// The positions are interned only where a child leaves that case. A string
+// of maxLength 40 has ~40 such states, each walking most of the vocabulary.
+// shortcuts = false walks every trie node through the general Advance (the
+// reference the tests compare the shortcuts against).
 StateMask Classify(const Automaton& a, const TokenVocabulary& v, int32_t s, const std::vector<uint64_t>& below,
-                   const std::vector<uint64_t>& self_loop) {
+                   const std::vector<uint64_t>& self_loop, bool shortcuts = true) {
   const auto& trie = v.trie();
   const auto& sorted = v.sorted_ids();
-  const bool fast = !below.empty();
+  const bool fast = shortcuts && !below.empty();
   StackPool pool;
   StackRunner runner(a, pool);
   std::vector<PositionSet> sets(v.max_token_bytes() + 1);
-  std::vector<int32_t> accepted;
+  std::vector<int32_t> raw(v.max_token_bytes() + 1, -1);
+  // Accepted tokens as ranges of `sorted` (a subtree's tokens are one range,
+  // and neighbouring ranges merge), turned into ids once at the end.
+  std::vector<std::pair<int32_t, int32_t>> accepted;
+  const auto accept = [&](int32_t begin, int32_t end) {
+    if (begin >= end) return;
+    if (!accepted.empty() && accepted.back().second == begin) accepted.back().second = end;
+    else accepted.emplace_back(begin, end);
+  };
   StateMask m;
+  const auto simple = [&](int32_t state) { return !a.IsFinal(state) && a.Calls(state).empty(); };
+  const auto subtree_tokens = [&](int32_t i) {
+    const auto& node = trie[size_t(i)];
+    accept(node.token_begin, node.subtree_end < int32_t(trie.size()) ? trie[size_t(node.subtree_end)].token_begin
+                                                                      : int32_t(sorted.size()));
+  };
   sets[0].nodes = {pool.Intern(s, ContextMarker(0))};
-  sets[0].unknown = false;
+  sets[0].unknown = false;  // (not closed: a state's mask holds its own bytes; callees have theirs)
+  if (shortcuts && simple(s)) raw[0] = s;
   for (int32_t i = 1; i < int32_t(trie.size());) {
     const auto& node = trie[size_t(i)];
-    PositionSet& cur = sets[node.depth];
-    runner.Advance(sets[node.depth - 1], node.byte, &cur);
+    const size_t d = node.depth;
+    if (const int32_t from = raw[d - 1]; from >= 0) {
+      const int32_t t = a.Next(from, node.byte);
+      if (t < 0) {
+        i = node.subtree_end;  // no token with this prefix can be matched
+        continue;
+      }
+      if (simple(t)) {
+        raw[d] = t;
+        if (fast && (below[size_t(i)] & ~self_loop[size_t(t)]) == 0) {
+          subtree_tokens(i);  // every token at and below this node stays in t: accepted
+          i = node.subtree_end;
+          continue;
+        }
+        accept(node.token_begin, node.token_end);
+        ++i;
+        continue;
+      }
+      sets[d - 1].nodes = {pool.Intern(from, ContextMarker(0))};  // leaving the simple case here
+      sets[d - 1].unknown = false;
+      sets[d - 1].can_end = false;
+    }
+    raw[d] = -1;
+    PositionSet& cur = sets[d];
+    runner.Advance(sets[d - 1], node.byte, &cur);
     if (cur.nodes.empty() && !cur.unknown) {
       i = node.subtree_end;  // no token with this prefix can be matched
       continue;
     }
-    if (fast && cur.nodes.size() == 1 && !cur.unknown) {
+    if (cur.nodes.size() == 1 && !cur.unknown) {
       const StackPool::Node p = pool.node(cur.nodes[0]);
-      if (p.level == 0 && !a.IsFinal(p.state) && a.Calls(p.state).empty() &&
-          (below[size_t(i)] & ~self_loop[size_t(p.state)]) == 0) {
-        // Every token at and below this node stays in this state: accepted.
-        const int32_t end = node.subtree_end < int32_t(trie.size()) ? trie[size_t(node.subtree_end)].token_begin
-                                                                    : int32_t(sorted.size());
-        for (int32_t k = node.token_begin; k < end; ++k) accepted.push_back(sorted[size_t(k)]);
+      if (shortcuts && p.parent == ContextMarker(0) && simple(p.state)) {
+        raw[d] = p.state;  // back in the simple case: children take the fast path
+        if (fast && (below[size_t(i)] & ~self_loop[size_t(p.state)]) == 0) {
+          subtree_tokens(i);
+          i = node.subtree_end;
+          continue;
+        }
+      } else if (fast && p.level == 0 && simple(p.state) && (below[size_t(i)] & ~self_loop[size_t(p.state)]) == 0) {
+        subtree_tokens(i);
         i = node.subtree_end;
         continue;
       }
@@ -52,16 +105,25 @@ StateMask Classify(const Automaton& a, const TokenVocabulary& v, int32_t s, cons
     if (node.token_begin < node.token_end) {
       bool inside = false;
       for (int32_t id : cur.nodes) inside = inside || pool.node(id).level == 0;
-      for (int32_t k = node.token_begin; k < node.token_end; ++k)
-        (inside ? accepted : m.uncertain).push_back(sorted[size_t(k)]);
+      if (inside) accept(node.token_begin, node.token_end);
+      else
+        for (int32_t k = node.token_begin; k < node.token_end; ++k) m.uncertain.push_back(sorted[size_t(k)]);
     }
     ++i;
   }
-  if (accepted.size() * 32 > size_t(v.size())) {
+  size_t count = 0;
+  for (const auto& [b, e] : accepted) count += size_t(e - b);
+  if (count * 32 > size_t(v.size())) {
     m.accepted_bits.assign(v.mask_words(), 0);
-    for (int32_t id : accepted) m.accepted_bits[size_t(id) >> 6] |= uint64_t(1) << (id & 63);
+    for (const auto& [b, e] : accepted)
+      for (int32_t k = b; k < e; ++k) {
+        const int32_t id = sorted[size_t(k)];
+        m.accepted_bits[size_t(id) >> 6] |= uint64_t(1) << (id & 63);
+      }
   } else {
-    m.accepted = std::move(accepted);
+    m.accepted.reserve(count);
+    for (const auto& [b, e] : accepted)
+      for (int32_t k = b; k < e; ++k) m.accepted.push_back(sorted[size_t(k)]);
   }
   return m;
 }
@@ -91,20 +153,26 @@ CompiledGrammar::CompiledGrammar(Automaton a, std::shared_ptr<const TokenVocabul
 
 std::shared_ptr<const CompiledGrammar> CompiledGrammar::Create(Automaton automaton,
                                                                std::shared_ptr<const TokenVocabulary> vocab,
-                                                               std::chrono::nanoseconds eager_cpu) {
+                                                               std::chrono::nanoseconds eager_cpu,
+                                                               bool background) {
   auto g = std::shared_ptr<CompiledGrammar>(new CompiledGrammar(std::move(automaton), std::move(vocab)));
   const auto start = ThreadCpu();
   for (int32_t s = 0; s < g->automaton_.num_states(); ++s) {
-    if (eager_cpu != std::chrono::nanoseconds::max() && ThreadCpu() - start > eager_cpu) break;
+    if (eager_cpu != std::chrono::nanoseconds::max() && ThreadCpu() - start > eager_cpu) {
+      if (background) MaskWorker::Get().Add(g);
+      break;
+    }
     if (g->automaton_.HasBytes(s)) g->ComputeMask(s);
   }
   return g;
 }
 
 const StateMask& CompiledGrammar::ComputeMask(int32_t s) const {
+  // Classify reads only what the constructor made; the lock guards publication.
+  auto m = std::make_unique<StateMask>(Classify(automaton_, *vocab_, s, below_, self_loop_));
   std::lock_guard lock(mu_);
-  if (const StateMask* m = ready_[size_t(s)].load(std::memory_order_acquire)) return *m;
-  storage_[size_t(s)] = std::make_unique<StateMask>(Classify(automaton_, *vocab_, s, below_, self_loop_));
+  if (const StateMask* r = ready_[size_t(s)].load(std::memory_order_acquire)) return *r;  // another thread was first
+  storage_[size_t(s)] = std::move(m);
   ready_[size_t(s)].store(storage_[size_t(s)].get(), std::memory_order_release);
   return *storage_[size_t(s)];
 }
@@ -113,6 +181,16 @@ int64_t CompiledGrammar::masks_ready() const {
   std::lock_guard lock(mu_);
   int64_t n = 0;
   for (const auto& m : storage_) n += m != nullptr;
+  return n;
+}
+
+StateMask CompiledGrammar::ClassifyForTest(int32_t state, bool shortcuts) const {
+  return Classify(automaton_, *vocab_, state, below_, self_loop_, shortcuts);
+}
+
+int64_t CompiledGrammar::masks_total() const {
+  int64_t n = 0;
+  for (int32_t s = 0; s < automaton_.num_states(); ++s) n += automaton_.HasBytes(s);
   return n;
 }
 
