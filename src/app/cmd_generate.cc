@@ -139,6 +139,8 @@ Command RegisterGenerate(CLI::App& app) {
     if (!o->mtp_logits_out.empty()) {
       if (s.model->mtp_num_layers() == 0)
         return Fail(fmt::format("generate: --mtp-logits-out: {} has no MTP head", o->model));
+      if (sp->algorithm == SpeculativeAlgorithm::kNextn)
+        return Fail("generate: --mtp-logits-out runs the MTP head itself; not with --speculative-algorithm NEXTN");
       // The tap runs the head as the engine feeds it each chunk (and the last token, below).
       model = &tap.emplace(*s.model, int64_t(prompts[0].size()) - 1);
     }

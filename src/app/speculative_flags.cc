@@ -10,13 +10,21 @@ std::function<Result<SpeculativeOptions>()> AddSpeculativeOptions(CLI::App& app)
   struct Raw {
     std::string algorithm;
     SpeculativeOptions o;
+    bool draft_tokens_given = false;
   };
   auto raw = std::make_shared<Raw>();
   app.add_option("--speculative-algorithm", raw->algorithm,
                  "speculative decoding: NGRAM (prompt lookup: drafts copied from where the latest tokens occurred "
-                 "before in the prompt or output, verified in one forward; the output stays the model's own)");
-  app.add_option("--speculative-num-draft-tokens", raw->o.num_draft_tokens, "draft tokens per verify forward")
-      ->default_val(4);
+                 "before in the prompt or output) or NEXTN (the model's MTP head drafts, Qwen3.5 / Qwen3-Next); "
+                 "drafts are verified in one forward and the output stays the model's own");
+  app.add_option("--speculative-num-draft-tokens", raw->o.num_draft_tokens,
+                 "NGRAM: draft tokens per verify forward (default 4); NEXTN: tokens per verify, num_steps + 1 "
+                 "(the default)")
+      ->each([raw](const std::string&) { raw->draft_tokens_given = true; });
+  app.add_option("--speculative-num-steps", raw->o.num_steps, "NEXTN: MTP head steps (drafts) per verify")
+      ->default_val(3);
+  app.add_option("--speculative-eagle-topk", raw->o.eagle_topk, "NEXTN: candidates per step (only 1: a chain)")
+      ->default_val(1);
   app.add_option("--speculative-ngram-min-match-window-size", raw->o.ngram_min_match,
                  "NGRAM: the shortest suffix that may propose drafts")
       ->default_val(1);
@@ -29,6 +37,8 @@ std::function<Result<SpeculativeOptions>()> AddSpeculativeOptions(CLI::App& app)
     if (!raw->algorithm.empty() && raw->algorithm != "none" && raw->algorithm != "NONE") {
       TERN_ASSIGN_OR_RETURN(o.algorithm, ParseSpeculativeAlgorithm(raw->algorithm));
     }
+    if (!raw->draft_tokens_given)
+      o.num_draft_tokens = o.algorithm == SpeculativeAlgorithm::kNextn ? o.num_steps + 1 : 4;
     TERN_RETURN_IF_ERROR(ValidateSpeculativeOptions(o));
     return o;
   };

@@ -63,9 +63,18 @@ Result<std::unique_ptr<Engine>> Engine::Create(Model& model, const EngineOptions
     return Status::Error(
         "speculative decoding on a model with recurrent state (Qwen3.5 / Qwen3-Next) needs the whole state in one "
         "process: not under --tp/--ep yet");
+  if (o.speculative.algorithm == SpeculativeAlgorithm::kNextn && model.mtp_num_layers() == 0)
+    return Status::Errorf(
+        "--speculative-algorithm NEXTN drafts with the model's multi-token-prediction head, and this {} model has "
+        "none (no mtp.* tensors, or mtp_num_hidden_layers 0 in config.json{}); NGRAM needs no head",
+        model.config().model_type, model.state_is_local() ? "" : "; or it runs under --tp/--ep, where the head is not run");
   o.kv.num_state_slots = StateSlotsPerSequence(model, o) * o.max_running_requests;
-  TERN_ASSIGN_OR_RETURN(auto cache, KvCache::Create(model.cache_spec(), o.kv));
+  TERN_ASSIGN_OR_RETURN(auto cache, KvCache::Create(CacheSpecFor(model, o), o.kv));
   return std::unique_ptr<Engine>(new Engine(model, o, std::move(cache), prefix_cache));
+}
+
+CacheSpec Engine::CacheSpecFor(const Model& model, const EngineOptions& o) {
+  return o.speculative.algorithm == SpeculativeAlgorithm::kNextn ? model.cache_spec_with_mtp() : model.cache_spec();
 }
 
 bool Engine::PrefixCacheUsable(const Model& model, const EngineOptions& o) {
@@ -456,7 +465,7 @@ void Engine::Step() {
   // rejected draft on a hybrid model left to recompute, plus new drafts.
   auto decodes = [&](const Sequence& s) {
     return s.uncached() == 1 ||
-           (speculative() && s.num_cached >= s.num_prompt && s.uncached() <= 2 * (opts_.speculative.num_draft_tokens + 1));
+           (speculative() && s.num_cached >= s.num_prompt && s.uncached() <= 2 * (MaxDrafts(opts_.speculative) + 1));
   };
   std::vector<Sequence*> decoders;
   for (auto& up : running_)
@@ -543,7 +552,8 @@ void Engine::Step() {
 
   // 4. One forward for the whole batch.
   const auto t0 = Clock::now();
-  Status st = model_.Forward(chunks, *cache_, logits_);
+  Status st = nextn() ? model_.ForwardWithHidden(chunks, *cache_, logits_, hidden_)
+                      : model_.Forward(chunks, *cache_, logits_);
   if (!st.ok()) {
     FailRefusedBatch(batch_seqs, chunks, st);
     return;
@@ -553,6 +563,8 @@ void Engine::Step() {
   const auto now = Clock::now();
   int64_t row = 0, produced = 0;
   std::vector<Sequence*> done;
+  std::vector<int64_t> tokens_before(batch_seqs.size());
+  for (size_t i = 0; i < batch_seqs.size(); ++i) tokens_before[i] = int64_t(batch_seqs[i]->tokens.size());
   for (size_t i = 0; i < batch_seqs.size(); ++i) {
     Sequence* s = batch_seqs[i];
     if (s->drafts > 0) {  // a verify chunk: its own acceptance (engine_speculative.cc)
@@ -577,6 +589,7 @@ void Engine::Step() {
     int32_t tok = -1;
     if (SampleAndEmit(*s, l, now, produced, tok)) done.push_back(s);
   }
+  if (nextn()) MtpRound(batch_seqs, chunks, tokens_before);
   metrics_.generation_tokens_total += uint64_t(produced);
   if (produced > 0) {
     last_output_ns_ = Clock::now().time_since_epoch().count();

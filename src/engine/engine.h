@@ -40,7 +40,9 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <memory>
+#include <span>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -75,6 +77,9 @@ struct EngineOptions {
   bool enable_prefix_cache = true;
   // Speculative decoding (engine/speculative.h); off by default.
   SpeculativeOptions speculative;
+  // Tests: called on the engine thread with each verify's drafts (request id,
+  // the number of tokens they follow, the drafts).
+  std::function<void(const std::string&, int64_t, std::span<const int32_t>)> on_drafts;
 };
 
 struct EngineRequest {
@@ -133,6 +138,8 @@ class Engine {
   // boundary state), +1 with speculative decoding (the state before a verify).
   static bool PrefixCacheUsable(const Model& model, const EngineOptions& opts);
   static int64_t StateSlotsPerSequence(const Model& model, const EngineOptions& opts);
+  // The KV cache's layout: the model's, plus the MTP head's layers with NEXTN.
+  static CacheSpec CacheSpecFor(const Model& model, const EngineOptions& opts);
   ~Engine();
 
   // Queues a request; fails with kQueueFull / kDraining when the queue is full
@@ -160,6 +167,8 @@ class Engine {
   bool prefix_cache_enabled() const { return prefix_.enabled(); }
   // Blocks one recurrent-state snapshot takes (0: no snapshots; the count held is metrics().state_snapshots).
   int64_t snapshot_blocks() const { return prefix_.state_blocks(); }
+  // The KV cache's layout (the MTP head's layers included with NEXTN).
+  const CacheSpec& cache_spec() const { return cache_->spec(); }
   // Time of the last step that produced output (for health probes).
   std::chrono::steady_clock::time_point last_output_time() const;
 
@@ -192,6 +201,15 @@ class Engine {
   int64_t BlocksStillNeeded() const;
   bool snapshots() const { return prefix_.enabled() && prefix_.state_blocks() > 0; }
   bool speculative() const { return opts_.speculative.algorithm != SpeculativeAlgorithm::kNone; }
+  bool nextn() const { return opts_.speculative.algorithm == SpeculativeAlgorithm::kNextn; }
+  // NEXTN, after a forward's tokens are sampled (engine_mtp.cc): the MTP head
+  // over each live sequence's kept rows of this step (their hidden states from
+  // the forward, the tokens after them), filling its KV cache; for a sequence
+  // that sampled a token, the head's argmax is its first draft and up to
+  // num_steps - 1 chained head steps give the rest (s.mtp_drafts).
+  // tokens_before: each sequence's token count before sampling.
+  void MtpRound(const std::vector<Sequence*>& seqs, const std::vector<SequenceChunk>& chunks,
+                const std::vector<int64_t>& tokens_before);
   // Speculative decoding (engine_speculative.cc). Draft: proposes drafts for a
   // decoder that has blocks for its tokens; fills s.verify / s.drafts when
   // there are some (and blocks for them) and returns the chunk's length
@@ -236,6 +254,11 @@ class Engine {
   std::vector<float> logits_;
   std::vector<uint64_t> grammar_mask_;  // scratch: one sequence's allowed tokens
   std::vector<int32_t> draft_;  // scratch: one sequence's drafts
+  // NEXTN scratch: the forward's hidden rows [T, H]; the head's input rows,
+  // chunks, logits and normed last rows.
+  std::vector<float> hidden_, mtp_hidden_, mtp_logits_, mtp_last_;
+  std::vector<SequenceChunk> mtp_chunks_;
+  bool mtp_error_logged_ = false;
   std::atomic<int64_t> last_output_ns_{0};
   std::thread thread_;
 };

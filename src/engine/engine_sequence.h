@@ -43,6 +43,10 @@ struct Engine::Sequence {
   // configured number), and decode steps to sit out after verifies that kept
   // nothing (backoff doubles each time: spec_backoff).
   int64_t spec_k = -1, spec_skip = 0, spec_backoff = 1;
+  // NEXTN: the MTP head's drafts for the tokens after tokens[0, mtp_drafts_for)
+  // (stale once the sequence has other tokens).
+  std::vector<int32_t> mtp_drafts;
+  int64_t mtp_drafts_for = -1;
   PrefixCache::Cursor cursor;  // how many of `blocks` are prefix-cache nodes
   int64_t cached_prompt = -1;  // prompt tokens found in the prefix cache at first admission; -1 before
   std::shared_ptr<Group> group;

@@ -23,7 +23,7 @@ int64_t Engine::Draft(Sequence& s) {
   // Every kept draft becomes an output token: none past max_tokens or the context.
   const int64_t room = std::min(s.req.max_tokens - s.generated() - 1,
                                 opts_.context_length - int64_t(s.tokens.size()) - 1);
-  if (s.spec_k < 0) s.spec_k = opts_.speculative.num_draft_tokens;
+  if (s.spec_k < 0) s.spec_k = MaxDrafts(opts_.speculative);
   if (s.spec_skip > 0) {  // recent drafts were all wrong: plain decode steps for a while
     --s.spec_skip;
     return u;
@@ -31,13 +31,19 @@ int64_t Engine::Draft(Sequence& s) {
   const int64_t k = std::min(s.spec_k, room);
   if (k <= 0) return u;
   draft_.clear();
-  NgramDraft(s.tokens, opts_.speculative.ngram_min_match, opts_.speculative.ngram_max_match, k, draft_);
+  if (nextn()) {
+    if (s.mtp_drafts_for == int64_t(s.tokens.size()))
+      draft_.assign(s.mtp_drafts.begin(), s.mtp_drafts.begin() + std::min<int64_t>(k, int64_t(s.mtp_drafts.size())));
+  } else {
+    NgramDraft(s.tokens, opts_.speculative.ngram_min_match, opts_.speculative.ngram_max_match, k, draft_);
+  }
   if (draft_.empty()) return u;
   // Blocks for the drafts, only from what no running sequence needs (a draft
   // never makes another sequence wait or be retracted).
   const int64_t end = s.num_cached + u + int64_t(draft_.size());
   const int64_t need = BlocksFor(end, opts_.kv.block_size) - int64_t(s.blocks.size());
   if (need > 0 && (prefix_.available() - need < int64_t(running_.size()) || !EnsureBlocks(s, end))) return u;
+  if (opts_.on_drafts) opts_.on_drafts(s.req.id, int64_t(s.tokens.size()), draft_);
   s.verify.assign(s.tokens.begin() + s.num_cached, s.tokens.end());
   s.verify.insert(s.verify.end(), draft_.begin(), draft_.end());
   s.drafts = int64_t(draft_.size());
@@ -69,8 +75,10 @@ bool Engine::AcceptDrafts(Sequence& s, float* rows, std::chrono::steady_clock::t
   // time (up to the configured number); none kept, half as many, and at one
   // draft a pause of 1, 2, 4 ... 32 plain steps (a verify costs more than a
   // decode step, most on small models, so drafting that never lands must stop).
-  if (accepted == k) {
-    s.spec_k = std::min(s.spec_k + 1, opts_.speculative.num_draft_tokens);
+  if (!opts_.speculative.adaptive_budget) {
+    // (fixed: every decode step drafts the full number)
+  } else if (accepted == k) {
+    s.spec_k = std::min(s.spec_k + 1, MaxDrafts(opts_.speculative));
     s.spec_backoff = 1;
   } else if (accepted == 0) {
     if (s.spec_k > 1) {

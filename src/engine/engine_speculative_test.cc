@@ -59,6 +59,41 @@ TEST(SpeculativeOptions, ParseAndValidate) {
   o.ngram_min_match = 3;
   o.ngram_max_match = 2;
   EXPECT_FALSE(ValidateSpeculativeOptions(o).ok());
+  // NEXTN: SGLang's rules with top-k 1 (a chain): num_draft_tokens = num_steps + 1.
+  EXPECT_EQ(*ParseSpeculativeAlgorithm("NEXTN"), SpeculativeAlgorithm::kNextn);
+  SpeculativeOptions n{.algorithm = SpeculativeAlgorithm::kNextn, .num_draft_tokens = 4, .num_steps = 3};
+  EXPECT_TRUE(ValidateSpeculativeOptions(n).ok());
+  EXPECT_EQ(MaxDrafts(n), 3);
+  n.num_draft_tokens = 5;
+  const Status wrong = ValidateSpeculativeOptions(n);
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_NE(wrong.message().find("num_steps + 1"), std::string::npos) << wrong.message();
+  n.num_draft_tokens = 4;
+  n.eagle_topk = 4;
+  const Status tree = ValidateSpeculativeOptions(n);
+  ASSERT_FALSE(tree.ok());
+  EXPECT_NE(tree.message().find("--speculative-eagle-topk"), std::string::npos) << tree.message();
+  n.eagle_topk = 1;
+  n.num_steps = 0;
+  n.num_draft_tokens = 1;
+  EXPECT_FALSE(ValidateSpeculativeOptions(n).ok());
+  const auto eagle = ParseSpeculativeAlgorithm("EAGLE");
+  ASSERT_FALSE(eagle.ok());
+  EXPECT_NE(eagle.status().message().find("draft model"), std::string::npos) << eagle.status().message();
+}
+
+// NEXTN on a model without an MTP head is refused when the engine is made.
+TEST(SpeculativeOptions, NextnNeedsAnMtpHead) {
+  const std::string dir = ::testing::TempDir() + "/engine_spec_nohead";
+  testing::WriteTinyHybrid(dir);
+  auto m = LoadModel(dir, {.threads = 1});
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EngineOptions o{.kv = {.block_size = 4, .num_blocks = 16, .dtype = DType::kF32},
+                  .speculative = {.algorithm = SpeculativeAlgorithm::kNextn}};
+  auto engine = Engine::Create(**m, o);
+  ASSERT_FALSE(engine.ok());
+  EXPECT_NE(engine.status().message().find("multi-token-prediction head"), std::string::npos)
+      << engine.status().message();
 }
 
 // ---------------------------------------------------------------------------
@@ -67,6 +102,7 @@ TEST(SpeculativeOptions, ParseAndValidate) {
 struct Family {
   const char* name;
   void (*write)(const std::string&);
+  SpeculativeAlgorithm algorithm = SpeculativeAlgorithm::kNgram;
 };
 
 class SpeculativeEngine : public ::testing::TestWithParam<Family> {
@@ -89,7 +125,10 @@ class SpeculativeEngine : public ::testing::TestWithParam<Family> {
     EngineOptions o{.max_running_requests = 8, .chunked_prefill_size = 16,
                     .kv = {.block_size = 4, .num_blocks = blocks, .dtype = DType::kF32},
                     .enable_prefix_cache = prefix_cache};
-    if (spec) o.speculative = {.algorithm = SpeculativeAlgorithm::kNgram, .num_draft_tokens = 4};
+    if (spec) o.speculative = {.algorithm = GetParam().algorithm, .num_draft_tokens = 4, .num_steps = 3};
+    // A random-weight MTP head rarely agrees with its model: NEXTN drafts at
+    // every step, so that sampled runs keep some drafts.
+    if (spec && GetParam().algorithm == SpeculativeAlgorithm::kNextn) o.speculative.adaptive_budget = false;
     auto engine = Engine::Create(*model_, o);
     EXPECT_TRUE(engine.ok()) << engine.status().message();
     Run r;
@@ -144,13 +183,19 @@ TEST_P(SpeculativeEngine, GreedyTokensAreTheModelsOwn) {
   }
   EXPECT_EQ(plain.verifies, 0u);
   EXPECT_GT(spec.verifies, 0u) << "the test meant to verify drafts";
-  EXPECT_GT(spec.accepted, 0u) << "the test meant to keep drafts";
+  // (A random-weight MTP head's greedy drafts are never the model's greedy
+  // tokens here; the sampled test below keeps some.)
+  if (GetParam().algorithm != SpeculativeAlgorithm::kNextn) {
+    EXPECT_GT(spec.accepted, 0u) << "the test meant to keep drafts";
+  }
   EXPECT_LT(spec.accepted, spec.drafts) << "the test meant to reject drafts (and roll back)";
 }
 
 TEST_P(SpeculativeEngine, SeededSamplingDrawsTheSameTokens) {
   std::vector<EngineRequest> reqs;
-  for (int i = 0; i < 4; ++i) reqs.push_back(Request(i, 32, 1.0));
+  // (NEXTN: more tokens, so that a random-weight head's drafts are kept now and then.)
+  const bool nextn = GetParam().algorithm == SpeculativeAlgorithm::kNextn;
+  for (int i = 0; i < (nextn ? 8 : 4); ++i) reqs.push_back(Request(i, nextn ? 64 : 32, 1.0));
   const Run plain = RunAll(reqs, false), spec = RunAll(reqs, true);
   ASSERT_EQ(spec.out.size(), reqs.size());
   for (size_t i = 0; i < reqs.size(); ++i) {
@@ -158,6 +203,10 @@ TEST_P(SpeculativeEngine, SeededSamplingDrawsTheSameTokens) {
     ExpectSame(spec.out[i].logprobs, plain.out[i].logprobs, 1e-4f, "request " + std::to_string(i));
   }
   EXPECT_GT(spec.verifies, 0u);
+  if (GetParam().algorithm == SpeculativeAlgorithm::kNextn) {
+    EXPECT_GT(spec.accepted, 0u) << "the test meant to keep drafts";
+    EXPECT_LT(spec.accepted, spec.drafts) << "the test meant to reject drafts";
+  }
 }
 
 // A stop token that the drafts run past: the output ends at its first
@@ -193,7 +242,9 @@ TEST_P(SpeculativeEngine, RetractionKeepsTheTokens) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, SpeculativeEngine,
-                         ::testing::Values(Family{"moe", testing::WriteTinyMoe}, Family{"hybrid", testing::WriteTinyHybrid}),
+                         ::testing::Values(Family{"moe", testing::WriteTinyMoe}, Family{"hybrid", testing::WriteTinyHybrid},
+                                           Family{"hybrid_nextn", testing::WriteTinyHybridMtp,
+                                                  SpeculativeAlgorithm::kNextn}),
                          [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace

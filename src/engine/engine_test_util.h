@@ -28,16 +28,19 @@ inline void WriteTinyMoe(const std::string& dir) {
 // A 4-layer Qwen3.5-MoE (Gated DeltaNet, full attention, GDN, full attention;
 // a shared expert; random F32 weights, vocab 96, 256 positions) in dir: the
 // hybrid model, whose sequences also carry recurrent state.
-inline void WriteTinyHybrid(const std::string& dir) {
+inline void WriteTinyHybrid(const std::string& dir, int64_t mtp_layers) {
   std::filesystem::remove_all(dir);
   SynthPreset p{.name = "h", .arch = "qwen3_5_moe", .hidden = 32, .layers = 4, .heads = 4, .kv_heads = 2,
                 .head_dim = 8, .ffn = 0, .vocab = 96, .tied = false, .experts = 4, .experts_per_tok = 2,
                 .moe_ffn = 16, .max_positions = 256, .linear_key_heads = 2, .linear_value_heads = 2,
                 .linear_key_dim = 8, .linear_value_dim = 8, .conv_kernel = 4, .shared_ffn = 16, .interval = 2,
-                .partial_rotary = 0.5};
+                .partial_rotary = 0.5, .mtp_layers = mtp_layers};
   ASSERT_TRUE(WriteSyntheticWeights(dir, {.preset = p, .vocab = 96, .dtype = DType::kF32, .seed = 5,
                                           .bos_token_id = 1, .eos_token_id = 2}).ok());
 }
+inline void WriteTinyHybrid(const std::string& dir) { WriteTinyHybrid(dir, 0); }
+// The tiny hybrid with a one-layer MTP head (NEXTN drafting).
+inline void WriteTinyHybridMtp(const std::string& dir) { WriteTinyHybrid(dir, 1); }
 
 // Greedy tokens of one request run alone, in an engine of its own (no other
 // engine may run `m` at the same time).

@@ -6,16 +6,33 @@ namespace tern {
 
 Result<SpeculativeAlgorithm> ParseSpeculativeAlgorithm(std::string_view name) {
   if (name == "NGRAM" || name == "ngram") return SpeculativeAlgorithm::kNgram;
-  return Status::Errorf(
-      "--speculative-algorithm {}: not supported; this build has NGRAM (prompt lookup; NEXTN/EAGLE drafting with "
-      "the MTP head is not built yet)",
-      name);
+  if (name == "NEXTN" || name == "nextn") return SpeculativeAlgorithm::kNextn;
+  if (name == "EAGLE" || name == "EAGLE3" || name == "eagle" || name == "eagle3")
+    return Status::Errorf(
+        "--speculative-algorithm {}: a separate draft model is not supported; NEXTN drafts with the model's own "
+        "MTP head (Qwen3.5 / Qwen3-Next), NGRAM by prompt lookup",
+        name);
+  return Status::Errorf("--speculative-algorithm {}: not supported; this build has NGRAM (prompt lookup) and NEXTN "
+                        "(the model's MTP head)",
+                        name);
 }
 
 Status ValidateSpeculativeOptions(const SpeculativeOptions& o) {
   if (o.algorithm == SpeculativeAlgorithm::kNone) return Status::Ok();
   if (o.num_draft_tokens < 1 || o.num_draft_tokens > 64)
     return Status::Errorf("--speculative-num-draft-tokens {}: must be in [1, 64]", o.num_draft_tokens);
+  if (o.algorithm == SpeculativeAlgorithm::kNextn) {
+    if (o.eagle_topk != 1)
+      return Status::Errorf("--speculative-eagle-topk {}: only 1 is supported (a chain of drafts, no tree)",
+                            o.eagle_topk);
+    if (o.num_steps < 1 || o.num_steps > 16)
+      return Status::Errorf("--speculative-num-steps {}: must be in [1, 16]", o.num_steps);
+    if (o.num_draft_tokens != o.num_steps + 1)
+      return Status::Errorf("--speculative-num-draft-tokens {} with --speculative-num-steps {} and top-k 1: must be "
+                            "num_steps + 1 = {} (the last accepted token and one draft per step)",
+                            o.num_draft_tokens, o.num_steps, o.num_steps + 1);
+    return Status::Ok();
+  }
   if (o.ngram_min_match < 1 || o.ngram_min_match > 1024)
     return Status::Errorf("--speculative-ngram-min-match-window-size {}: must be in [1, 1024]", o.ngram_min_match);
   if (o.ngram_max_match < o.ngram_min_match || o.ngram_max_match > 1024)

@@ -26,23 +26,45 @@
 
 namespace tern {
 
-enum class SpeculativeAlgorithm { kNone, kNgram };
+// kNextn: the model's own multi-token-prediction head drafts (Qwen3.5 /
+// Qwen3-Next mtp.*, SGLang's NEXTN): after each forward the head runs over
+// the rows kept (its KV cache filled for every position, prompt included),
+// its argmax at the last row is the first draft, and num_steps - 1 more head
+// steps on its own output extend the chain (EAGLE with top-k 1). Greedy
+// drafts are deterministic given the sequence, so the acceptance rule above
+// is exact for them too.
+enum class SpeculativeAlgorithm { kNone, kNgram, kNextn };
 
 struct SpeculativeOptions {
   SpeculativeAlgorithm algorithm = SpeculativeAlgorithm::kNone;
-  // Drafts per verify forward (SGLang's --speculative-num-draft-tokens).
+  // NGRAM: drafts per verify forward (SGLang's --speculative-num-draft-tokens).
+  // NEXTN: tokens per verify forward, the last accepted one and the drafts:
+  // num_steps + 1 with top-k 1, as SGLang requires.
   int64_t num_draft_tokens = 4;
+  // NEXTN: head steps per round, i.e. drafts per verify (--speculative-num-steps),
+  // and the candidates per step (--speculative-eagle-topk; only 1, a chain).
+  int64_t num_steps = 3;
+  int64_t eagle_topk = 1;
   // N-gram drafting (prompt lookup): the longest suffix of the sequence, from
   // max_match down to min_match tokens, that occurred before in its prompt or
   // output proposes the tokens that followed its latest occurrence.
   int64_t ngram_min_match = 1, ngram_max_match = 12;
+  // The per-sequence draft budget (engine_speculative.cc) follows acceptance;
+  // false: always the full number (tests that need many verifies, and
+  // measuring what drafting costs).
+  bool adaptive_budget = true;
 };
 
-// "NGRAM" (also "ngram") -> kNgram; anything else an error naming the
-// algorithms this build has.
+// "NGRAM" -> kNgram, "NEXTN" (also SGLang's "EAGLE" spelling for MTP heads is
+// not accepted: EAGLE there means a separate draft model) -> kNextn, either
+// case; anything else an error naming the algorithms this build has.
 Result<SpeculativeAlgorithm> ParseSpeculativeAlgorithm(std::string_view name);
 // Checks the options' ranges; the message names the flag.
 Status ValidateSpeculativeOptions(const SpeculativeOptions& o);
+// The most drafts one verify forward carries.
+inline int64_t MaxDrafts(const SpeculativeOptions& o) {
+  return o.algorithm == SpeculativeAlgorithm::kNextn ? o.num_steps : o.num_draft_tokens;
+}
 
 // Prompt-lookup drafting over `tokens` (prompt + output so far): appends to
 // `out` at most max_drafts tokens that followed the latest earlier

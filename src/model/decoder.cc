@@ -142,7 +142,7 @@ Status DecoderModel::ForwardImpl(std::span<const SequenceChunk> batch, KvCache& 
 }
 
 Status DecoderModel::MtpForward(std::span<const SequenceChunk> batch, std::span<const float> hidden, KvCache& cache,
-                                std::vector<float>& logits, int64_t step) {
+                                std::vector<float>& logits, int64_t step, std::vector<float>* last_hidden) {
   if (!mtp) return Status::Errorf("{} has no multi-token-prediction (MTP) head", cfg_.model_type);
   if (step < 0) return Status::Errorf("MTP step {} is negative", step);
   TERN_RETURN_IF_ERROR(Validate(batch, cache, /*uses_state=*/false));
@@ -160,6 +160,13 @@ Status DecoderModel::MtpForward(std::span<const SequenceChunk> batch, std::span<
   float* x = Scratch::Get(x_, T * H);
   const float eps = float(cfg_.rms_norm_eps);
   mtp->Forward(layout_, e, hidden.data(), step, x, cache, scratch_, pool_, eps);
+  if (last_hidden != nullptr) {
+    const int64_t n = int64_t(batch.size());
+    last_hidden->resize(size_t(n * H));
+    for (int64_t i = 0; i < n; ++i)
+      std::memcpy(last_hidden->data() + i * H, x + (layout_.row_begin[size_t(i) + 1] - 1) * H, size_t(H) * sizeof(float));
+    kernels::RmsNorm(last_hidden->data(), mtp->norm.data(), n, H, eps, last_hidden->data());
+  }
   Logits(batch, x, mtp->norm.data(), logits);
   return Status::Ok();
 }

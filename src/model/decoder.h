@@ -61,7 +61,7 @@ class DecoderModel final : public Model {
                            std::vector<float>& hidden) override;
   int64_t mtp_num_layers() const override { return mtp ? int64_t(mtp->layers.size()) : 0; }
   Status MtpForward(std::span<const SequenceChunk> batch, std::span<const float> hidden, KvCache& cache,
-                    std::vector<float>& logits, int64_t step) override;
+                    std::vector<float>& logits, int64_t step, std::vector<float>* last_hidden) override;
   int64_t WeightBytesPerToken() const override;
   double PrefillFlopsPerToken(double context) const override;
   int64_t WeightBytes() const override;

@@ -104,9 +104,12 @@ class Model {
   // layer's keys/values at p (block_table must cover p + 1 positions; state_slot
   // is unused); logits as Forward's (rows per all_logits / skip_logits), each
   // predicting t_{p+2}. step selects the MTP layer (step % mtp_num_layers()).
+  // last_hidden, when given: resized to [chunks, hidden_size], chunk i's last
+  // row after the head's final norm (what its lm_head read): the h a chained
+  // head step takes at the next position.
   virtual Status MtpForward(std::span<const SequenceChunk> batch, std::span<const float> hidden, KvCache& cache,
-                            std::vector<float>& logits, int64_t step = 0) {
-    (void)batch, (void)hidden, (void)cache, (void)logits, (void)step;
+                            std::vector<float>& logits, int64_t step = 0, std::vector<float>* last_hidden = nullptr) {
+    (void)batch, (void)hidden, (void)cache, (void)logits, (void)step, (void)last_hidden;
     return Status::Error("this model has no multi-token-prediction (MTP) head");
   }
 

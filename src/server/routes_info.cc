@@ -54,10 +54,15 @@ json ServerInfo(const ServerContext& ctx) {
           {"enable_cache_report", o.enable_cache_report}, {"radix_eviction_policy", "lru"},
           {"max_total_num_tokens", ctx.engine->max_total_tokens()},
           {"max_req_input_len", ctx.engine->context_length() - 1},
-          {"speculative_algorithm",
-           o.speculative.algorithm == SpeculativeAlgorithm::kNgram ? json("NGRAM") : json(nullptr)},
+          {"speculative_algorithm", o.speculative.algorithm == SpeculativeAlgorithm::kNgram   ? json("NGRAM")
+                                    : o.speculative.algorithm == SpeculativeAlgorithm::kNextn ? json("NEXTN")
+                                                                                               : json(nullptr)},
           {"speculative_num_draft_tokens",
            o.speculative.algorithm == SpeculativeAlgorithm::kNone ? json(nullptr) : json(o.speculative.num_draft_tokens)},
+          {"speculative_num_steps",
+           o.speculative.algorithm == SpeculativeAlgorithm::kNextn ? json(o.speculative.num_steps) : json(nullptr)},
+          {"speculative_eagle_topk",
+           o.speculative.algorithm == SpeculativeAlgorithm::kNextn ? json(o.speculative.eagle_topk) : json(nullptr)},
           {"internal_states", json::array({{{"avg_spec_accept_length", AcceptLength(ctx.engine->metrics())}}})},
           {"version", "tern-0.1.0"}};
 }

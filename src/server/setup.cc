@@ -143,12 +143,12 @@ int64_t SaturatingMul(int64_t a, int64_t b) {
 // checked: a flag too large for the machine is an error naming it, never a
 // wrapped (smaller) cache.
 Result<int64_t> KvBlocks(const ServeOptions& o, const Model& m, DType kv_dtype, int64_t context) {
-  const int64_t per_token = std::max<int64_t>(KvCache::BytesPerToken(m.cache_spec(), kv_dtype), 1);
+  const EngineOptions engine_view{.enable_prefix_cache = !o.disable_radix_cache, .speculative = o.speculative};
+  const int64_t per_token = std::max<int64_t>(KvCache::BytesPerToken(Engine::CacheSpecFor(m, engine_view), kv_dtype), 1);
   const int64_t running = std::max<int64_t>(o.max_running_requests, 1);
   // The budget also holds the recurrent state of every running sequence
   // (hybrid models), in as many slots as the engine will give each.
-  const int64_t per_seq = Engine::StateSlotsPerSequence(
-      m, {.enable_prefix_cache = !o.disable_radix_cache, .speculative = o.speculative});
+  const int64_t per_seq = Engine::StateSlotsPerSequence(m, engine_view);
   const int64_t slots = SaturatingMul(running, per_seq);
   const int64_t state = SaturatingMul(m.cache_spec().recurrent_state_bytes, slots);
   if (state == INT64_MAX) return Status::Errorf("--max-running-requests {} needs more recurrent-state memory than can be addressed", running);
@@ -200,13 +200,16 @@ Status StartEngine(ServerContext& ctx) {
   if (o.speculative.algorithm == SpeculativeAlgorithm::kNgram)
     Log(LogLevel::kInfo, "speculative decoding: NGRAM (prompt lookup), up to {} drafts per verify, suffixes of {}-{} tokens",
         o.speculative.num_draft_tokens, o.speculative.ngram_min_match, o.speculative.ngram_max_match);
+  if (o.speculative.algorithm == SpeculativeAlgorithm::kNextn)
+    Log(LogLevel::kInfo, "speculative decoding: NEXTN (the model's MTP head, {} layer{}), {} drafts per verify, top-k 1",
+        ctx.model->mtp_num_layers(), ctx.model->mtp_num_layers() == 1 ? "" : "s", o.speculative.num_steps);
   if (const int64_t sb = ctx.engine->snapshot_blocks(); sb > 0)
     Log(LogLevel::kInfo, "prefix cache keeps recurrent-state snapshots: {:.2f} MB each ({} KV blocks of the pool)",
         double(ctx.model->cache_spec().recurrent_state_bytes) / 1e6, sb);
   Log(LogLevel::kInfo,
       "{} loaded in {:.1f} s; KV cache {} tokens ({}, {:.2f} GB), prefix cache {}, context {}, {} threads, cpu path {}",
       ctx.model_name, ctx.load_seconds, ctx.engine->max_total_tokens(), DTypeName(*kv_dtype),
-      double(ctx.engine->max_total_tokens() * KvCache::BytesPerToken(ctx.model->cache_spec(), *kv_dtype)) / 1e9,
+      double(ctx.engine->max_total_tokens() * KvCache::BytesPerToken(ctx.engine->cache_spec(), *kv_dtype)) / 1e9,
       ctx.engine->prefix_cache_enabled() ? "on" : "off", context, ctx.model->pool().size(),
       kernels::CpuPathDescription());
 
