@@ -58,7 +58,10 @@ void Engine::MtpRound(const std::vector<Sequence*>& seqs, const std::vector<Sequ
     if (s->finished) continue;
     const int64_t end = std::min(start + n, int64_t(s->tokens.size()) - 1);
     if (end <= start) continue;
-    const bool sampled = int64_t(s->tokens.size()) > tokens_before[i];
+    // Drafts only for a sequence that sampled a token and will draft next
+    // step (not during a pause of its draft budget): the others fill the
+    // head's KV cache without its lm_head row or chain.
+    const bool drafts = int64_t(s->tokens.size()) > tokens_before[i] && s->spec_skip == 0;
     float* dst = Grow(mtp_hidden_, (rows + end - start) * H) + rows * H;
     std::memcpy(dst, hidden_.data() + first * H, size_t((end - start) * H) * sizeof(float));
     rows += end - start;
@@ -67,9 +70,9 @@ void Engine::MtpRound(const std::vector<Sequence*>& seqs, const std::vector<Sequ
                            .block_table = s->blocks,
                            .state_slot = s->state_slot,
                            .all_logits = false,
-                           .skip_logits = !sampled});
+                           .skip_logits = !drafts});
     in_round.push_back(s);
-    if (sampled) drafting.push_back(s);
+    if (drafts) drafting.push_back(s);
   }
   if (mtp_chunks_.empty()) return;
   const auto fail = [&](const Status& st) {
