@@ -231,7 +231,7 @@ def main():
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
 
-    until = min(run["steps"], args.until_step or run["steps"])
+    until = min(run["steps"], args.until_step if args.until_step is not None else run["steps"])
     last_ckpt = time.time()
     t_log, tokens_log, real_log, loss_log, aux_log, n_log = time.time(), 0, 0, 0.0, 0.0, 0
     mtp_log = [0.0, 0.0, 0, 0]   # MTP head: weighted CE sum, weight sum, top-1 hits, rows (qwen3_5_moe)
