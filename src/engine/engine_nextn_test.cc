@@ -7,7 +7,10 @@
 // on its own output. That holds only if the engine's head KV cache has the
 // right entries at every position (prompt chunks, decode steps, accepted and
 // rejected drafts, hybrid rollback), its hidden rows are the right ones in
-// batches of several sequences, and the chain is positioned right. The
+// batches of several sequences, and the chain is positioned right (as far
+// as argmax shows it: shifting the chain by one position was not caught, the
+// random head's argmax hardly depends on its attention; dropping the head's
+// rows for accepted drafts, or for prompt chunks, is). The
 // prefix cache is off here: with it, the head's entry at a cached prefix's
 // last position may come from another continuation (engine_mtp.cc), which
 // only changes drafts. Output exactness under NEXTN is in
