@@ -242,20 +242,20 @@ double ChiSquareZ(const std::vector<int32_t>& a, const std::vector<int32_t>& b) 
 
 // The output distribution at temperature 1, statistically, with different
 // seeds than the plain run (so the seeded identity above cannot carry it):
-// 3,000 completions of 3 tokens each way, from a prompt that holds every
+// 2,000 completions of 3 tokens each way, from a prompt that holds every
 // token once (so NGRAM always finds a draft; NEXTN always drafts). The 2nd
 // token is sampled from a verify's first row and compared with the first
 // draft, the 3rd from the next row when that draft was kept. Checked: the
 // 2nd and 3rd tokens' distributions (chi-square) and how often each equals
 // the token after its predecessor in the prompt, NGRAM's draft (two-sample
 // proportions). Power, measured by mutation: a sampler biased towards the
-// draft by +1 logit gives 94 such hits against 29 and fails (NGRAM families;
+// draft by +1 logit gives 63-67 such hits against 17-20 and fails (NGRAM families;
 // the NEXTN drafts are the head's, so there this event carries no draft).
 // Sampling a later token from a rejected draft's row is caught by the seeded
 // identity tests above, not here: these random models' next-token
 // distributions hardly depend on the token before.
 TEST_P(SpeculativeEngine, SampledTokensFollowTheModelsDistribution) {
-  const int N = 3000;
+  const int N = 2000;
   const int64_t V = model_->config().vocab_size;
   std::vector<int32_t> prompt;
   for (int64_t t = 0; t < V; ++t) prompt.push_back(int32_t((t * 37 + 11) % V));
