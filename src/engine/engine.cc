@@ -66,8 +66,8 @@ Result<std::unique_ptr<Engine>> Engine::Create(Model& model, const EngineOptions
   if (o.speculative.algorithm == SpeculativeAlgorithm::kNextn && model.mtp_num_layers() == 0)
     return Status::Errorf(
         "--speculative-algorithm NEXTN drafts with the model's multi-token-prediction head, and this {} model has "
-        "none (no mtp.* tensors, or mtp_num_hidden_layers 0 in config.json{}); NGRAM needs no head",
-        model.config().model_type, model.state_is_local() ? "" : "; or it runs under --tp/--ep, where the head is not run");
+        "none (no mtp.* tensors, or mtp_num_hidden_layers 0 in config.json); NGRAM needs no head",
+        model.config().model_type);
   o.kv.num_state_slots = StateSlotsPerSequence(model, o) * o.max_running_requests;
   TERN_ASSIGN_OR_RETURN(auto cache, KvCache::Create(CacheSpecFor(model, o), o.kv));
   return std::unique_ptr<Engine>(new Engine(model, o, std::move(cache), prefix_cache));
@@ -563,8 +563,9 @@ void Engine::Step() {
   const auto now = Clock::now();
   int64_t row = 0, produced = 0;
   std::vector<Sequence*> done;
-  std::vector<int64_t> tokens_before(batch_seqs.size());
-  for (size_t i = 0; i < batch_seqs.size(); ++i) tokens_before[i] = int64_t(batch_seqs[i]->tokens.size());
+  std::vector<int64_t> tokens_before;  // NEXTN: which sequences sample a token below
+  if (nextn())
+    for (Sequence* s : batch_seqs) tokens_before.push_back(int64_t(s->tokens.size()));
   for (size_t i = 0; i < batch_seqs.size(); ++i) {
     Sequence* s = batch_seqs[i];
     if (s->drafts > 0) {  // a verify chunk: its own acceptance (engine_speculative.cc)

@@ -30,15 +30,11 @@
 
 #include "engine/engine.h"
 #include "engine/engine_sequence.h"
+#include "model/batch.h"
 
 namespace tern {
 namespace {
 int32_t Argmax(const float* row, int64_t V) { return int32_t(std::max_element(row, row + V) - row); }
-// Grows buf to at least n floats.
-float* Grow(std::vector<float>& buf, int64_t n) {
-  if (int64_t(buf.size()) < n) buf.resize(size_t(n));
-  return buf.data();
-}
 }  // namespace
 
 void Engine::MtpRound(const std::vector<Sequence*>& seqs, const std::vector<SequenceChunk>& chunks,
@@ -62,7 +58,7 @@ void Engine::MtpRound(const std::vector<Sequence*>& seqs, const std::vector<Sequ
     // step (not during a pause of its draft budget): the others fill the
     // head's KV cache without its lm_head row or chain.
     const bool drafts = int64_t(s->tokens.size()) > tokens_before[i] && s->spec_skip == 0;
-    float* dst = Grow(mtp_hidden_, (rows + end - start) * H) + rows * H;
+    float* dst = Scratch::Get(mtp_hidden_, (rows + end - start) * H) + rows * H;
     std::memcpy(dst, hidden_.data() + first * H, size_t((end - start) * H) * sizeof(float));
     rows += end - start;
     mtp_chunks_.push_back({.tokens = std::span<const int32_t>(s->tokens).subspan(size_t(start + 1), size_t(end - start)),
@@ -108,7 +104,7 @@ void Engine::MtpRound(const std::vector<Sequence*>& seqs, const std::vector<Sequ
       const int64_t pos = int64_t(s->tokens.size()) - 2 + step;
       const int64_t need = BlocksFor(pos + 1, opts_.kv.block_size) - int64_t(s->blocks.size());
       if (need > 0 && (prefix_.available() - need < int64_t(running_.size()) || !EnsureBlocks(*s, pos + 1))) continue;
-      float* dst = Grow(mtp_hidden_, (r + 1) * H) + r * H;
+      float* dst = Scratch::Get(mtp_hidden_, (r + 1) * H) + r * H;
       std::memcpy(dst, last.data() + d * size_t(H), size_t(H) * sizeof(float));
       ++r;
       mtp_chunks_.push_back({.tokens = std::span<const int32_t>(s->mtp_drafts).subspan(size_t(step - 1), 1),

@@ -55,9 +55,9 @@ struct SpeculativeOptions {
   bool adaptive_budget = true;
 };
 
-// "NGRAM" -> kNgram, "NEXTN" (also SGLang's "EAGLE" spelling for MTP heads is
-// not accepted: EAGLE there means a separate draft model) -> kNextn, either
-// case; anything else an error naming the algorithms this build has.
+// "NGRAM" -> kNgram and "NEXTN" -> kNextn (either all upper or all lower
+// case). EAGLE / EAGLE3 (a separate draft model in SGLang) and anything else
+// are errors naming the algorithms this build has.
 Result<SpeculativeAlgorithm> ParseSpeculativeAlgorithm(std::string_view name);
 // Checks the options' ranges; the message names the flag.
 Status ValidateSpeculativeOptions(const SpeculativeOptions& o);

@@ -89,17 +89,15 @@ StateMask Classify(const Automaton& a, const TokenVocabulary& v, int32_t s, cons
     }
     if (cur.nodes.size() == 1 && !cur.unknown) {
       const StackPool::Node p = pool.node(cur.nodes[0]);
-      if (shortcuts && p.parent == ContextMarker(0) && simple(p.state)) {
-        raw[d] = p.state;  // back in the simple case: children take the fast path
-        if (fast && (below[size_t(i)] & ~self_loop[size_t(p.state)]) == 0) {
+      if (simple(p.state)) {
+        // Back in the simple case (children take the fast path), and a subtree
+        // whose bytes all loop in this state is accepted whole.
+        if (shortcuts && p.parent == ContextMarker(0)) raw[d] = p.state;
+        if (fast && p.level == 0 && (below[size_t(i)] & ~self_loop[size_t(p.state)]) == 0) {
           subtree_tokens(i);
           i = node.subtree_end;
           continue;
         }
-      } else if (fast && p.level == 0 && simple(p.state) && (below[size_t(i)] & ~self_loop[size_t(p.state)]) == 0) {
-        subtree_tokens(i);
-        i = node.subtree_end;
-        continue;
       }
     }
     if (node.token_begin < node.token_end) {

@@ -159,6 +159,17 @@ def load_model(ckpt_path):
     return model, ck
 
 
+def apply_sets(run, sets):
+    """--set KEY=JSON overrides into the run dict (dotted keys reach into model)."""
+    for kv in sets:
+        k, v = kv.split("=", 1)
+        tgt = run
+        *path, last = k.split(".")
+        for p in path:
+            tgt = tgt[p]
+        tgt[last] = json.loads(v)
+
+
 def main():
     ap = argparse.ArgumentParser(description="Train (or resume) the tern demo model.")
     ap.add_argument("--dir", required=True, help="run folder: run.json, tokenizer/, ckpt.pt, train.log")
@@ -186,13 +197,7 @@ def main():
             run = json.load(f)
     else:
         run = json.loads(json.dumps(ARCHS[args.arch]))
-        for kv in args.set:
-            k, v = kv.split("=", 1)
-            tgt = run
-            *path, last = k.split(".")
-            for p in path:
-                tgt = tgt[p]
-            tgt[last] = json.loads(v)
+        apply_sets(run, args.set)
     if args.steps:
         run["steps"] = args.steps
     bpe.write_json(run_path, run)

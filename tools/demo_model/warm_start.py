@@ -479,13 +479,7 @@ def prepare_run(run_dir, args):
             run = json.load(f)
     else:
         run = json.loads(json.dumps(train.ARCHS[args.arch]))
-    for kv in args.set:
-        k, v = kv.split("=", 1)
-        tgt = run
-        *path, last = k.split(".")
-        for p in path:
-            tgt = tgt[p]
-        tgt[last] = json.loads(v)
+    train.apply_sets(run, args.set)
     if args.steps:
         run["steps"] = args.steps
     if run.get("arch") != "qwen3_5_moe":
