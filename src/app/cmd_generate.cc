@@ -32,7 +32,7 @@ Command RegisterGenerate(CLI::App& app) {
   struct Opts {
     std::string model, prompt, logits_out, mtp_logits_out, kv_dtype = "auto";
     std::vector<std::string> prompt_ids, stop;
-    bool chat = false, ignore_eos = false, disable_radix_cache = false;
+    bool chat = false, ignore_eos = false, disable_radix_cache = false, mtp_all_rows = false;
     std::string chat_kwargs;
     int64_t max_tokens = 64, prefill_chunk = 512, max_running = 64, max_total_tokens = 0, page_size = 16;
     size_t threads = 0;
@@ -66,6 +66,9 @@ Command RegisterGenerate(CLI::App& app) {
                  "also run the model's MTP head (Qwen3.5 / Qwen3-Next mtp.*) on every position and write float32 "
                  "logits [steps, vocab] to this .npy file: row i from the hidden state that chose generated token "
                  "i and that token, predicting token i + 1 (one prompt)");
+  app.add_flag("--mtp-logits-all-rows", o->mtp_all_rows,
+               "with --mtp-logits-out: keep the head's rows from the first prompt position on (row p from the "
+               "hidden state at p and token p + 1, predicting token p + 2), for teacher-forced agreement");
   app.add_option("--prefill-chunk", o->prefill_chunk, "prompt tokens per engine step (--chunked-prefill-size)")
       ->default_val(512);
   app.add_option("--max-running-requests", o->max_running, "sequences the engine runs at once")->default_val(64);
@@ -113,6 +116,7 @@ Command RegisterGenerate(CLI::App& app) {
     }
     if (!o->mtp_logits_out.empty() && prompts.size() != 1)
       return Fail("generate: --mtp-logits-out takes one prompt");
+    if (o->mtp_all_rows && o->mtp_logits_out.empty()) return Fail("generate: --mtp-logits-all-rows needs --mtp-logits-out");
     const int64_t context = s.model->config().max_position_embeddings;
     std::vector<EngineRequest> reqs;
     for (size_t i = 0; i < prompts.size(); ++i) {
@@ -142,7 +146,7 @@ Command RegisterGenerate(CLI::App& app) {
       if (sp->algorithm == SpeculativeAlgorithm::kNextn)
         return Fail("generate: --mtp-logits-out runs the MTP head itself; not with --speculative-algorithm NEXTN");
       // The tap runs the head as the engine feeds it each chunk (and the last token, below).
-      model = &tap.emplace(*s.model, int64_t(prompts[0].size()) - 1);
+      model = &tap.emplace(*s.model, o->mtp_all_rows ? 0 : int64_t(prompts[0].size()) - 1);
     }
     EngineOptions eo = OfflineEngineOptions(
         *model, reqs,

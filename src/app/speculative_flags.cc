@@ -8,7 +8,7 @@ namespace tern::app {
 
 std::function<Result<SpeculativeOptions>()> AddSpeculativeOptions(CLI::App& app) {
   struct Raw {
-    std::string algorithm;
+    std::string algorithm, rollback;
     SpeculativeOptions o;
     bool draft_tokens_given = false;
   };
@@ -31,11 +31,22 @@ std::function<Result<SpeculativeOptions>()> AddSpeculativeOptions(CLI::App& app)
   app.add_option("--speculative-ngram-max-match-window-size", raw->o.ngram_max_match,
                  "NGRAM: the longest suffix looked up (longer matches are tried first)")
       ->default_val(12);
+  app.add_option("--speculative-state-rollback", raw->rollback,
+                 "hybrid models (Qwen3.5 / Qwen3-Next): how the recurrent state returns to the last kept token "
+                 "after a rejected draft: recompute (restore the state from before the verify and recompute the "
+                 "kept tokens in the next one; one spare state per sequence) or per-token (the verify keeps the "
+                 "state after each draft; one spare state per draft, nothing recomputed)")
+      ->default_val("recompute");
   return [raw]() -> Result<SpeculativeOptions> {
     SpeculativeOptions o = raw->o;
     o.algorithm = SpeculativeAlgorithm::kNone;
     if (!raw->algorithm.empty() && raw->algorithm != "none" && raw->algorithm != "NONE") {
       TERN_ASSIGN_OR_RETURN(o.algorithm, ParseSpeculativeAlgorithm(raw->algorithm));
+    }
+    if (raw->rollback == "per-token") {
+      o.state_rollback = StateRollback::kPerToken;
+    } else if (raw->rollback != "recompute") {
+      return Status::Errorf("--speculative-state-rollback {}: must be recompute or per-token", raw->rollback);
     }
     if (!raw->draft_tokens_given)
       o.num_draft_tokens = o.algorithm == SpeculativeAlgorithm::kNextn ? o.num_steps + 1 : 4;

@@ -85,7 +85,12 @@ bool Engine::PrefixCacheUsable(const Model& model, const EngineOptions& o) {
 
 int64_t Engine::StateSlotsPerSequence(const Model& model, const EngineOptions& o) {
   if (model.cache_spec().recurrent_state_bytes <= 0) return 0;
-  return 1 + (PrefixCacheUsable(model, o) ? 1 : 0) + (o.speculative.algorithm != SpeculativeAlgorithm::kNone ? 1 : 0);
+  return 1 + (PrefixCacheUsable(model, o) ? 1 : 0) + SpecStateSlots(o.speculative);
+}
+
+int64_t Engine::SpecStateSlots(const SpeculativeOptions& o) {
+  if (o.algorithm == SpeculativeAlgorithm::kNone) return 0;
+  return o.state_rollback == StateRollback::kPerToken ? MaxDrafts(o) : 1;
 }
 
 Engine::Engine(Model& model, const EngineOptions& opts, std::unique_ptr<KvCache> cache, bool prefix_cache)
@@ -308,6 +313,8 @@ void Engine::ReleaseBlocks(Sequence& s, bool publish) {
       free_state_slots_.push_back(*slot);
       *slot = -1;
     }
+  free_state_slots_.insert(free_state_slots_.end(), s.step_slots.begin(), s.step_slots.end());
+  s.step_slots.clear();
   // A leader that leaves before its prompt is cached must not hold its followers back.
   if (s.group && s.leader) s.group->prompt_ready = true;
 }
@@ -386,7 +393,7 @@ void Engine::Admit() {
       break;
     }
     if (opts_.kv.num_state_slots > 0) {
-      const size_t slots = 1 + (snapshots() ? 1 : 0) + (speculative() ? 1 : 0);
+      const size_t slots = 1 + (snapshots() ? 1 : 0) + size_t(SpecStateSlots(opts_.speculative));
       if (free_state_slots_.size() < slots) {
         prefix_.Release(blocks, cursor);
         break;
@@ -398,7 +405,11 @@ void Engine::Admit() {
       };
       s.state_slot = take();
       if (snapshots()) s.boundary_slot = take();
-      if (speculative()) s.spec_slot = take();
+      if (per_token_rollback()) {
+        for (int64_t j = 0; j < MaxDrafts(opts_.speculative); ++j) s.step_slots.push_back(take());
+      } else if (speculative()) {
+        s.spec_slot = take();
+      }
       s.boundary_pos = s.snapshot_pos = -1;
       s.branch_pos = kv_hit > hit ? kv_hit : -1;
       if (hit > 0) {  // resume from the snapshot at the end of the matched prefix
@@ -546,6 +557,9 @@ void Engine::Step() {
                       .start_pos = s->num_cached,
                       .block_table = s->blocks,
                       .state_slot = s->state_slot,
+                      .step_state_slots = s->drafts > 0 && !s->step_slots.empty()
+                                              ? std::span<const int32_t>(s->step_slots).first(size_t(s->drafts))
+                                              : std::span<const int32_t>(),
                       .all_logits = batch_all_logits[i],
                       .skip_logits = !batch_all_logits[i] && s->num_cached + n < int64_t(s->tokens.size())});
   }

@@ -135,9 +135,11 @@ class Engine {
   // whole recurrent state in this process and an attention layer's blocks for
   // snapshots), and the recurrent-state slots each running sequence then
   // holds: 0 without recurrent state, else 1, +1 with the prefix cache (the
-  // boundary state), +1 with speculative decoding (the state before a verify).
+  // boundary state), + SpecStateSlots with speculative decoding.
   static bool PrefixCacheUsable(const Model& model, const EngineOptions& opts);
   static int64_t StateSlotsPerSequence(const Model& model, const EngineOptions& opts);
+  // The spare state slots speculative decoding takes per sequence (StateRollback).
+  static int64_t SpecStateSlots(const SpeculativeOptions& o);
   // The KV cache's layout: the model's, plus the MTP head's layers with NEXTN.
   static CacheSpec CacheSpecFor(const Model& model, const EngineOptions& opts);
   ~Engine();
@@ -202,6 +204,9 @@ class Engine {
   bool snapshots() const { return prefix_.enabled() && prefix_.state_blocks() > 0; }
   bool speculative() const { return opts_.speculative.algorithm != SpeculativeAlgorithm::kNone; }
   bool nextn() const { return opts_.speculative.algorithm == SpeculativeAlgorithm::kNextn; }
+  bool per_token_rollback() const {
+    return speculative() && opts_.speculative.state_rollback == StateRollback::kPerToken;
+  }
   // NEXTN, after a forward's tokens are sampled (engine_mtp.cc): the MTP head
   // over each live sequence's kept rows of this step (their hidden states from
   // the forward, the tokens after them), filling its KV cache; for a sequence

@@ -39,6 +39,10 @@ struct Engine::Sequence {
   std::vector<int32_t> verify;
   int64_t drafts = 0;
   int32_t spec_slot = -1;
+  // StateRollback::kPerToken instead: the slots the verify forward writes the
+  // state after each kept-prefix length into (SequenceChunk::step_state_slots):
+  // step_slots[j] holds it with j drafts kept.
+  std::vector<int32_t> step_slots;
   // Draft budget (engine_speculative.cc): drafts to propose next (-1: the
   // configured number), and decode steps to sit out after verifies that kept
   // nothing (backoff doubles each time: spec_backoff).

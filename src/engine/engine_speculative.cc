@@ -9,6 +9,9 @@
 //    the sequence's spec slot and num_cached goes back to the chunk's start:
 //    the next step recomputes those u + a + 1 tokens in its verify chunk,
 //    which on a weight-bound CPU decode costs about what one token does.
+//    With StateRollback::kPerToken the verify forward also wrote the state
+//    after each kept-prefix length into the sequence's step slots: the slot
+//    of a accepted drafts becomes the live one and nothing is recomputed.
 #include <algorithm>
 
 #include "engine/engine.h"
@@ -93,7 +96,25 @@ bool Engine::AcceptDrafts(Sequence& s, float* rows, std::chrono::steady_clock::t
   s.verify.clear();
   s.drafts = 0;
   if (finished) return true;  // (its blocks and slots are released already)
-  if (s.spec_slot >= 0 && accepted < k) {
+  if (!s.step_slots.empty()) {
+    // Per-token checkpoints: step_slots[j] holds the state after the chunk's
+    // real tokens and j drafts. A block boundary inside the kept range gets
+    // its snapshot from the checkpoint there, as plain decode steps would have
+    // taken it; then, unless every draft was kept (the live state is right),
+    // the sequence's live slot and the checkpoint of what was kept swap.
+    const int64_t bs = opts_.kv.block_size;
+    if (snapshots())
+      for (int64_t j = 0; j < accepted; ++j)
+        if (const int64_t pos = start + u + j; pos % bs == 0) {
+          std::swap(s.state_slot, s.step_slots[size_t(j)]);
+          s.num_cached = pos;
+          prefix_.Insert(s.tokens, pos, s.blocks, s.cursor);
+          AfterChunk(s);
+          std::swap(s.state_slot, s.step_slots[size_t(j)]);
+        }
+    if (accepted < k) std::swap(s.state_slot, s.step_slots[size_t(accepted)]);
+    s.num_cached = start + u + accepted;
+  } else if (s.spec_slot >= 0 && accepted < k) {
     cache_->CopyState(s.spec_slot, s.state_slot);
     s.num_cached = start;
   } else {

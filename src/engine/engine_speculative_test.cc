@@ -106,6 +106,7 @@ struct Family {
   const char* name;
   void (*write)(const std::string&);
   SpeculativeAlgorithm algorithm = SpeculativeAlgorithm::kNgram;
+  StateRollback rollback = StateRollback::kRecompute;
 };
 
 class SpeculativeEngine : public ::testing::TestWithParam<Family> {
@@ -128,7 +129,9 @@ class SpeculativeEngine : public ::testing::TestWithParam<Family> {
     EngineOptions o{.max_running_requests = 8, .chunked_prefill_size = 16,
                     .kv = {.block_size = 4, .num_blocks = blocks, .dtype = DType::kF32},
                     .enable_prefix_cache = prefix_cache};
-    if (spec) o.speculative = {.algorithm = GetParam().algorithm, .num_draft_tokens = 4, .num_steps = 3};
+    if (spec)
+      o.speculative = {.algorithm = GetParam().algorithm, .num_draft_tokens = 4, .num_steps = 3,
+                       .state_rollback = GetParam().rollback};
     // A random-weight MTP head rarely agrees with its model: NEXTN drafts at
     // every step, so that sampled runs keep some drafts.
     if (spec && GetParam().algorithm == SpeculativeAlgorithm::kNextn) o.speculative.adaptive_budget = false;
@@ -209,6 +212,51 @@ TEST_P(SpeculativeEngine, SeededSamplingDrawsTheSameTokens) {
   if (GetParam().algorithm == SpeculativeAlgorithm::kNextn) {
     EXPECT_GT(spec.accepted, 0u) << "the test meant to keep drafts";
     EXPECT_LT(spec.accepted, spec.drafts) << "the test meant to reject drafts";
+  }
+}
+
+// A finished reply leaves the state at its last block boundary to the prefix
+// cache, where the next chat turn resumes. Under speculation that boundary
+// often falls inside a verify chunk's kept drafts (per-token rollback takes it
+// from the checkpoint there): turn 2 must still be the model's own output.
+TEST_P(SpeculativeEngine, NextTurnResumesExactly) {
+  EngineOptions o{.max_running_requests = 8, .chunked_prefill_size = 16,
+                  .kv = {.block_size = 4, .num_blocks = 256, .dtype = DType::kF32},
+                  .speculative = {.algorithm = GetParam().algorithm, .num_draft_tokens = 4, .num_steps = 3,
+                                  .adaptive_budget = false, .state_rollback = GetParam().rollback}};
+  auto engine = Engine::Create(*model_, o);
+  ASSERT_TRUE(engine.ok()) << engine.status().message();
+  std::vector<EngineRequest> second;
+  std::vector<Outcome> turn2;
+  std::vector<int64_t> resumed_at;
+  // (Reply lengths vary so that the replies end at every phase of a verify.)
+  for (int i = 0; i < 16; ++i) {
+    const EngineRequest a = Request(i % 6, 20 + 2 * i, 0.0);
+    auto sa = (*engine)->Submit(a);
+    ASSERT_TRUE(sa.stream) << sa.error;
+    const Outcome ra = Drain(*sa.stream);
+    EngineRequest b{.id = "turn2-" + std::to_string(i), .prompt = a.prompt, .max_tokens = 12, .top_logprobs = 0};
+    b.prompt.insert(b.prompt.end(), ra.tokens.begin(), ra.tokens.end());
+    b.prompt.insert(b.prompt.end(), {7, 8, 9});
+    b.sampling.temperature = 0;
+    auto sb = (*engine)->Submit(b);
+    ASSERT_TRUE(sb.stream) << sb.error;
+    const Outcome rb = Drain(*sb.stream);
+    EXPECT_GT(rb.last.cached_tokens, int64_t(a.prompt.size())) << "turn " << i << " resumes inside the reply";
+    resumed_at.push_back(rb.last.cached_tokens);
+    turn2.push_back(rb);
+    second.push_back(b);
+  }
+  EXPECT_GT((*engine)->metrics().spec_verifies_total.load(), 0u);
+  engine->reset();
+  // The reference: the same prompts on a fresh engine, no prefix cache, no
+  // speculation. Logprobs too: a random model's greedy tokens hardly depend on
+  // its recurrent state, its logprobs do.
+  const Run ref = RunAll(second, false, 256, /*prefix_cache=*/false);
+  ASSERT_EQ(ref.out.size(), turn2.size());
+  for (size_t i = 0; i < turn2.size(); ++i) {
+    EXPECT_EQ(turn2[i].tokens, ref.out[i].tokens) << "turn 2 of chat " << i << ", resumed at " << resumed_at[i];
+    ExpectSame(turn2[i].logprobs, ref.out[i].logprobs, 1e-4f, "turn 2 of chat " + std::to_string(i));
   }
 }
 
@@ -337,7 +385,12 @@ TEST_P(SpeculativeEngine, RetractionKeepsTheTokens) {
 INSTANTIATE_TEST_SUITE_P(Families, SpeculativeEngine,
                          ::testing::Values(Family{"moe", testing::WriteTinyMoe}, Family{"hybrid", testing::WriteTinyHybrid},
                                            Family{"hybrid_nextn", testing::WriteTinyHybridMtp,
-                                                  SpeculativeAlgorithm::kNextn}),
+                                                  SpeculativeAlgorithm::kNextn},
+                                           // The recurrent state rolled back from per-token checkpoints.
+                                           Family{"hybrid_per_token", testing::WriteTinyHybrid,
+                                                  SpeculativeAlgorithm::kNgram, StateRollback::kPerToken},
+                                           Family{"hybrid_nextn_per_token", testing::WriteTinyHybridMtp,
+                                                  SpeculativeAlgorithm::kNextn, StateRollback::kPerToken}),
                          [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace

@@ -35,6 +35,19 @@ namespace tern {
 // is exact for them too.
 enum class SpeculativeAlgorithm { kNone, kNgram, kNextn };
 
+// How a hybrid model's recurrent state (Gated DeltaNet) goes back to the last
+// kept token when a verify rejects a draft. The state absorbs every row of
+// the verify chunk, and unlike KV entries a later step cannot overwrite the
+// wrong part: it must be restored.
+//  - kRecompute: the state from before the verify is kept in one spare slot
+//    per sequence and restored; the kept tokens are recomputed in the next
+//    verify chunk (more rows per forward, one state copy per verify).
+//  - kPerToken: the delta-rule layers write the state after each of the
+//    chunk's last k tokens into k spare slots per sequence (k = the most
+//    drafts); a rejection switches the sequence to the slot of the last kept
+//    token (no recomputation, k state writes per verify and k slots of memory).
+enum class StateRollback { kRecompute, kPerToken };
+
 struct SpeculativeOptions {
   SpeculativeAlgorithm algorithm = SpeculativeAlgorithm::kNone;
   // NGRAM: drafts per verify forward (SGLang's --speculative-num-draft-tokens).
@@ -53,6 +66,8 @@ struct SpeculativeOptions {
   // false: always the full number (tests that need many verifies, and
   // measuring what drafting costs).
   bool adaptive_budget = true;
+  // Hybrid models only (--speculative-state-rollback).
+  StateRollback state_rollback = StateRollback::kRecompute;
 };
 
 // "NGRAM" -> kNgram and "NEXTN" -> kNextn (either all upper or all lower

@@ -51,6 +51,16 @@ Status DecoderModel::Validate(std::span<const SequenceChunk> batch, const KvCach
         (c.state_slot < 0 || c.state_slot >= cache.num_state_slots()))
       return Status::Errorf("batch entry {}: recurrent state slot {} out of range [0, {})", i, c.state_slot,
                             cache.num_state_slots());
+    if (!c.step_state_slots.empty()) {
+      if (!uses_state || cache.spec().recurrent_state_bytes <= 0 || c.step_state_slots.size() >= c.tokens.size())
+        return Status::Errorf("batch entry {}: {} per-token state checkpoints for {} tokens{}", i,
+                              c.step_state_slots.size(), c.tokens.size(),
+                              uses_state && cache.spec().recurrent_state_bytes > 0 ? "" : " of a model without recurrent state");
+      for (int32_t slot : c.step_state_slots)
+        if (slot < 0 || slot >= cache.num_state_slots() || slot == c.state_slot)
+          return Status::Errorf("batch entry {}: state checkpoint slot {} out of range [0, {}) or the sequence's own",
+                                i, slot, cache.num_state_slots());
+    }
     if (cfg_.max_position_embeddings > 0 && end > cfg_.max_position_embeddings)
       return Status::Errorf("sequence of {} tokens exceeds the context length {}", end, cfg_.max_position_embeddings);
   }

@@ -97,6 +97,23 @@ void GatedDeltaNet::Forward(const BatchLayout& batch, const float* x, float* out
     float* conv_state = state;                      // [K-1, C]: inputs t-K+1 .. t-1, oldest first
     float* rec = state + conv_state_floats;         // [Hv, dk, dv]
     if (c.start_pos == 0) std::memset(state, 0, size_t(state_bytes()));
+    // Per-token checkpoints (SequenceChunk::step_state_slots): checkpoint j is
+    // the state after chunk token p_j = n - 1 - m + j. Its conv state is the K-1
+    // conv inputs ending at p_j: rows p_j + 1 .. p_j + K - 1 of [state | chunk],
+    // copied before the conv overwrites the chunk's rows.
+    const int64_t m = int64_t(c.step_state_slots.size());
+    auto checkpoint = [&](int64_t j) {
+      return reinterpret_cast<float*>(cache.State(c.step_state_slots[size_t(j)]) + state_offset);
+    };
+    for (int64_t j = 0; j < m; ++j) {
+      const int64_t p = n - 1 - m + j;
+      float* dst = checkpoint(j);
+      for (int64_t r = 0; r < K - 1; ++r) {
+        const int64_t in = p + 1 + r;  // index into [state (K-1 rows) | chunk (n rows)]
+        const float* src = in < K - 1 ? conv_state + in * C : qkv + (r0 + in - (K - 1)) * C;
+        std::memcpy(dst + r * C, src, size_t(C) * sizeof(float));
+      }
+    }
     // Causal depthwise conv + SiLU over [state | chunk], in place, channel blocks in parallel.
     pool.ParallelFor(size_t(C), 64, [&](size_t c0, size_t c1, size_t) {
       kernels::CausalConvSilu({.x = qkv + r0 * C + int64_t(c0), .x_stride = C, .channels = int64_t(c1 - c0), .n = n,
@@ -121,14 +138,28 @@ void GatedDeltaNet::Forward(const BatchLayout& batch, const float* x, float* out
       const float* g = a + r0 * Hv + int64_t(h);
       const float* beta = b + r0 * Hv + int64_t(h);
       float* out = o + r0 * V + int64_t(h) * dv;
-      const kernels::DeltaRuleArgs args{.S = S, .dk = dk, .dv = dv, .n = n, .q = q, .k = k, .qk_stride = C,
-                                        .v = v, .v_stride = C, .g = g, .beta = beta, .gb_stride = Hv,
-                                        .o = out, .o_stride = V};
-      if (n >= kChunkedMinTokens) {
-        kernels::GatedDeltaRuleChunked(args);
-      } else {
-        kernels::GatedDeltaRuleRecurrent(args);
+      // Tokens [t0, t1) of the chunk through the delta rule.
+      auto run = [&](int64_t t0, int64_t t1) {
+        const kernels::DeltaRuleArgs args{.S = S, .dk = dk, .dv = dv, .n = t1 - t0, .q = q + t0 * C,
+                                          .k = k + t0 * C, .qk_stride = C, .v = v + t0 * C, .v_stride = C,
+                                          .g = g + t0 * Hv, .beta = beta + t0 * Hv, .gb_stride = Hv,
+                                          .o = out + t0 * V, .o_stride = V};
+        if (t1 - t0 >= kChunkedMinTokens) {
+          kernels::GatedDeltaRuleChunked(args);
+        } else {
+          kernels::GatedDeltaRuleRecurrent(args);
+        }
+      };
+      // With checkpoints: up to the first, then one token at a time, copying
+      // this head's state after each of tokens n - 1 - m .. n - 2.
+      int64_t t = 0;
+      for (int64_t j = 0; j < m; ++j) {
+        const int64_t p = n - 1 - m + j;
+        run(t, p + 1);
+        t = p + 1;
+        std::memcpy(checkpoint(j) + conv_state_floats + int64_t(h) * dk * dv, S, size_t(dk * dv) * sizeof(float));
       }
+      run(t, n);
     });
   }
   // Gated RMSNorm per head: w * o / rms(o) * silu(z), rows [T * Hv, dv].

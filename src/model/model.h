@@ -23,6 +23,11 @@ struct SequenceChunk {
   int64_t start_pos = 0;                 // tokens of the sequence already in the cache
   std::span<const int32_t> block_table;  // KV blocks covering positions [0, start_pos + n)
   int32_t state_slot = -1;               // recurrent-state slot (hybrid models); unused by Qwen3
+  // Per-token recurrent-state checkpoints (a speculative verify chunk on a
+  // hybrid model): slot j receives the whole recurrent state as it stands after
+  // chunk token n - 1 - size + j, i.e. with the last size - j tokens not yet
+  // absorbed. Empty: none. size < n; distinct from state_slot.
+  std::span<const int32_t> step_state_slots;
   bool all_logits = false;               // logits for every new token, else only for the last
   bool skip_logits = false;              // no logits at all (a prefill chunk that does not end the prompt)
 };

@@ -110,6 +110,22 @@ json.dump(c, open(p, "w"), indent=2)
 PY
 grep -q '"mtp' "$work/nvfp4/hf_quant_config.json" && { echo "FAIL: mtp still excluded"; fail=$((fail + 1)); }
 expect_ok gen "$work/nvfp4" --mtp-logits-out "$work/m.npy"
+# --mtp-logits-all-rows: the head's rows from position 0 (4 prompt tokens, 3 generated: 3 + 3 rows),
+# the last 3 of them the rows written without it; the prompt's rows equal the head run on the
+# 4 prompt tokens alone (their hidden states do not depend on what follows).
+expect_ok gen "$work/nvfp4" --mtp-logits-out "$work/all.npy" --mtp-logits-all-rows
+expect_ok "$tern" generate --model "$work/nvfp4" --prompt-ids 5,9,1,33,70 --max-tokens 1 --temperature 0 \
+  --ignore-eos --mtp-logits-out "$work/prompt5.npy" --mtp-logits-all-rows
+expect_ok "$py" - "$work/m.npy" "$work/all.npy" "$work/prompt5.npy" <<'PY'
+import sys
+import numpy as np
+last, full, p5 = (np.load(p) for p in sys.argv[1:4])
+assert last.shape[0] == 3 and full.shape == (6, last.shape[1]), (last.shape, full.shape)
+assert np.array_equal(full[3:], last), "the generated rows differ with --mtp-logits-all-rows"
+# prompt5 = 5,9,1,33,70: its rows 0..2 read positions 0..2 with tokens 9,1,33, as in the first run.
+assert np.allclose(p5[:3], full[:3], rtol=1e-3, atol=1e-3), np.abs(p5[:3] - full[:3]).max()
+PY
+expect_error "needs --mtp-logits-out" gen "$work/nvfp4" --mtp-logits-all-rows
 "$tern" synth --arch qwen3 --preset tiny --out "$work/qwen3" >/dev/null 2>&1
 expect_error "has no MTP head" gen "$work/qwen3" --mtp-logits-out "$work/m.npy"
 echo "$pass passed, $fail failed"

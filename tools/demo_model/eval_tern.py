@@ -6,8 +6,8 @@
 # final answer." (on). Also runs the battery's other requests once and reports them.
 #
 # Two backends:
-#   --serve  (default) starts `tern serve --model DIR --reasoning-parser qwen3
-#            --tool-call-parser qwen25` on a free port (or uses --url of a running server) and
+#   --serve  (default) starts `tern serve --model DIR` on a free port (the parsers detected from
+#            the model's chat template; or uses --url of a running server) and
 #            sends /v1/chat/completions with chat_template_kwargs {"enable_thinking": ...},
 #            temperature 0, --concurrency requests in flight (tern batches them).
 #   --generate  one `tern generate --model DIR --prompt TEXT` per prompt, TEXT rendered by
@@ -51,8 +51,8 @@ class Server:
         else:
             port = free_port()
             self.url = f"http://127.0.0.1:{port}"
-            cmd = [tern, "serve", "--model", model, "--port", str(port), "--reasoning-parser", "qwen3",
-                   "--tool-call-parser", "qwen25", "--threads", str(threads), "--log-level", "warning"]
+            cmd = [tern, "serve", "--model", model, "--port", str(port), "--threads", str(threads),
+                   "--log-level", "warning"]
             self.proc = subprocess.Popen(cmd, stdout=log or subprocess.DEVNULL, stderr=log or subprocess.DEVNULL)
         deadline = time.time() + 300
         while True:
