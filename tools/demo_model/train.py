@@ -127,7 +127,12 @@ def lr_at(run, step):
         return run["lr"] * (step + 1) / run["warmup"]
     t = min(1.0, (step - run["warmup"]) / max(1, run["steps"] - run["warmup"]))
     f = run["final_lr_frac"]
-    return run["lr"] * (f + (1 - f) * 0.5 * (1 + math.cos(math.pi * t)))
+    lr = run["lr"] * (f + (1 - f) * 0.5 * (1 + math.cos(math.pi * t)))
+    # A run extended past its end (--extend) ramps up again to the longer schedule's rate.
+    r = run.get("rewarm")
+    if r and r[0] <= step < r[1]:
+        lr *= (step - r[0] + 1) / (r[1] - r[0])
+    return lr
 
 
 def make_optimizer(model, run):
@@ -176,6 +181,10 @@ def main():
     ap.add_argument("--steps", type=int, help=f"total optimizer steps (default {DEFAULTS['steps']}); "
                                                "may be changed on resume (moves the cosine schedule)")
     ap.add_argument("--until-step", type=int, help="stop (with a checkpoint) at this step this time")
+    ap.add_argument("--extend", type=int, metavar="N",
+                    help="continue a run past its current step to N steps in all: the cosine schedule is "
+                         "recomputed for N and the learning rate ramps up to it again over `warmup` steps "
+                         "(a warm restart; --steps alone would jump to the longer schedule's rate)")
     ap.add_argument("--arch", choices=sorted(ARCHS), default="qwen3_moe",
                     help="at creation: the model family and its defaults (qwen3_5_moe: the Qwen3.5 demo model)")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=JSON",
@@ -225,6 +234,13 @@ def main():
         torch.set_rng_state(ck["torch_rng"])
         step = ck["step"]
         log(f"resumed from {ckpt_path} at step {step}")
+    if args.extend:
+        if args.extend <= step:
+            sys.exit(f"train.py: --extend {args.extend}: the run is at step {step} already")
+        run["steps"] = args.extend
+        run["rewarm"] = [step, step + run["warmup"]]
+        bpe.write_json(run_path, run)
+        log(f"extended to {args.extend} steps, the learning rate ramping up again over steps {step}-{step + run['warmup']}")
     total, active, nvfp4 = model_size(model)
     log(f"model {run.get('arch', 'qwen3_moe')} {mc}: {total / 1e6:.2f}M parameters, {active / 1e6:.2f}M active per "
         f"token (without embeddings), NVFP4 checkpoint about {nvfp4 / 1e6:.2f} MB; run {json.dumps({k: v for k, v in run.items() if k != 'model'})}")
