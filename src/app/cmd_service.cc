@@ -120,12 +120,15 @@ Result<std::string> ReadWholeFile(const fs::path& path) {
 // bad values are errors here, at install time, not at the first start.
 struct ParsedServe {
   std::unique_ptr<CLI::App> app;
+  // What RegisterServe returned: it owns the option values the app's options
+  // write into (freeing it before parsing made parse write to freed memory).
+  Command run;
   std::string Str(const char* name) const { return app->get_option(name)->as<std::string>(); }
   bool Given(const char* name) const { return app->count(name) > 0; }
 };
 Result<ParsedServe> ParseServeFlags(const std::vector<std::string>& args) {
   ParsedServe p{.app = std::make_unique<CLI::App>("tern serve")};
-  (void)RegisterServe(*p.app);
+  p.run = RegisterServe(*p.app);
   std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 consumes from the back
   try {
     p.app->parse(reversed);
