@@ -54,7 +54,8 @@ Result<std::unique_ptr<Engine>> Engine::Create(Model& model, const EngineOptions
   // also needs the recurrent state there, kept as snapshots in pool blocks,
   // which needs the whole state in this process and an attention layer's blocks.
   // Speculative decoding on such a model takes a third (the state before a
-  // verify forward, restored when a draft is rejected), which again needs the
+  // verify forward, restored when a draft is rejected), or with per-token
+  // rollback one per draft (the state after each), which again needs the
   // whole state in this process.
   const bool hybrid = model.cache_spec().recurrent_state_bytes > 0;
   const bool prefix_cache = PrefixCacheUsable(model, o);
