@@ -6,8 +6,8 @@
 #      template (qwen3 reasoning, qwen3_coder tool calls), every check of `tern check`'s full suite
 #      but long_context (the model never saw more than 448 tokens) and degenerate_output (one of
 #      its 27 open-ended replies, to "one two three ...", repeats a token 38 times: these weights
-#      (step 1,428) were trained on the tasks only; see the model card), and two-digit multiplication on a fixed sample of 200 products per
-#      mode against floors of 95% with thinking (issue 23's bar; 99.3% over all 8,100) and 60%
+#      (step 1,428) were trained on the tasks only; see the model card), and two-digit
+#      multiplication on a fixed sample of 200 products per mode against floors of 95% with thinking (issue 23's bar; 99.3% over all 8,100) and 60%
 #      without (71.4% over all 8,100: a floor that a kernel or template bug would break);
 #   3. the same server with --speculative-algorithm NEXTN (the model's MTP head drafts): the
 #      checks pass, the accuracy floors hold, and drafts were kept (accept length > 1);

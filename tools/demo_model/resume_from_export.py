@@ -33,10 +33,11 @@ import warm_start  # noqa: E402
 def load_export_into(model, export_dir):
     """Copy an export's tensors into model's parameters through export.hf_tensors35's naming (each
     exported tensor is a view of a parameter, so writing it writes the parameter). Every parameter
-    must be written and every tensor used."""
+    must be written and every tensor used, each with the model's shape (a run.json that does not
+    match the export's config.json fails here, naming the tensor)."""
     weights = warm_start.load_hf_weights(export_dir)
     with torch.no_grad():
-        views = [(n, t) for n, t in _param_views(model)]
+        views = _param_views(model)
         names = {n for n, _ in views}
         extra = sorted(set(weights) - names)
         missing = sorted(names - set(weights))
@@ -82,11 +83,6 @@ def main():
     run["steps"] = max(run["steps"], args.step)
     tok = warm_start.install_tokenizer(args.src, args.dir, run)
     run["model"] = dict(run["model"], vocab_size=-(-tok.size // 64) * 64)
-    with open(os.path.join(args.src, "config.json")) as f:
-        tc = json.load(f)["text_config"]
-    if tc["vocab_size"] != run["model"]["vocab_size"] or tc["hidden_size"] != run["model"]["hidden_size"]:
-        raise SystemExit(f"resume_from_export.py: {args.src}/config.json (vocab {tc['vocab_size']}, hidden "
-                         f"{tc['hidden_size']}) does not match the run's model {run['model']}")
     data.configure(run.get("style", "qwen3"))
     model = train.make_model(run)
     n = load_export_into(model, args.src)
