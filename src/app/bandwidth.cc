@@ -8,6 +8,7 @@
 #include "kernels/bench_peak.h"
 #include "kernels/cpu_features.h"
 #include "kernels/matmul_amx.h"
+#include "kernels/matmul_bf16dot.h"
 
 namespace tern::app {
 
@@ -68,6 +69,8 @@ ComputePeaks MeasureComputePeaks(ThreadPool& pool) {
     return double(kIters) * double(kernels::FmaFlopsPerIteration());
   });
   if (kernels::UseAmx()) p.amx_gflops = best_rate([](size_t) { return kernels::amx::PeakLoopForBenchmark(int64_t(1) << 16); });
+  if (kernels::UseBf16Dot())
+    p.bf16dot_gflops = best_rate([](size_t) { return kernels::bf16dot::PeakLoopForBenchmark(int64_t(1) << 20); });
   return p;
 }
 

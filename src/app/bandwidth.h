@@ -18,11 +18,15 @@ BandwidthResult MeasureReadBandwidth(ThreadPool& pool, int64_t bytes = int64_t(5
 
 // The compute ceilings with every thread of `pool` (best of a few runs, 1e9
 // floating-point operations per second): independent f32 FMA chains on the
-// kernels' SIMD target, and back-to-back AMX BF16 tile products (0 off the
-// amx path).
+// kernels' SIMD target, back-to-back AMX BF16 tile products (0 off the amx
+// path) and independent VDPBF16PS chains (0 off the avx512-bf16 path).
 struct ComputePeaks {
   double fma_gflops = 0;
   double amx_gflops = 0;
+  double bf16dot_gflops = 0;
+  // The ceiling of prefill's matrix products on the path in use, and its name.
+  double GemmPeak() const { return amx_gflops > 0 ? amx_gflops : bf16dot_gflops > 0 ? bf16dot_gflops : fma_gflops; }
+  const char* GemmPeakName() const { return amx_gflops > 0 ? "AMX" : bf16dot_gflops > 0 ? "VDPBF16PS" : "FMA"; }
 };
 ComputePeaks MeasureComputePeaks(ThreadPool& pool);
 

@@ -153,16 +153,17 @@ Command RegisterBench(CLI::App& app) {
     fmt::print("decode           {:.2f} tokens/s  ({} tokens after the prompt, median of {})\n", decode_tps,
                o->gen_tokens, o->reps);
     // Prefill's share of the compute ceiling of the path it runs on (AMX tiles
-    // on the amx path, f32 FMAs otherwise), at the prompt's mean context.
+    // on amx, VDPBF16PS on avx512-bf16, f32 FMAs otherwise), at the prompt's mean context.
     const double flops_per_tok = model.PrefillFlopsPerToken(double(o->prompt_tokens) / 2);
     const double prefill_gflops = flops_per_tok * prefill_tps * 1e-9;
-    const double peak = peaks.amx_gflops > 0 ? peaks.amx_gflops : peaks.fma_gflops;
-    fmt::print("compute peaks    FMA {:.0f} GFLOP/s{} (measured in this run)\n", peaks.fma_gflops,
-               peaks.amx_gflops > 0 ? fmt::format(", AMX BF16 {:.0f} GFLOP/s", peaks.amx_gflops) : std::string());
+    std::string other_peaks;
+    if (peaks.amx_gflops > 0) other_peaks += fmt::format(", AMX BF16 {:.0f} GFLOP/s", peaks.amx_gflops);
+    if (peaks.bf16dot_gflops > 0) other_peaks += fmt::format(", VDPBF16PS {:.0f} GFLOP/s", peaks.bf16dot_gflops);
+    fmt::print("compute peaks    FMA {:.0f} GFLOP/s{} (measured in this run)\n", peaks.fma_gflops, other_peaks);
     if (flops_per_tok > 0)
       fmt::print("prefill compute  {:.0f} GFLOP/s of matrix products ({:.2f} GFLOP per token) = {:.0f}% of the {} peak\n",
-                 prefill_gflops, flops_per_tok * 1e-9, 100.0 * prefill_gflops / peak,
-                 peaks.amx_gflops > 0 ? "AMX" : "FMA");
+                 prefill_gflops, flops_per_tok * 1e-9, 100.0 * prefill_gflops / peaks.GemmPeak(),
+                 peaks.GemmPeakName());
     fmt::print("weights/token    {:.1f} MB read per decoded token\n", bytes_per_tok / 1e6);
     fmt::print("decode reads     {:.1f} GB/s = {:.0f}% of the measured bandwidth {:.1f} GB/s (roofline {:.1f} tokens/s)\n",
                read_gbps, 100.0 * read_gbps / bw_gbps, bw_gbps, bw_gbps * 1e9 / bytes_per_tok);
@@ -183,6 +184,7 @@ Command RegisterBench(CLI::App& app) {
                           {"bandwidth_gbps", bw_gbps}, {"decode_read_gbps", read_gbps},
                           {"roofline_fraction", read_gbps / bw_gbps}, {"prefill_all", prefill}, {"decode_all", decode},
                           {"fma_peak_gflops", peaks.fma_gflops}, {"amx_peak_gflops", peaks.amx_gflops},
+                          {"bf16dot_peak_gflops", peaks.bf16dot_gflops},
                           {"prefill_gflops", prefill_gflops}, {"prefill_flops_per_token", flops_per_tok}};
       Status s = WriteStringToFile(o->json_out, j.dump(2) + "\n");
       if (!s.ok()) return Fail(s.message());

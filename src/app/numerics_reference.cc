@@ -90,13 +90,14 @@ Result<std::unique_ptr<check::LogprobReference>> LoadEngineReference(const check
     return Status::Errorf("--reference-numerics {}: use full, bf16 or w4a4", spec.numerics);
   // The reference runs in this process: its activations are this process's kernels' (cpu_features.h).
   // full keeps every GEMM input in f32 (the default: the most exact reference the CPU computes); bf16
-  // rounds them as the amx path does, which needs that path.
+  // rounds them as the amx and avx512-bf16 paths do (one numerics mode), which needs one of them.
   if (spec.numerics == "bf16") {
-    if (kernels::AvailableCpuPaths().front() != "amx")
-      return Status::Errorf("--reference-numerics bf16: needs the amx CPU path, this CPU runs {}",
+    const std::string best = kernels::AvailableCpuPaths().front();
+    if (best != "amx" && best != "avx512-bf16")
+      return Status::Errorf("--reference-numerics bf16: needs the amx or avx512-bf16 CPU path, this CPU runs {}",
                             kernels::CpuPathDescription());
     TERN_RETURN_IF_ERROR(kernels::SetActivations("bf16"));
-    TERN_RETURN_IF_ERROR(kernels::SetCpuPath("amx"));
+    TERN_RETURN_IF_ERROR(kernels::SetCpuPath(best));
   } else {
     TERN_RETURN_IF_ERROR(kernels::SetActivations("f32"));
   }

@@ -35,8 +35,8 @@ std::function<Result<SpeculativeOptions>()> AddSpeculativeOptions(CLI::App& app)
                  "hybrid models (Qwen3.5 / Qwen3-Next): how the recurrent state returns to the last kept token "
                  "after a rejected draft: recompute (restore the state from before the verify and recompute the "
                  "kept tokens in the next one; one spare state per sequence) or per-token (the verify keeps the "
-                 "state after each draft; one spare state per draft, nothing recomputed)")
-      ->default_val("recompute");
+                 "state after each draft; one spare state per draft, nothing recomputed; the default)")
+      ->default_val("per-token");
   return [raw]() -> Result<SpeculativeOptions> {
     SpeculativeOptions o = raw->o;
     o.algorithm = SpeculativeAlgorithm::kNone;

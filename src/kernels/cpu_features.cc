@@ -27,6 +27,7 @@ uint64_t Xgetbv0() {
 CpuExtensions Detect() {
   CpuExtensions e;
   unsigned a, b, c, d;
+  if (__get_cpuid(0, &a, &b, &c, &d)) e.amd = b == 0x68747541 && d == 0x69746e65 && c == 0x444d4163;  // "AuthenticAMD"
   if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27))) return e;  // OSXSAVE
   const uint64_t xcr0 = Xgetbv0();
   const bool os_zmm = (xcr0 & 0xe6) == 0xe6;  // SSE, AVX, opmask, ZMM_Hi256, Hi16_ZMM
@@ -47,9 +48,10 @@ CpuExtensions Detect() {
   return e;
 }
 
-// The path's rank: 0 baseline, 1 avx2, 2 avx512, 3 avx512-vnni, 4 amx.
-constexpr const char* kPaths[] = {"baseline", "avx2", "avx512", "avx512-vnni", "amx"};
-constexpr int kNumPaths = 5;
+// The path's rank: 0 baseline, 1 avx2, 2 avx512, 3 avx512-vnni, 4 avx512-bf16, 5 amx.
+constexpr const char* kPaths[] = {"baseline", "avx2", "avx512", "avx512-vnni", "avx512-bf16", "amx"};
+constexpr int kNumPaths = 6;
+constexpr int kVnni = 3, kBf16Dot = 4, kAmx = 5;
 
 // Linux's grant of the AMX tile data state to this process (all its threads,
 // present and future): without it the first tile instruction faults.
@@ -105,7 +107,7 @@ int BestPath() {
   static const int best = [] {
     const CpuExtensions& e = DetectedCpuExtensions();
     const int64_t hw = hwy::SupportedTargets();
-    if (e.avx512_vnni && (hw & HWY_AVX3)) return ProbeAmx(&AmxRefusal()) ? 4 : 3;
+    if (e.avx512_vnni && (hw & HWY_AVX3)) return ProbeAmx(&AmxRefusal()) ? kAmx : e.avx512_bf16 ? kBf16Dot : kVnni;
     if (hw & HWY_AVX3) return 2;
     if (hw & HWY_AVX2) return 1;
     return 0;
@@ -114,9 +116,15 @@ int BestPath() {
 }
 [[maybe_unused]] const int kBestAtStartup = BestPath();
 
+// The default: the best, but avx512-bf16 only where VDPBF16PS pays (cpu_features.h).
+int DefaultPath() {
+  const int best = BestPath();
+  return best == kBf16Dot && !DetectedCpuExtensions().amd ? kVnni : best;
+}
+
 int PathNow() {
   const int p = g_path.load(std::memory_order_relaxed);
-  return p < 0 ? BestPath() : p;
+  return p < 0 ? DefaultPath() : p;
 }
 
 }  // namespace
@@ -132,15 +140,18 @@ std::vector<std::string> AvailableCpuPaths() {
   return out;
 }
 
+std::string DefaultCpuPath() { return kPaths[DefaultPath()]; }
+
 Status SetCpuPath(std::string_view path) {
   int want = -1;
   if (path != "auto") {
     for (int p = 0; p < kNumPaths; ++p)
       if (path == kPaths[p]) want = p;
     if (want < 0)
-      return Status::Errorf("cpu path \"{}\": expected auto, amx, avx512-vnni, avx512, avx2 or baseline", path);
+      return Status::Errorf("cpu path \"{}\": expected auto, amx, avx512-bf16, avx512-vnni, avx512, avx2 or baseline",
+                            path);
     if (want > BestPath()) {
-      std::string why = want == 4 && !AmxRefusal().empty() ? fmt::format(" (amx: {})", AmxRefusal()) : "";
+      std::string why = want == kAmx && !AmxRefusal().empty() ? fmt::format(" (amx: {})", AmxRefusal()) : "";
       return Status::Errorf("cpu path \"{}\": this CPU runs at most \"{}\"{}", path, kPaths[BestPath()], why);
     }
   }
@@ -171,9 +182,9 @@ Status SetActivations(std::string_view mode) {
   return Status::Ok();
 }
 
-int64_t AmxMinRowsOverride() {
+int64_t Bf16MinRowsOverride() {
   static const int64_t rows = [] {
-    const char* env = std::getenv("TERN_AMX_MIN_ROWS");
+    const char* env = std::getenv("TERN_BF16_MIN_ROWS");
     const long v = env != nullptr ? std::strtol(env, nullptr, 10) : 0;
     return v >= 1 ? int64_t(v) : int64_t(0);
   }();
@@ -185,21 +196,29 @@ std::string CpuPathName() { return kPaths[PathNow()]; }
 std::string CpuPathDescription() {
   const int p = PathNow();
   std::string d = fmt::format("{} (Highway {}", kPaths[p], SimdTargetName());
+  const int64_t o = Bf16MinRowsOverride();
   if (UseAmx()) {
-    const int64_t o = AmxMinRowsOverride();
     d += o > 0 ? fmt::format("; AMX BF16 GEMM, BF16 activations from {} rows", o)
                : fmt::format("; AMX BF16 GEMM, BF16 activations from {} rows ({} for NVFP4/FP8 weights)",
                              kAmxMinRowsDense, kAmxMinRowsQuantized);
   }
-  if (p >= 4 && !UseAmx()) d += "; activations f32: no AMX";
+  if (UseBf16Dot()) {
+    d += o > 0 ? fmt::format("; AVX512-BF16 GEMM, BF16 activations from {} rows", o)
+               : fmt::format("; AVX512-BF16 GEMM, BF16 activations from {} rows ({} for NVFP4/FP8 weights)",
+                             kBf16DotMinRowsDense, kBf16DotMinRowsQuantized);
+  }
+  if (p >= kBf16Dot && !UseAmx() && !UseBf16Dot()) d += "; activations f32";
   if (UseAvx512Vnni()) d += "; AVX-512 VNNI NVFP4 decode";
   d += ")";
-  if (p < 4 && !AmxRefusal().empty() && DetectedCpuExtensions().amx_tile) d += "; amx off: " + AmxRefusal();
+  if (p < kAmx && !AmxRefusal().empty() && DetectedCpuExtensions().amx_tile) d += "; amx off: " + AmxRefusal();
+  if (p < BestPath()) d += fmt::format("; the CPU has {}", kPaths[BestPath()]);
   return d;
 }
 
-bool UseAvx512Vnni() { return PathNow() >= 3; }
+bool UseAvx512Vnni() { return PathNow() >= kVnni; }
 
-bool UseAmx() { return PathNow() >= 4 && !g_f32_activations.load(std::memory_order_relaxed); }
+bool UseAmx() { return PathNow() >= kAmx && !g_f32_activations.load(std::memory_order_relaxed); }
+
+bool UseBf16Dot() { return PathNow() == kBf16Dot && !g_f32_activations.load(std::memory_order_relaxed); }
 
 }  // namespace tern::kernels

@@ -7,16 +7,25 @@
 //   avx512        Highway AVX3 (AVX-512 F/BW/DQ/VL)
 //   avx512-vnni   avx512, and the kernels written for AVX-512 VNNI where the
 //                 CPU has it (NVFP4 decode: nvfp4_gemv_vnni.h)
+//   avx512-bf16   avx512-vnni, and the AVX512-BF16 GEMM (matmul_bf16dot.h,
+//                 VDPBF16PS) for MatMuls of kBf16DotMinRows* rows of x or
+//                 more: BF16 activations there (the numerics mode of
+//                 matmul_amx.h); needs AVX512-BF16
 //   amx           avx512-vnni, and the AMX BF16 tile GEMM (matmul_amx.h) for
 //                 MatMuls of kAmxMinRows* rows of x or more: BF16 activations
-//                 there (the numerics mode of matmul_amx.h); needs AMX-BF16
+//                 there (the same numerics mode); needs AMX-BF16
 //                 and AVX512-BF16, the OS's XCR0 bits for the tile state, the
 //                 kernel's grant (arch_prctl ARCH_REQ_XCOMP_PERM, asked for at
 //                 startup) and a tile product that runs and is right
 //                 (amx::SelfTest, SIGILL caught); otherwise the path is not
 //                 offered and CpuPathDescription() says why.
-// The default is the best the CPU has. TERN_CPU_PATH=avx2 (etc.) forces a
-// lower one for A/B runs; asking for more than the CPU has is an error.
+// The default is the best the CPU has, except that avx512-bf16 is the default
+// only on AMD CPUs: on AMD Zen 4 / Zen 5 a VDPBF16PS retires at the rate of
+// an f32 FMA with twice its multiply-adds; on the Intel Xeon (Emerald Rapids)
+// measured it retired at a quarter of that rate, half the FMA's multiply-adds
+// (src/kernels/README.md), so there avx512-vnni stays the default.
+// TERN_CPU_PATH=avx2 (etc.) forces another one for A/B runs; asking for more
+// than the CPU has is an error.
 #pragma once
 
 #include <cstdint>
@@ -34,13 +43,16 @@ struct CpuExtensions {
   bool avx512_bf16 = false;  // vdpbf16ps
   bool amx_tile = false, amx_bf16 = false, amx_int8 = false;  // CPUID
   bool os_amx = false;  // XCR0 enables the tile state (the kernel's grant is asked for separately)
+  bool amd = false;     // CPUID vendor AuthenticAMD
 };
 
 // CPUID and XGETBV, once.
 const CpuExtensions& DetectedCpuExtensions();
 
-// Paths this CPU can run, best first.
+// Paths this CPU can run, best first (the default, DefaultCpuPath(), may be
+// below the first: see the top).
 std::vector<std::string> AvailableCpuPaths();
+std::string DefaultCpuPath();
 
 // Restricts the kernels to `path` (one of AvailableCpuPaths(), or "auto" for the
 // best). Call before kernels run (startup, or between kernel calls in tests).
@@ -62,22 +74,37 @@ bool UseAvx512Vnni();
 // asked only on Highway's AVX3 target.
 bool UseAmx();
 
+// Whether MatMul may take the AVX512-BF16 GEMM (the avx512-bf16 path). Like
+// UseAvx512Vnni, asked only on Highway's AVX3 target.
+bool UseBf16Dot();
+
 // Rows of x from which MatMul takes the AMX GEMM on the amx path, where it
 // beats the AVX-512 kernels (Sapphire Rapids, 2 threads, medians of 3; each
-// AMX / f32 pair from runs of the same hour, TERN_AMX_MIN_ROWS=1 against
+// AMX / f32 pair from runs of the same hour, TERN_BF16_MIN_ROWS=1 against
 // TERN_ACTIVATIONS=f32):
 // BF16 W 3072 x 1024: 4 rows GEMV 244 us / AMX 394, 6 rows small-batch 642 /
 // AMX 380, 16 rows 730 / 414; NVFP4 W 2048 x 2048: 6 rows GEMV 298 / AMX
 // 348, 8 rows 558 / 356, 16 rows 976 / 358. Below, f32 activations.
 inline constexpr int64_t kAmxMinRowsDense = 5, kAmxMinRowsQuantized = 8;
-// TERN_AMX_MIN_ROWS (>= 1) when set, else 0 (the defaults above): the
+// The same for the AVX512-BF16 GEMM on the avx512-bf16 path (AMD Zen 5, 2
+// threads, W from memory, two interleaved rounds of medians of 3, f32
+// kernels with TERN_CPU_PATH=avx512-vnni / BM_Bf16Dot):
+// BF16 W 3072 x 1024: 4 rows GEMV 241-261 us / 312-331, 6 rows small-batch
+// 439-564 / 340-344, 16 rows 558-670 / 387-450, 32 rows GEMM 1013-1165 /
+// 532-622; NVFP4 W 2048 x 2048: 3 rows integer GEMV 214-218 / 381-479, 4
+// rows f32 tile 575-730 / 380-596, 8 rows 1489-1568 / 430-650, 16 rows
+// 989-1052 / 530-770 (the GEMM decodes all of W into BF16 panels, which at
+// these sizes is most of its time).
+inline constexpr int64_t kBf16DotMinRowsDense = 5, kBf16DotMinRowsQuantized = 4;
+// TERN_BF16_MIN_ROWS (>= 1) when set, else 0 (the defaults above): the
 // reference tests set 1 so that every MatMul of the BF16-activation mode
 // rounds x, which the float64 reference then reproduces (tests/reference).
-int64_t AmxMinRowsOverride();
+int64_t Bf16MinRowsOverride();
 
 // The activation numerics (TERN_ACTIVATIONS or SetActivations): "bf16" (the
-// default) lets the amx path round GEMM inputs to BF16; "f32" keeps every
-// activation in f32 on any path (the amx path then runs as avx512-vnni).
+// default) lets the amx and avx512-bf16 paths round GEMM inputs to BF16;
+// "f32" keeps every activation in f32 on any path (those paths then run as
+// avx512-vnni).
 Status SetActivations(std::string_view mode);
 
 }  // namespace tern::kernels

@@ -3,6 +3,7 @@
 
 #include "kernels/cpu_features.h"
 #include "kernels/matmul_amx.h"
+#include "kernels/matmul_bf16dot.h"
 #include "kernels/matmul_internal.h"
 #include "kernels/ops.h"
 #include "kernels/simd_target.h"
@@ -11,10 +12,14 @@ namespace tern::kernels {
 
 namespace {
 
-enum class Path { kGemv, kSmallBatch, kGemm, kAmx };
+enum class Path { kGemv, kSmallBatch, kGemm, kAmx, kBf16Dot };
 
 Path PathFor(int64_t M, const MatrixView& w, bool bf16_ok = true) {
-  if (bf16_ok && MatMulUsesAmx(M, w)) return Path::kAmx;
+  if (bf16_ok) {
+    const Bf16Gemm g = MatMulBf16Gemm(M, w);
+    if (g == Bf16Gemm::kAmx) return Path::kAmx;
+    if (g == Bf16Gemm::kDot) return Path::kBf16Dot;
+  }
   if (w.format != WeightFormat::kDense) return M >= kGemmMinRowsQuantized ? Path::kGemm : Path::kGemv;
   if (w.dtype == DType::kBF16 || w.dtype == DType::kF32) {
     if (M >= kSmallBatchMaxRows + 1) return Path::kGemm;
@@ -28,6 +33,8 @@ void MatMulOn(Path path, const float* x, int64_t M, int64_t ldx, const MatrixVie
   switch (path) {
     case Path::kAmx:
       return amx::Gemm(x, M, ldx, w, y, ldy, pool);
+    case Path::kBf16Dot:
+      return bf16dot::Gemm(x, M, ldx, w, y, ldy, pool);
     case Path::kGemm:
       return MatMulGemm(x, M, ldx, w, y, ldy, pool);
     case Path::kSmallBatch:
@@ -40,13 +47,18 @@ void MatMulOn(Path path, const float* x, int64_t M, int64_t ldx, const MatrixVie
 }  // namespace
 
 // (On Highway's AVX3 target only: a test forcing AVX2 must not reach AVX-512 code.)
-bool MatMulUsesAmx(int64_t M, const MatrixView& w) {
-  return M >= AmxMinRowsFor(w) && UseAmx() && amx::Supports(w) && std::strcmp(SimdTargetName(), "AVX3") == 0;
+Bf16Gemm MatMulBf16Gemm(int64_t M, const MatrixView& w) {
+  const bool amx = UseAmx(), dot = UseBf16Dot();
+  if (!(amx || dot) || M < Bf16MinRowsFor(w) || std::strcmp(SimdTargetName(), "AVX3") != 0) return Bf16Gemm::kNone;
+  if (amx) return amx::Supports(w) ? Bf16Gemm::kAmx : Bf16Gemm::kNone;
+  return bf16dot::Supports(w) ? Bf16Gemm::kDot : Bf16Gemm::kNone;
 }
 
-int64_t AmxMinRowsFor(const MatrixView& w) {
-  if (const int64_t o = AmxMinRowsOverride(); o > 0) return o;
-  return w.format == WeightFormat::kDense ? kAmxMinRowsDense : kAmxMinRowsQuantized;
+int64_t Bf16MinRowsFor(const MatrixView& w) {
+  if (const int64_t o = Bf16MinRowsOverride(); o > 0) return o;
+  const bool dense = w.format == WeightFormat::kDense;
+  if (UseBf16Dot()) return dense ? kBf16DotMinRowsDense : kBf16DotMinRowsQuantized;
+  return dense ? kAmxMinRowsDense : kAmxMinRowsQuantized;
 }
 
 void MatMul(const float* x, int64_t M, int64_t ldx, const MatrixView& w, float* y, int64_t ldy, ThreadPool& pool) {

@@ -19,6 +19,7 @@
 #include "kernels/bench_util.h"
 #include "kernels/cpu_features.h"
 #include "kernels/matmul_amx.h"
+#include "kernels/matmul_bf16dot.h"
 #include "kernels/matmul_internal.h"
 #include "kernels/ops.h"
 #include "kernels/simd_target.h"
@@ -61,6 +62,16 @@ void BM_AmxPeak(benchmark::State& state) {
   TimePeak(state, [](size_t) { return amx::PeakLoopForBenchmark(int64_t(1) << 16); });
 }
 BENCHMARK(BM_AmxPeak)->Arg(1)->Arg(2)->Apply(BenchTiming)->Unit(benchmark::kMillisecond);
+
+// GFLOP/s of independent VDPBF16PS chains (the avx512-bf16 GEMM's ceiling), where the CPU has AVX512-BF16.
+void BM_Bf16DotPeak(benchmark::State& state) {
+  if (!DetectedCpuExtensions().avx512_bf16) {
+    state.SkipWithError("no AVX512-BF16 on this CPU");
+    return;
+  }
+  TimePeak(state, [](size_t) { return bf16dot::PeakLoopForBenchmark(int64_t(1) << 20); });
+}
+BENCHMARK(BM_Bf16DotPeak)->Arg(1)->Arg(2)->Apply(BenchTiming)->Unit(benchmark::kMillisecond);
 
 void BM_MemoryRead(benchmark::State& state) {
   const size_t n = (size_t(512) << 20) / sizeof(float);
@@ -192,6 +203,27 @@ BENCHMARK(BM_Nvfp4<MatMul>)->Apply(Nvfp4BatchShapes)->Name("BM_MatMul<NVFP4>");
 BENCHMARK(BM_Nvfp4<MatMulGemv>)->Apply(Nvfp4BatchShapes)->Name("BM_Gemv<NVFP4>");
 BENCHMARK(BM_Nvfp4<MatMulGemm>)->Apply(Nvfp4BatchShapes)->Name("BM_Gemm<NVFP4>");
 BENCHMARK(BM_Nvfp4<MatMul>)->Args({512, 2048, 2048})->Apply(BenchTiming)->Unit(benchmark::kMillisecond);
+
+// The AVX512-BF16 GEMM alone (BF16 activations), where the CPU has it:
+// against BM_Gemm (f32 activations) and BM_Gemv / BM_SmallBatch above for
+// the crossovers (cpu_features.h: kBf16DotMinRows*), and the prefill shapes.
+template <DType kDT>
+void BM_Bf16Dot(benchmark::State& state) {
+  if (!DetectedCpuExtensions().avx512_bf16) return state.SkipWithError("no AVX512-BF16 on this CPU");
+  if constexpr (kDT == DType::kU8) {
+    BM_Nvfp4<bf16dot::Gemm>(state);
+  } else {
+    BM_MatMul<kDT, bf16dot::Gemm>(state);
+  }
+}
+BENCHMARK(BM_Bf16Dot<DType::kBF16>)->Apply(BatchShapes)->Name("BM_Bf16Dot<BF16>");
+BENCHMARK(BM_Bf16Dot<DType::kBF16>)->Apply(PrefillShapes)->Name("BM_Bf16Dot<BF16>");
+BENCHMARK(BM_Bf16Dot<DType::kU8>)->Apply(Nvfp4BatchShapes)->Name("BM_Bf16Dot<NVFP4>");
+BENCHMARK(BM_Bf16Dot<DType::kU8>)->Args({512, 2048, 2048})->Apply(BenchTiming)->Unit(benchmark::kMillisecond)
+    ->Name("BM_Bf16Dot<NVFP4>");
+BENCHMARK(BM_MatMul<DType::kBF16, MatMulGemm>)->Apply(PrefillShapes)->Name("BM_Gemm<BF16>");
+BENCHMARK(BM_Nvfp4<MatMulGemm>)->Args({512, 2048, 2048})->Apply(BenchTiming)->Unit(benchmark::kMillisecond)
+    ->Name("BM_Gemm<NVFP4>");
 
 BENCHMARK(BM_MatMul<DType::kF16>)->Args({1, 3072, 1024})->Args({512, 3072, 1024})->Apply(BenchTiming);
 BENCHMARK(BM_MatMul<DType::kF32>)->Args({1, 3072, 1024})->Args({512, 3072, 1024})->Apply(BenchTiming);

@@ -44,13 +44,16 @@ void MatMulSmallBatch(const float* x, int64_t M, int64_t ldx, const MatrixView& 
 //   rows (16: GEMV 1.15x; 32: GEMM 1.05x).
 inline constexpr int64_t kSmallBatchMinRows = 5, kSmallBatchMaxRows = 16;
 
-// Rows of x from which MatMul takes the AMX GEMM for w on the amx path
-// (cpu_features.h: kAmxMinRowsDense / kAmxMinRowsQuantized, or TERN_AMX_MIN_ROWS).
-int64_t AmxMinRowsFor(const MatrixView& w);
-// Whether MatMul takes the AMX GEMM (BF16 activations) for M rows of x and w
-// now: the amx path, on Highway's AVX3 target, a format exact in BF16, M >=
-// AmxMinRowsFor(w).
-bool MatMulUsesAmx(int64_t M, const MatrixView& w);
+// Rows of x from which MatMul takes the BF16-activation GEMM of the current
+// path (cpu_features.h: kAmxMinRows* on amx, kBf16DotMinRows* on avx512-bf16,
+// or TERN_BF16_MIN_ROWS).
+int64_t Bf16MinRowsFor(const MatrixView& w);
+// Which BF16-activation GEMM MatMul takes for M rows of x and w now: the amx
+// path's tiles or the avx512-bf16 path's VDPBF16PS, on Highway's AVX3 target,
+// for a format exact in BF16 and M >= Bf16MinRowsFor(w); else none (f32
+// activations).
+enum class Bf16Gemm { kNone, kAmx, kDot };
+Bf16Gemm MatMulBf16Gemm(int64_t M, const MatrixView& w);
 inline constexpr int64_t kGemmMinRows = 12;  // F16
 inline constexpr int64_t kGemmMinRowsQuantized = 24;
 

@@ -12,6 +12,7 @@
 #include "base/dtype.h"
 #include "kernels/cpu_features.h"
 #include "kernels/matmul_amx.h"
+#include "kernels/matmul_bf16dot.h"
 #include "kernels/matmul_internal.h"
 #include "kernels/ops.h"
 #include "kernels/reference.h"
@@ -72,18 +73,20 @@ void CheckAgainstReference(const Case& c, const MatrixView& w, const std::vector
         }
       }
       tol[size_t(m * ldy + n)] = float(t);
-      // The AMX GEMM's BF16 activations (matmul_amx.h): one rounding of each x_k.
+      // The BF16-activation GEMMs (matmul_amx.h): one rounding of each x_k.
       tol_bf16[size_t(m * ldy + n)] = float(t + (std::ldexp(1.0, -8) + double(c.K / 64) * 0x1p-24) * mag + double(c.K) * 0x1p-126);
     }
 
   std::vector<Impl> impls(std::begin(kImpls), std::end(kImpls));
-  const bool amx = UseAmx() && amx::Supports(w) && std::string(SimdTargetName()) == "AVX3";
-  if (amx) impls.push_back({"amx::Gemm", amx::Gemm});
+  const bool avx3 = std::string(SimdTargetName()) == "AVX3";
+  if (UseAmx() && amx::Supports(w) && avx3) impls.push_back({"amx::Gemm", amx::Gemm});
+  if (UseBf16Dot() && bf16dot::Supports(w) && avx3) impls.push_back({"bf16dot::Gemm", bf16dot::Gemm});
   for (const Impl& impl : impls) {
     SCOPED_TRACE(impl.name);
     std::vector<float> y(size_t(c.M * ldy), kSentinel);
     impl.fn(x, c.M, ldx, w, y.data(), ldy, pool);
-    const bool bf16 = (impl.fn == MatMul && MatMulUsesAmx(c.M, w)) || impl.fn == amx::Gemm;
+    const bool bf16 = (impl.fn == MatMul && MatMulBf16Gemm(c.M, w) != Bf16Gemm::kNone) || impl.fn == amx::Gemm ||
+                      impl.fn == bf16dot::Gemm;
     const std::vector<float>& tol_impl = bf16 ? tol_bf16 : tol;
     int failures = 0;
     for (int64_t m = 0; m < c.M && failures < 5; ++m) {

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <random>
@@ -18,8 +19,8 @@
 namespace tern::kernels::testing {
 
 // Runs body() once per SIMD target, with the target's name in failure traces;
-// on AVX3, once more per extension path the CPU has (cpu_features.h: the
-// AVX-512 VNNI kernels, then without them).
+// on AVX3, once more per extension path the CPU has (cpu_features.h: amx,
+// avx512-bf16, the AVX-512 VNNI kernels, then without them).
 template <class F>
 void ForEachSimdTarget(F&& body) {
   for (int64_t target : SimdTargetsForTest()) {
@@ -29,7 +30,9 @@ void ForEachSimdTarget(F&& body) {
     std::vector<std::string> paths = {"auto"};
     if (std::string(SimdTargetNameOf(target)) == "AVX3" && DetectedCpuExtensions().avx512_vnni) {
       paths = {"avx512-vnni", "avx512"};
-      if (AvailableCpuPaths().front() == "amx") paths.insert(paths.begin(), "amx");
+      const std::vector<std::string> have = AvailableCpuPaths();
+      for (const char* p : {"avx512-bf16", "amx"})
+        if (std::find(have.begin(), have.end(), p) != have.end()) paths.insert(paths.begin(), p);
     }
     for (const std::string& path : paths) {
       SCOPED_TRACE("cpu path " + path);

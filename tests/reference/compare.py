@@ -8,7 +8,7 @@ Usage (CTest runs it with /usr/bin/python3):
 
 --activations f32|bf16 (default: $TERN_TEST_ACTIVATIONS, else f32) selects tern's activation
 numerics (kernels/cpu_features.h). f32 runs tern with TERN_ACTIVATIONS=f32 (no GEMM input is
-rounded on any CPU path). bf16 runs it on the amx path with TERN_AMX_MIN_ROWS=1, so that every
+rounded on any CPU path). bf16 runs it on the amx or avx512-bf16 path with TERN_BF16_MIN_ROWS=1, so that every
 MatMul rounds its input to BF16 (kernels/matmul_amx.h), with an F32 KV cache (the roundings
 must see inputs that agree far below BF16's ulp), and makes the reference round the input
 of every Linear tern runs on the tiles the same way (qwen3_ref.round_bf16: BF16, NVFP4 and
@@ -112,13 +112,17 @@ def set_activations(args):
     if args.activations == "f32":
         _TERN_ENV["TERN_ACTIVATIONS"] = "f32"
         return None
-    _TERN_ENV.update(TERN_ACTIVATIONS="bf16", TERN_CPU_PATH="amx", TERN_AMX_MIN_ROWS="1")
-    probe = subprocess.run([args.tern, "generate", "--model", args.model, "--prompt-ids", "1", "--max-tokens", "1",
-                            "--temperature", "0"], capture_output=True, text=True, timeout=args.timeout,
-                           env=_TERN_ENV)
-    if probe.returncode != 0 and "TERN_CPU_PATH" in probe.stderr:
-        return probe.stderr.strip().splitlines()[-1]
-    return None
+    # Either BF16-activation GEMM (the amx path's tiles, else avx512-bf16's VDPBF16PS): one numerics mode.
+    reason = None
+    for path in ("amx", "avx512-bf16"):
+        _TERN_ENV.update(TERN_ACTIVATIONS="bf16", TERN_CPU_PATH=path, TERN_BF16_MIN_ROWS="1")
+        probe = subprocess.run([args.tern, "generate", "--model", args.model, "--prompt-ids", "1", "--max-tokens", "1",
+                                "--temperature", "0"], capture_output=True, text=True, timeout=args.timeout,
+                               env=_TERN_ENV)
+        if probe.returncode == 0 or "TERN_CPU_PATH" not in probe.stderr:
+            return None
+        reason = probe.stderr.strip().splitlines()[-1]
+    return reason
 
 
 def run_tern(args, prompt_ids, logits_path, extra=()):
