@@ -91,11 +91,13 @@ inline constexpr int64_t kAmxMinRowsDense = 5, kAmxMinRowsQuantized = 8;
 // kernels with TERN_CPU_PATH=avx512-vnni / BM_Bf16Dot):
 // BF16 W 3072 x 1024: 4 rows GEMV 241-261 us / 312-331, 6 rows small-batch
 // 439-564 / 340-344, 16 rows 558-670 / 387-450, 32 rows GEMM 1013-1165 /
-// 532-622; NVFP4 W 2048 x 2048: 3 rows integer GEMV 214-218 / 381-479, 4
-// rows f32 tile 575-730 / 380-596, 8 rows 1489-1568 / 430-650, 16 rows
-// 989-1052 / 530-770 (the GEMM decodes all of W into BF16 panels, which at
-// these sizes is most of its time).
-inline constexpr int64_t kBf16DotMinRowsDense = 5, kBf16DotMinRowsQuantized = 4;
+// 532-622; NVFP4 W 2048 x 2048, the VNNI integer GEMV (nvfp4_gemv_vnni.h, up
+// to 8 rows) / this GEMM: 3 rows 187-189 / 417-492, 4 rows 226-234 / 500-517,
+// 6 rows 402-456 / 497-542, 8 rows 791-822 / 447-562 (its prepared x, 4 KiB a
+// step at 8 rows, no longer stays in L1), 16 rows f32 tile 989-1052 / 530-770
+// (the GEMM decodes all of W into BF16 panels, which at these sizes is most
+// of its time).
+inline constexpr int64_t kBf16DotMinRowsDense = 5, kBf16DotMinRowsQuantized = 7;
 // TERN_BF16_MIN_ROWS (>= 1) when set, else 0 (the defaults above): the
 // reference tests set 1 so that every MatMul of the BF16-activation mode
 // rounds x, which the float64 reference then reproduces (tests/reference).

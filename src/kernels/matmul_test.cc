@@ -223,7 +223,7 @@ TEST(MatMulTest, QuantizedWeightsMatchReference) {
   });
 }
 
-// NVFP4 decode (1 to 3 rows of x) rounds x per block of 16, never per row or
+// NVFP4 decode (1 to 3 rows of x, 8 on the VNNI kernel) rounds x per block of 16, never per row or
 // across rows: blocks whose magnitudes differ by up to 10^8 each stay within
 // 2^-23 of their own max (a per-row scale would lose the small blocks
 // entirely), and rows 10^3 apart keep their own blocks. Shapes cover several
@@ -239,7 +239,10 @@ TEST(MatMulTest, Nvfp4DecodeRoundsXPerBlock) {
                           Case{.M = 1, .N = 64, .K = 2048, .x_offset = 1},
                           Case{.M = 2, .N = 45, .K = 1072, .ldx_pad = 5, .stride_pad = 2, .ldy_pad = 1, .w_byte_offset = 1},
                           Case{.M = 3, .N = 19, .K = 400, .ldx_pad = 16, .x_offset = 3},
-                          Case{.M = 3, .N = 70, .K = 2048, .ldy_pad = 7}}) {
+                          Case{.M = 3, .N = 70, .K = 2048, .ldy_pad = 7},
+                          // (The VNNI kernel's rows: up to 8.)
+                          Case{.M = 5, .N = 33, .K = 1072, .ldx_pad = 2, .stride_pad = 2, .w_byte_offset = 1},
+                          Case{.M = 8, .N = 40, .K = 656, .ldy_pad = 3, .x_offset = 2}}) {
       SCOPED_TRACE(::testing::Message() << "M=" << c.M << " N=" << c.N << " K=" << c.K);
       std::mt19937 rng(seed++);
       const int64_t ldx = c.K + c.ldx_pad;

@@ -208,6 +208,15 @@ inline float HorizontalSum(__m256 v) {
 // 3, even at 4.
 inline constexpr size_t kMaxRows = 3;
 
+// The rows MatMul sends here: kMaxRows, or vnni::kMaxRows where the VNNI
+// kernel runs (AVX3 with UseAvx512Vnni(): its digits cost less per row).
+inline size_t MaxRows() {
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+  if (UseAvx512Vnni()) return vnni::kMaxRows;
+#endif
+  return kMaxRows;
+}
+
 // y[r][n] for rows [n0, n1) of w and the R rows of x (steps[r * stride + s]),
 // one W row at a time so that the chunk is read as one sequential stream
 // (rows are contiguous). One row of x takes two accumulators on alternate
@@ -263,13 +272,14 @@ inline bool Supports(const MatrixView& w) {
 // rows of x [M, ldx]: x prepared once, threads claim chunks of W rows across
 // all targets.
 inline void MatMul(const float* x, size_t M, size_t ldx, std::span<const MatMulTarget> targets, ThreadPool& pool) {
-  HWY_DASSERT(M >= 1 && M <= kMaxRows);
+  HWY_DASSERT(M >= 1 && M <= MaxRows());
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
   // AVX-512 VNNI: the same contract on 512-bit vpdpbusd (nvfp4_gemv_vnni.cc).
   static_assert(vnni::kMaxRows >= kMaxRows);
   if (UseAvx512Vnni() &&
       std::all_of(targets.begin(), targets.end(), [](const MatMulTarget& t) { return vnni::Supports(t.w); }))
     return vnni::Nvfp4MatMul(x, M, ldx, targets, pool);
+  HWY_DASSERT(M <= kMaxRows);
 #endif
   const size_t K = size_t(targets[0].w.cols);
   const size_t num_steps = (K + kStep - 1) / kStep;
@@ -301,6 +311,7 @@ inline void MatMul(const float* x, size_t M, size_t ldx, std::span<const MatMulT
 #else
 inline constexpr bool kAvailable = false;
 inline constexpr size_t kMaxRows = 0;
+inline size_t MaxRows() { return 0; }
 inline bool Supports(const MatrixView&) { return false; }
 inline void MatMul(const float*, size_t, size_t, std::span<const MatMulTarget>, ThreadPool&) {
   HWY_ABORT("nvfp4_int::MatMul called on a target without it (check kAvailable)");

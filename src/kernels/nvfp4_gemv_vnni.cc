@@ -253,7 +253,12 @@ void Nvfp4MatMul(const float* x, size_t M, size_t ldx, std::span<const MatMulTar
     switch (M) {
       case 1: return Rows<1>(consts, steps, num_steps, t.w, n0, n1, t.y, ldy);
       case 2: return Rows<2>(consts, steps, num_steps, t.w, n0, n1, t.y, ldy);
-      default: return Rows<3>(consts, steps, num_steps, t.w, n0, n1, t.y, ldy);
+      case 3: return Rows<3>(consts, steps, num_steps, t.w, n0, n1, t.y, ldy);
+      case 4: return Rows<4>(consts, steps, num_steps, t.w, n0, n1, t.y, ldy);
+      case 5: return Rows<5>(consts, steps, num_steps, t.w, n0, n1, t.y, ldy);
+      case 6: return Rows<6>(consts, steps, num_steps, t.w, n0, n1, t.y, ldy);
+      case 7: return Rows<7>(consts, steps, num_steps, t.w, n0, n1, t.y, ldy);
+      default: return Rows<8>(consts, steps, num_steps, t.w, n0, n1, t.y, ldy);
     }
   });
 }

@@ -11,8 +11,9 @@
 
 namespace tern::kernels::vnni {
 
-// Rows of x per call (each W step is decoded once for all of them).
-inline constexpr size_t kMaxRows = 3;
+// Rows of x per call (each W step is decoded once for all of them): up to 8
+// (small decode batches, experts routed a few tokens, speculative verifies).
+inline constexpr size_t kMaxRows = 8;
 
 // Whether Nvfp4MatMul takes w: NVFP4, whole scale blocks, rows starting on a byte.
 bool Supports(const MatrixView& w);

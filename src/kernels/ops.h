@@ -52,11 +52,11 @@ struct MatrixView {
 // x: rows of K floats, row m at x + m * ldx; y: row m at y + m * ldy (ldy >= N).
 // y must not alias x. Uses every thread of `pool`.
 // Numerics: W exactly as stored, f32 products and sums, except that with
-// NVFP4 W and M == 1 (decode) x may be rounded per block of 16 elements
+// NVFP4 W and M <= 3 (decode; 8 with AVX-512 VNNI) x may be rounded per block of 16 elements
 // (k = 16j .. 16j + 15) to 24-bit fixed point: each element off by at most
 // 2^-23 of its block's largest magnitude (nvfp4_gemv_int-inl.h).
 // On the "amx" CPU path (cpu_features.h), M >= 5 rows with BF16 W, or 8 with
-// NVFP4 or FP8 W, and on "avx512-bf16" M >= 5 (BF16 W) or 4 (NVFP4, FP8),
+// NVFP4 or FP8 W, and on "avx512-bf16" M >= 5 (BF16 W) or 7 (NVFP4, FP8),
 // round x to BF16 instead (matmul_amx.h's bound).
 void MatMul(const float* x, int64_t M, int64_t ldx, const MatrixView& w, float* y, int64_t ldy,
             ThreadPool& pool);
