@@ -125,40 +125,49 @@ SubmitResult Engine::Submit(EngineRequest req) {
   return {std::move(g.streams[0]), EngineError::kNone, ""};
 }
 
-SubmitGroupResult Engine::SubmitGroup(std::vector<EngineRequest> reqs) {
+SubmitGroupResult Engine::SubmitGroup(std::vector<EngineRequest> reqs) { return Enqueue(std::move(reqs), true); }
+
+SubmitGroupResult Engine::SubmitBatch(std::vector<EngineRequest> reqs) { return Enqueue(std::move(reqs), false); }
+
+SubmitGroupResult Engine::Enqueue(std::vector<EngineRequest> reqs, bool shared_prompt) {
   if (reqs.empty()) return {{}, EngineError::kInvalidInput, "The request is empty."};
   auto notifier = std::make_shared<StreamNotifier>();
-  auto group = reqs.size() > 1 && prefix_.enabled() ? std::make_shared<Group>() : nullptr;
+  auto group = shared_prompt && reqs.size() > 1 && prefix_.enabled() ? std::make_shared<Group>() : nullptr;
   std::vector<std::unique_ptr<Sequence>> seqs;
   uint64_t prompt_tokens = 0;
   const int64_t vocab = model_.config().vocab_size;
   for (EngineRequest& req : reqs) {
+    // A batch's requests are independent: an error names the one at fault.
+    const std::string which = shared_prompt || reqs.size() == 1 ? "" : fmt::format("Request {}: ", seqs.size());
+    auto fail = [&](EngineError kind, std::string what) {
+      return SubmitGroupResult{{}, kind, which + std::move(what)};
+    };
     const int64_t n = int64_t(req.prompt.size());
-    if (n == 0) return {{}, EngineError::kInvalidInput, "The input is empty."};
+    if (n == 0) return fail(EngineError::kInvalidInput, "The input is empty.");
     // Checked here, not in the forward: a bad id fails this request alone, never the batch it would join.
-    if (std::string bad = OutOfVocabulary(req.prompt, vocab); !bad.empty()) return {{}, EngineError::kInvalidInput, std::move(bad)};
-    if (req.max_tokens < 0) return {{}, EngineError::kInvalidInput, fmt::format("max_tokens must be >= 0, got {}.", req.max_tokens)};
+    if (std::string bad = OutOfVocabulary(req.prompt, vocab); !bad.empty()) return fail(EngineError::kInvalidInput, std::move(bad));
+    if (req.max_tokens < 0) return fail(EngineError::kInvalidInput, fmt::format("max_tokens must be >= 0, got {}.", req.max_tokens));
     if (n >= opts_.context_length)
-      return {{}, EngineError::kTooLong,
-              fmt::format("The input ({} tokens) is longer than the model's context length ({} tokens).", n,
-                          opts_.context_length)};
+      return fail(EngineError::kTooLong,
+                  fmt::format("The input ({} tokens) is longer than the model's context length ({} tokens).", n,
+                              opts_.context_length));
     if (BlocksFor(n + 1, opts_.kv.block_size) > opts_.kv.num_blocks)
-      return {{}, EngineError::kTooLong, fmt::format("The input ({} tokens) does not fit in the KV cache ({} tokens).", n,
-                                   max_total_tokens())};
+      return fail(EngineError::kTooLong, fmt::format("The input ({} tokens) does not fit in the KV cache ({} tokens).", n,
+                                                     max_total_tokens()));
     if (req.sampling.min_new_tokens > 0) req.sampling.min_tokens_suppressed = req.stop_token_ids;
-    if (Status s = req.sampling.Validate(); !s.ok()) return {{}, EngineError::kInvalidInput, s.message()};
+    if (Status s = req.sampling.Validate(); !s.ok()) return fail(EngineError::kInvalidInput, s.message());
     req.max_tokens = std::min(req.max_tokens, opts_.context_length - n);
     auto seq = std::make_unique<Sequence>(std::move(req));
     seq->stream = std::make_shared<RequestStream>(seq->req.id, notifier);
     seq->tokens = seq->req.prompt;
     seq->num_prompt = n;
     // Only the first choice of a group scores the prompt; they all share it.
-    seq->next_prompt_lp = seq->req.prompt_logprob_start >= 0 && seqs.empty()
+    seq->next_prompt_lp = seq->req.prompt_logprob_start >= 0 && (seqs.empty() || !shared_prompt)
                               ? std::clamp<int64_t>(seq->req.prompt_logprob_start, 1, n)
                               : n;
     seq->arrival = Clock::now();
     seq->group = group;
-    seq->leader = seqs.empty();
+    seq->leader = seqs.empty() || !group;
     prompt_tokens += uint64_t(n);
     seqs.push_back(std::move(seq));
   }

@@ -153,6 +153,10 @@ class Engine {
   // others start once its blocks are cached, so the prompt is computed once
   // (SGLang sends a max_new_tokens=0 request first for the same effect).
   SubmitGroupResult SubmitGroup(std::vector<EngineRequest> reqs);
+  // Queues independent requests at once, all or none (an error names the
+  // request at fault): the loop sees them together, so an offline run's
+  // schedule (admission, retraction) does not depend on thread timing.
+  SubmitGroupResult SubmitBatch(std::vector<EngineRequest> reqs);
   // Empties the prefix cache when no request is queued or running (SGLang's
   // /flush_cache); false, doing nothing, otherwise.
   bool FlushCache();
@@ -178,6 +182,7 @@ class Engine {
   struct Sequence;
   struct Group;
   Engine(Model& model, const EngineOptions& opts, std::unique_ptr<KvCache> cache, bool prefix_cache);
+  SubmitGroupResult Enqueue(std::vector<EngineRequest> reqs, bool shared_prompt);
   void Loop();
   void Step();
   void Admit();

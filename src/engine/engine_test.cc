@@ -58,14 +58,12 @@ TEST_F(EngineTest, BatchedEqualsAloneWithChunkedPrefillAndRetraction) {
                   .kv = {.block_size = 4, .num_blocks = 16, .dtype = DType::kF32}};
   auto engine = Engine::Create(*model, o);
   ASSERT_TRUE(engine.ok()) << engine.status().message();
-  std::vector<std::shared_ptr<RequestStream>> streams;
-  for (int r = 0; r < kRequests; ++r) {
-    EngineRequest req{.id = std::to_string(r), .prompt = Prompt(r, 5 + 7 * r), .max_tokens = 12};
-    req.sampling.temperature = 0;
-    auto sub = (*engine)->Submit(req);
-    ASSERT_TRUE(sub.stream) << sub.error;
-    streams.push_back(sub.stream);
-  }
+  // Queued at once, so the schedule (and the retraction) does not depend on thread timing.
+  std::vector<EngineRequest> reqs;
+  for (int r = 0; r < kRequests; ++r) reqs.push_back(Greedy(std::to_string(r), Prompt(r, 5 + 7 * r), 12));
+  auto sub = (*engine)->SubmitBatch(std::move(reqs));
+  ASSERT_EQ(sub.streams.size(), size_t(kRequests)) << sub.error;
+  const auto& streams = sub.streams;
   for (int r = 0; r < kRequests; ++r) {
     RequestUpdate last;
     EXPECT_EQ(Collect(*streams[size_t(r)], &last), expected[size_t(r)]) << "request " << r;
@@ -152,14 +150,12 @@ TEST_F(EngineTest, PrefixCacheWithRetractionAndEvictionMatchesNoCache) {
                     .kv = {.block_size = 4, .num_blocks = 16, .dtype = DType::kF32}, .enable_prefix_cache = cache};
     auto engine = Engine::Create(*model, o);
     EXPECT_TRUE(engine.ok());
-    std::vector<std::shared_ptr<RequestStream>> streams;
-    for (int r = 0; r < kRequests; ++r) {
-      auto sub = (*engine)->Submit(Greedy(std::to_string(r), prompts[size_t(r)], 12));
-      EXPECT_TRUE(sub.stream) << sub.error;
-      streams.push_back(sub.stream);
-    }
+    std::vector<EngineRequest> reqs;
+    for (int r = 0; r < kRequests; ++r) reqs.push_back(Greedy(std::to_string(r), prompts[size_t(r)], 12));
+    auto sub = (*engine)->SubmitBatch(std::move(reqs));
+    EXPECT_EQ(sub.streams.size(), size_t(kRequests)) << sub.error;
     std::vector<Outcome> out;
-    for (auto& s : streams) out.push_back(CollectOutcome(*s));
+    for (auto& s : sub.streams) out.push_back(CollectOutcome(*s));
     *retractions = (*engine)->metrics().retractions_total.load();
     const EngineMetrics& m = (*engine)->metrics();
     WaitFor(m.used_blocks, 0);
@@ -287,6 +283,49 @@ TEST_F(EngineTest, AbortFreesBlocksAndErrorsAreReported) {
   (*engine)->Drain(std::chrono::milliseconds(2000));
   auto d = (*engine)->Submit(stop_req);
   EXPECT_EQ(d.error_kind, EngineError::kDraining);
+}
+
+// A batch is all or none: a bad request is named by its index and nothing of
+// the batch runs; a good batch's requests are independent (each scores its own
+// prompt).
+TEST_F(EngineTest, SubmitBatchIsAllOrNone) {
+  auto model = Load();
+  std::vector<std::vector<int32_t>> expected;  // before the engine runs: one engine on the model at a time
+  for (int r = 0; r < 3; ++r) expected.push_back(Alone(*model, Prompt(r, 6 + r), 4));
+  EngineOptions o{.max_running_requests = 4, .chunked_prefill_size = 64,
+                  .kv = {.block_size = 4, .num_blocks = 64, .dtype = DType::kF32}};
+  auto engine = Engine::Create(*model, o);
+  ASSERT_TRUE(engine.ok());
+  std::vector<EngineRequest> bad;
+  bad.push_back(Greedy("ok", Prompt(1, 6), 3));
+  bad.push_back(Greedy("oov", {5, 96, 7}, 3));  // vocab is 96
+  auto b = (*engine)->SubmitBatch(std::move(bad));
+  EXPECT_TRUE(b.streams.empty());
+  EXPECT_EQ(b.error_kind, EngineError::kInvalidInput);
+  EXPECT_EQ(b.error.rfind("Request 1: ", 0), 0u) << b.error;
+  EXPECT_EQ((*engine)->metrics().requests_total.load(), 0u) << "nothing of a refused batch is queued";
+
+  std::vector<EngineRequest> good;
+  for (int r = 0; r < 3; ++r) {
+    good.push_back(Greedy(std::to_string(r), Prompt(r, 6 + r), 4));
+    good.back().prompt_logprob_start = 1;
+  }
+  auto g = (*engine)->SubmitBatch(good);
+  ASSERT_EQ(g.streams.size(), 3u) << g.error;
+  for (int r = 0; r < 3; ++r) {
+    RequestUpdate last;
+    size_t prompt_lps = 0;
+    std::vector<int32_t> ids;
+    for (;;) {
+      RequestUpdate u;
+      if (!g.streams[size_t(r)]->Next(u, std::chrono::milliseconds(5000))) break;
+      prompt_lps += u.prompt_logprobs.size();
+      for (const TokenOutput& t : u.tokens) ids.push_back(t.id);
+      if (u.finished) break;
+    }
+    EXPECT_EQ(ids, expected[size_t(r)]) << "request " << r;
+    EXPECT_EQ(prompt_lps, size_t(6 + r - 1)) << "request " << r << " scores its own prompt";
+  }
 }
 
 TEST_F(EngineTest, QueueFullIs503) {
