@@ -109,7 +109,18 @@ HWY_INLINE void AccumulateHeads(const float* HWY_RESTRICT p, size_t g0, const ui
     for (int gi = 0; gi < GN; ++gi)
       for (int i = 0; i < 4; ++i) hn::StoreU(a[gi][i], df, acc + (g0 + gi) * acc_stride + d + i * L);
   }
-  for (; d < D; ++d) {  // a head_dim that is not a multiple of 4 vectors
+  // A head_dim that is not a multiple of 4 vectors (32 on AVX-512: the demo
+  // models): one vector at a time, then scalar.
+  for (; d + L <= D; d += L) {
+    VF a[GN];
+    for (int gi = 0; gi < GN; ++gi) a[gi] = hn::LoadU(df, acc + (g0 + gi) * acc_stride + d);
+    for (size_t j = 0; j < nc; ++j) {
+      const VF v = LoadRow<kDT>(vrows[j], d);
+      for (int gi = 0; gi < GN; ++gi) a[gi] = hn::MulAdd(hn::Set(df, p[(g0 + gi) * kDecodeChunk + j]), v, a[gi]);
+    }
+    for (int gi = 0; gi < GN; ++gi) hn::StoreU(a[gi], df, acc + (g0 + gi) * acc_stride + d);
+  }
+  for (; d < D; ++d) {
     for (int gi = 0; gi < GN; ++gi) {
       float s = 0;
       for (size_t j = 0; j < nc; ++j) s += p[(g0 + gi) * kDecodeChunk + j] * ElementAsF32<kDT>(vrows[j], d);
