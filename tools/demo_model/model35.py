@@ -19,6 +19,12 @@
 # MTP loss of Qwen3-Next / Qwen3.5 and DeepSeek-V3: the head sees the main model's final hidden
 # state at p and the embedding of token p+1, and is trained jointly, its gradient reaching the
 # main model through h), plus the load-balancing loss of every MoE (main and MTP layers).
+# With mtp_train_depth D > 1 the head is also trained on its own output, as Qwen3-Next trains its
+# MTP "multi-step ... consistent between training and inference" and as NEXTN chains it: step d
+# (2 .. D) at position p + d - 1 reads the head's normed output of step d - 1 at p and the
+# embedding of token p + d, and predicts token p + d + 1, each step weighted mtp_loss_weight (a
+# full causal pass per step, as DeepSeek-V3's sequential MTP modules; the head's attention there
+# reads step d's own keys, where NEXTN's chained step reads those of step 1 before it).
 # The delta rule runs in the chunked (WY) form for prompts and training and token by token in
 # decoding, as HF does; both are checked against gated_delta_np in model35_test.py.
 import dataclasses
@@ -56,6 +62,7 @@ class Config35:
     max_position_embeddings: int = 4096
     mtp_num_hidden_layers: int = 1
     mtp_loss_weight: float = 0.3
+    mtp_train_depth: int = 1                  # training only: chained head steps in the loss (above)
     router_aux_loss_coef: float = 0.01
     delta_chunk: int = 64
 
@@ -454,20 +461,26 @@ class Qwen35Moe(torch.nn.Module):
         self.last = {"main": float(main), "mtp": 0.0, "mtp_weight": 0.0, "mtp_top1": 0}
         if self.mtp is None or T < 2:
             return main, aux
-        # Row p (p < T-1) takes h_p and the embedding of token p+1 (= targets[p]) and predicts
-        # token p+2 (= targets[p+1]), weighted like that target.
-        hm, aux_m = self.mtp(self.embed_tokens(targets[:, :-1]), h[:, :-1], positions[:, :-1],
-                             mask[..., :-1, :-1], self.quant)
-        wm = weights[:, 1:].reshape(-1)
-        selm = wm > 0
-        lm = self.logits(hm.reshape(-1, hm.shape[-1])[selm])
-        tm = targets[:, 1:].reshape(-1)[selm]
-        cem = F.cross_entropy(lm, tm, reduction="none")
-        mtp = (cem * wm[selm]).sum()
-        self.last.update(mtp=float(mtp), mtp_weight=float(wm[selm].sum()),
-                         mtp_top1=int((lm.argmax(-1) == tm).sum()), mtp_rows=int(selm.sum()))
+        # Step 1: row p (p < T-1) takes h_p and the embedding of token p+1 (= targets[p]) and
+        # predicts token p+2 (= targets[p+1]), weighted like that target. Step d: rows p < T-d
+        # at positions p+d-1 take step d-1's output at p and token p+d, predict token p+d+1.
+        hin, total, aux_sum, steps = h, 0.0, 0.0, 0
+        for d in range(1, max(1, self.c.mtp_train_depth) + 1):
+            if T <= d:
+                break
+            hm, aux_m = self.mtp(self.embed_tokens(targets[:, d - 1:T - 1]), hin[:, :T - d],
+                                 positions[:, d - 1:T - 1], mask[..., :T - d, :T - d], self.quant)
+            wm = weights[:, d:].reshape(-1)
+            selm = wm > 0
+            lm = self.logits(hm.reshape(-1, hm.shape[-1])[selm])
+            tm = targets[:, d:].reshape(-1)[selm]
+            mtp = (F.cross_entropy(lm, tm, reduction="none") * wm[selm]).sum()
+            key = "" if d == 1 else str(d)
+            self.last.update({f"mtp{key}": float(mtp), f"mtp{key}_weight": float(wm[selm].sum()),
+                              f"mtp{key}_top1": int((lm.argmax(-1) == tm).sum()), f"mtp{key}_rows": int(selm.sum())})
+            total, aux_sum, steps, hin = total + mtp, aux_sum + aux_m, steps + 1, hm
         n = len(self.layers)
-        return main + self.c.mtp_loss_weight * mtp, (aux * n + aux_m) / (n + 1)
+        return main + self.c.mtp_loss_weight * total, (aux * n + aux_sum) / (n + steps)
 
     # -- decoding ---------------------------------------------------------------------------------
 

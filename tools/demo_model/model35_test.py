@@ -3,7 +3,8 @@
 #   1. logits of a 150-token sequence (three delta-rule chunks) and the MTP head's teacher-forced
 #      logits equal the reference's within float32 rounding;
 #   2. the chunked and the token-by-token delta rule agree (prefill vs decode);
-#   3. batched, left-padded greedy generation equals one-prompt-at-a-time decoding.
+#   3. batched, left-padded greedy generation equals one-prompt-at-a-time decoding;
+#   4. the chained (depth-2) MTP loss equals its definition computed row by row.
 # Random weights at O(1) scales (norm weights, decays and gates spread out), rounded to BF16 so
 # the export is exact.  Run: /usr/bin/python3 tools/demo_model/model35_test.py  (exit 0: pass)
 import os
@@ -102,6 +103,32 @@ def main():
     print("batched left-padded generate == single-prompt greedy:", batch == single)
     if batch != single:
         raise SystemExit("FAIL batched generation")
+    # mtp_train_depth 2: the loss gains mtp_loss_weight x the CE of the chained step, built here
+    # row by row from its definition (model35.py): step 2 at position p + 1 reads step 1's output
+    # at p and token p + 2, predicts token p + 3.
+    seq = torch.tensor([ids[:21]])
+    inp, tgt, wts = seq[:, :-1], seq[:, 1:], torch.linspace(0.5, 1.5, 20)[None]
+    with torch.no_grad():
+        m.c.mtp_train_depth = 1
+        l1, _ = m.loss(inp, tgt, wts)
+        m.c.mtp_train_depth = 2
+        l2, _ = m.loss(inp, tgt, wts)
+        m.c.mtp_train_depth = 1
+        n = inp.shape[1]
+        p = torch.arange(n)[None]
+        full = torch.full((n, n), -1e9).triu(1)[None, None]
+        h, _ = m.hidden(inp, p, full)
+        o1, _ = m.mtp(m.embed_tokens(inp[:, 1:]), h[:, :-1], p[:, :-1], full[..., :-1, :-1], False)
+        want = 0.0
+        for q in range(n - 2):  # row q: position q + 1, causal over rows 0 .. q
+            o2, _ = m.mtp(m.embed_tokens(inp[:, 2:q + 3]), o1[:, :q + 1], p[:, 1:q + 2],
+                          full[..., :q + 1, :q + 1], False)
+            ce = torch.nn.functional.cross_entropy(m.logits(o2[0, -1:]), tgt[0, q + 2:q + 3])
+            want += float(ce) * float(wts[0, q + 2])
+    got = (float(l2) - float(l1)) / c.mtp_loss_weight
+    print(f"depth-2 MTP loss term {got:.6f}, built row by row {want:.6f}")
+    if not abs(got - want) <= 1e-4 * abs(want):
+        raise SystemExit("FAIL depth-2 MTP loss")
     print("PASS")
 
 

@@ -187,6 +187,9 @@ def main():
                          "(a warm restart; --steps alone would jump to the longer schedule's rate)")
     ap.add_argument("--arch", choices=sorted(ARCHS), default="qwen3_moe",
                     help="at creation: the model family and its defaults (qwen3_5_moe: the Qwen3.5 demo model)")
+    ap.add_argument("--mtp-depth", type=int, metavar="D",
+                    help="qwen3_5_moe: train the MTP head over D chained steps from now on (model35.py; "
+                         "may be changed on resume: the parameters are the same)")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=JSON",
                     help="override a run.json field at creation, e.g. --set lr=0.001 --set model.num_experts=8")
     args = ap.parse_args()
@@ -209,6 +212,10 @@ def main():
         apply_sets(run, args.set)
     if args.steps:
         run["steps"] = args.steps
+    if args.mtp_depth is not None:
+        if run.get("arch") != "qwen3_5_moe" or args.mtp_depth < 1:
+            sys.exit("train.py: --mtp-depth takes 1 or more, on a qwen3_5_moe run")
+        run["model"]["mtp_train_depth"] = args.mtp_depth
     bpe.write_json(run_path, run)
     torch.set_num_threads(run["threads"])
     data.configure(run.get("style", "qwen3"))
@@ -255,7 +262,11 @@ def main():
     until = min(run["steps"], args.until_step if args.until_step is not None else run["steps"])
     last_ckpt = time.time()
     t_log, tokens_log, real_log, loss_log, aux_log, n_log = time.time(), 0, 0, 0.0, 0.0, 0
-    mtp_log = [0.0, 0.0, 0, 0]   # MTP head: weighted CE sum, weight sum, top-1 hits, rows (qwen3_5_moe)
+    # MTP head, per chained step ("mtp", "mtp2", ...): weighted CE sum, weight sum, top-1 hits, rows
+    def new_mtp_log():
+        return {"mtp" + ("" if d == 1 else str(d)): [0.0, 0.0, 0, 0]
+                for d in range(1, run["model"].get("mtp_train_depth", 1) + 1)}
+    mtp_log = new_mtp_log()
     evaluator = evaluate.Evaluator(tok)
     model.train()
     while step < until and not stop["now"]:
@@ -283,11 +294,10 @@ def main():
             step_loss += float(loss_sum) / wsum
             step_aux += float(aux) * share
             last = getattr(model, "last", {})
-            if last.get("mtp_rows"):
-                mtp_log[0] += last["mtp"]
-                mtp_log[1] += last["mtp_weight"]
-                mtp_log[2] += last["mtp_top1"]
-                mtp_log[3] += last["mtp_rows"]
+            for key, acc in mtp_log.items():
+                if last.get(f"{key}_rows"):
+                    for i, f in enumerate(("", "_weight", "_top1", "_rows")):
+                        acc[i] += last[key + f]
         torch.nn.utils.clip_grad_norm_(model.parameters(), run["grad_clip"])
         opt.step()
         opt.zero_grad(set_to_none=True)
@@ -299,9 +309,9 @@ def main():
         n_log += 1
         if step % run["log_every"] == 0 or step == until:
             dt = time.time() - t_log
-            mtp = (f" (main+{model.c.mtp_loss_weight}*mtp; mtp ce {mtp_log[0] / mtp_log[1]:.4f} top1 "
-                   f"{mtp_log[2] / mtp_log[3]:.3f})") if mtp_log[3] else ""
-            mtp_log = [0.0, 0.0, 0, 0]
+            parts = [f"{k} ce {a[0] / a[1]:.4f} top1 {a[2] / a[3]:.3f}" for k, a in mtp_log.items() if a[3]]
+            mtp = f" (main+{model.c.mtp_loss_weight}*mtp; {'; '.join(parts)})" if parts else ""
+            mtp_log = new_mtp_log()
             log(f"step {step}/{run['steps']} loss {loss_log / n_log:.4f}{mtp} aux {aux_log / n_log:.3f} lr {lr:.2e} "
                 f"{real_log / dt:.0f} tok/s ({tokens_log / dt:.0f} padded) {dt / n_log:.2f} s/step"
                 f"{' qat' if model.quant else ''}{' holdout' if holdout else ''}")
