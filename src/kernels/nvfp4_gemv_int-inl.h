@@ -160,19 +160,43 @@ struct WStep {
   __m256 scale;
 };
 
-HWY_INLINE WStep LoadStep(const Consts& c, const uint8_t* row, const uint8_t* scales) {
+HWY_INLINE WStep DecodeStep(const Consts& c, const __m256i (&wv)[2], __m128i scale_bytes) {
   WStep s;
   for (int g = 0; g < 2; ++g) {
-    const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 32 * g));
+    const __m256i w = wv[g];
     s.ue[g] = _mm256_shuffle_epi8(c.table, _mm256_and_si256(w, c.mask));
     s.uo[g] = _mm256_shuffle_epi8(c.table, _mm256_and_si256(_mm256_srli_epi16(w, 4), c.mask));
   }
   // (In kBlockOrder; E4M3 decoding as wload::E4M3Load: sign-extend, << 20,
   // mask, * 2^120.)
-  const __m128i bytes = _mm_shuffle_epi8(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(scales)), c.block_order);
+  const __m128i bytes = _mm_shuffle_epi8(scale_bytes, c.block_order);
   const __m256i v = _mm256_cvtepi8_epi32(bytes);
   s.scale = _mm256_mul_ps(_mm256_castsi256_ps(_mm256_and_si256(_mm256_slli_epi32(v, 20), c.e4m3_bits)), c.e4m3_unit);
   return s;
+}
+
+HWY_INLINE WStep LoadStep(const Consts& c, const uint8_t* row, const uint8_t* scales) {
+  const __m256i wv[2] = {_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row)),
+                         _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 32))};
+  return DecodeStep(c, wv, _mm_loadl_epi64(reinterpret_cast<const __m128i*>(scales)));
+}
+
+// The last, partial step of a row: `elems` (a multiple of 16, < kStep) codes
+// and their elems / 16 scales, the rest zero (x is zero there too, and a zero
+// scale byte is 0). Codes by masked 32-bit loads (elems / 2 bytes is a
+// multiple of 8), nothing read past the row; cheaper than a copy into a
+// zeroed buffer on small matrices (K = 192: the demo models).
+HWY_INLINE WStep LoadTail(const Consts& c, const uint8_t* row, const uint8_t* scales, size_t elems) {
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const int words = int(elems / 8);  // 32-bit words of codes
+  __m256i wv[2];
+  for (int g = 0; g < 2; ++g) {
+    const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(words - 8 * g), lane);
+    wv[g] = _mm256_maskload_epi32(reinterpret_cast<const int*>(row + 32 * g), mask);
+  }
+  uint64_t sb = 0;
+  for (size_t b = 0; b < elems / 16; ++b) sb |= uint64_t(scales[b]) << (8 * b);
+  return DecodeStep(c, wv, _mm_cvtsi64_si128(int64_t(sb)));
 }
 
 // The integer sums of one group: lane l = sum over elements 8l .. 8l + 7 of
@@ -248,13 +272,7 @@ inline void Rows(const Consts& c, const PreparedStep* steps, size_t stride, cons
       for (size_t i = 0; i < R; ++i) acc[i] = StepDot(c, ws, steps[i * stride + s], acc[i]);
     }
     if (tail != 0) {
-      // The last partial step from zero-padded copies (x is padded with
-      // zeros too, and a zero scale byte is 0).
-      alignas(32) uint8_t wt[kStep / 2] = {};
-      alignas(8) uint8_t st[8] = {};
-      std::memcpy(wt, r + full * (kStep / 2), tail / 2);
-      std::memcpy(st, sr + full * 8, tail / 16);
-      const WStep ws = LoadStep(c, wt, st);
+      const WStep ws = LoadTail(c, r + full * (kStep / 2), sr + full * 8, tail);
       for (size_t i = 0; i < R; ++i) acc[i] = StepDot(c, ws, steps[i * stride + full], acc[i]);
     }
     acc[0] = _mm256_add_ps(acc[0], acc1);
