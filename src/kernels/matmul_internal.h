@@ -16,6 +16,13 @@ void MatMulGemv(const float* x, int64_t M, int64_t ldx, const MatrixView& w, flo
 // MatMulGemv for several matrices sharing x (same format and K): one
 // parallel region per kMaxGemvTargets of them.
 inline constexpr size_t kMaxGemvTargets = 8;
+// The least W (bytes) one task of the NVFP4 integer kernels takes: below
+// that, a thread is better off doing a small matrix alone than handing x, y
+// and W's lines between cores. Zen 5, 2 threads, tern bench decode (3
+// interleaved runs): 32 KiB against none, models/demo 4464-4637 ->
+// 5537-5879 tok/s, demo-qwen35 3305-3990 -> 5292-5469 (K = 192: 21 KiB a
+// matrix); 64 KiB the same; real models' matrices are split as before.
+inline constexpr size_t kMinChunkBytes = 32 * 1024;
 void MatMulGemvMany(const float* x, int64_t M, int64_t ldx, std::span<const MatMulTarget> targets, ThreadPool& pool);
 
 // Packed, register-blocked GEMM (matmul_gemm_hwy.cc). Compute-bound prefill.

@@ -308,7 +308,12 @@ inline void MatMul(const float* x, size_t M, size_t ldx, std::span<const MatMulT
   // alone).
   size_t total = 0;
   for (const MatMulTarget& t : targets) total += size_t(t.w.rows);
-  const size_t nc = std::max<size_t>(16, (total + 8 * pool.size() - 1) / (8 * pool.size()));
+  // ... and at least kMinChunkBytes of W each (codes and scales), so that a
+  // small matrix is not spread over threads that spend longer handing x, y
+  // and W's lines between cores than computing.
+  const size_t row_bytes = K / 2 + K / kNvfp4Block;
+  const size_t nc = std::max<size_t>({16, (kMinChunkBytes + row_bytes - 1) / row_bytes,
+                                      (total + 8 * pool.size() - 1) / (8 * pool.size())});
   size_t first[kMaxGemvTargets + 1] = {};
   for (size_t i = 0; i < targets.size(); ++i) first[i + 1] = first[i] + (size_t(targets[i].w.rows) + nc - 1) / nc;
   static const Consts consts;
