@@ -138,9 +138,9 @@ SubmitGroupResult Engine::Enqueue(std::vector<EngineRequest> reqs, bool shared_p
   const int64_t vocab = model_.config().vocab_size;
   for (EngineRequest& req : reqs) {
     // A batch's requests are independent: an error names the one at fault.
-    const std::string which = shared_prompt || reqs.size() == 1 ? "" : fmt::format("Request {}: ", seqs.size());
     auto fail = [&](EngineError kind, std::string what) {
-      return SubmitGroupResult{{}, kind, which + std::move(what)};
+      if (!shared_prompt && reqs.size() > 1) what = fmt::format("Request {}: {}", seqs.size(), what);
+      return SubmitGroupResult{{}, kind, std::move(what)};
     };
     const int64_t n = int64_t(req.prompt.size());
     if (n == 0) return fail(EngineError::kInvalidInput, "The input is empty.");
