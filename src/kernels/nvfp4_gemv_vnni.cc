@@ -241,23 +241,11 @@ void Nvfp4MatMul(const float* x, size_t M, size_t ldx, std::span<const MatMulTar
   auto* steps = reinterpret_cast<PreparedStep*>(
       ThreadScratch(ScratchSlot::kMatMulX, M * num_steps * sizeof(PreparedStep) / sizeof(float)));
   for (size_t m = 0; m < M; ++m) Prepare(x + m * ldx, K, steps + m * num_steps);
-  // Chunks: ~8 per thread over all targets' rows, as nvfp4_gemv_int-inl.h.
-  size_t total = 0;
-  for (const MatMulTarget& t : targets) total += size_t(t.w.rows);
-  // ... and at least kMinChunkBytes of W each (codes and scales), so that a
-  // small matrix is not spread over threads that spend longer handing x, y
-  // and W's lines between cores than computing.
-  const size_t row_bytes = K / 2 + K / kNvfp4Block;
-  const size_t nc = std::max<size_t>({16, (kMinChunkBytes + row_bytes - 1) / row_bytes,
-                                      (total + 8 * pool.size() - 1) / (8 * pool.size())});
-  size_t first[kMaxGemvTargets + 1] = {};  // (an array: no allocation in the decode step)
-  for (size_t i = 0; i < targets.size(); ++i) first[i + 1] = first[i] + (size_t(targets[i].w.rows) + nc - 1) / nc;
+  const Nvfp4Chunks chunks = PlanNvfp4Chunks(targets, pool.size());
   static const Consts consts;
-  pool.Run(first[targets.size()], [&](size_t chunk, size_t) {
-    size_t i = 0;
-    while (chunk >= first[i + 1]) ++i;
-    const MatMulTarget& t = targets[i];
-    const size_t n0 = (chunk - first[i]) * nc, n1 = std::min(size_t(t.w.rows), n0 + nc);
+  pool.Run(chunks.first[targets.size()], [&](size_t chunk, size_t) {
+    size_t n0, n1;
+    const MatMulTarget& t = chunks.Locate(targets, chunk, n0, n1);
     const size_t ldy = size_t(t.ldy);
     switch (M) {
       case 1: return Rows<1>(consts, steps, num_steps, t.w, n0, n1, t.y, ldy);
