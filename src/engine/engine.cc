@@ -145,15 +145,17 @@ SubmitGroupResult Engine::Enqueue(std::vector<EngineRequest> reqs, bool shared_p
     const int64_t n = int64_t(req.prompt.size());
     if (n == 0) return fail(EngineError::kInvalidInput, "The input is empty.");
     // Checked here, not in the forward: a bad id fails this request alone, never the batch it would join.
-    if (std::string bad = OutOfVocabulary(req.prompt, vocab); !bad.empty()) return fail(EngineError::kInvalidInput, std::move(bad));
-    if (req.max_tokens < 0) return fail(EngineError::kInvalidInput, fmt::format("max_tokens must be >= 0, got {}.", req.max_tokens));
+    if (std::string bad = OutOfVocabulary(req.prompt, vocab); !bad.empty())
+      return fail(EngineError::kInvalidInput, std::move(bad));
+    if (req.max_tokens < 0)
+      return fail(EngineError::kInvalidInput, fmt::format("max_tokens must be >= 0, got {}.", req.max_tokens));
     if (n >= opts_.context_length)
       return fail(EngineError::kTooLong,
                   fmt::format("The input ({} tokens) is longer than the model's context length ({} tokens).", n,
                               opts_.context_length));
     if (BlocksFor(n + 1, opts_.kv.block_size) > opts_.kv.num_blocks)
-      return fail(EngineError::kTooLong, fmt::format("The input ({} tokens) does not fit in the KV cache ({} tokens).", n,
-                                                     max_total_tokens()));
+      return fail(EngineError::kTooLong, fmt::format("The input ({} tokens) does not fit in the KV cache ({} tokens).",
+                                                     n, max_total_tokens()));
     if (req.sampling.min_new_tokens > 0) req.sampling.min_tokens_suppressed = req.stop_token_ids;
     if (Status s = req.sampling.Validate(); !s.ok()) return fail(EngineError::kInvalidInput, s.message());
     req.max_tokens = std::min(req.max_tokens, opts_.context_length - n);

@@ -18,21 +18,25 @@ void MatMulGemv(const float* x, int64_t M, int64_t ldx, const MatrixView& w, flo
 // MatMulGemv for several matrices sharing x (same format and K): one
 // parallel region per kMaxGemvTargets of them.
 inline constexpr size_t kMaxGemvTargets = 8;
-// The least W (bytes) one task of the NVFP4 integer kernels takes: below
-// that, a thread is better off doing a small matrix alone than handing x, y
-// and W's lines between cores. Zen 5, 2 threads, tern bench decode (3
-// interleaved runs): 32 KiB against none, models/demo 4464-4637 ->
+void MatMulGemvMany(const float* x, int64_t M, int64_t ldx, std::span<const MatMulTarget> targets, ThreadPool& pool);
+
+// A call of the NVFP4 integer kernels whose W (codes and scales, all
+// targets) is under threads x kMinChunkBytes runs in chunks of at least
+// kMinChunkBytes: a thread is better off doing a small matrix alone than
+// handing x, y and W's lines between cores. Zen 5, 2 threads, tern bench
+// decode (3 interleaved runs): 32 KiB against none, models/demo 4464-4637 ->
 // 5537-5879 tok/s, demo-qwen35 3305-3990 -> 5292-5469 (K = 192: 21 KiB a
-// matrix); 64 KiB the same; real models' matrices are split as before.
+// matrix); 64 KiB the same. Larger calls (every matrix of a real model) are
+// split as before, so many threads still share a 1 MB matrix.
 inline constexpr size_t kMinChunkBytes = 32 * 1024;
 
 // The tasks of the NVFP4 integer kernels (nvfp4_gemv_int-inl.h and
 // nvfp4_gemv_vnni.cc): chunks of W rows, ~8 per thread over all targets' rows
-// (the last one is read by one thread alone), at least 16 rows and
-// kMinChunkBytes of codes and scales each; target i's are [first[i],
+// (the last one is read by one thread alone) and at least 16 rows, or
+// kMinChunkBytes for a small call (above); target i's are [first[i],
 // first[i + 1]). An array, not a vector: no allocation in the decode step.
 struct Nvfp4Chunks {
-  size_t rows = 0;                         // W rows per chunk (the last of a target may have fewer)
+  size_t rows = 0;                         // W rows per chunk (a target's last may have fewer)
   size_t first[kMaxGemvTargets + 1] = {};  // first chunk of each target; first[targets] = the count
   // Chunk c of a plan over `targets`: its target and W rows [n0, n1).
   const MatMulTarget& Locate(std::span<const MatMulTarget> targets, size_t c, size_t& n0, size_t& n1) const {
@@ -46,13 +50,15 @@ struct Nvfp4Chunks {
 inline Nvfp4Chunks PlanNvfp4Chunks(std::span<const MatMulTarget> targets, size_t threads) {
   size_t total = 0;
   for (const MatMulTarget& t : targets) total += size_t(t.w.rows);
-  const size_t K = size_t(targets[0].w.cols), row_bytes = K / 2 + K / kNvfp4Block;
+  const size_t K = size_t(targets[0].w.cols), row_bytes = K / 2 + K / size_t(kNvfp4Block);
   Nvfp4Chunks c;
-  c.rows = std::max<size_t>({16, (kMinChunkBytes + row_bytes - 1) / row_bytes, (total + 8 * threads - 1) / (8 * threads)});
-  for (size_t i = 0; i < targets.size(); ++i) c.first[i + 1] = c.first[i] + (size_t(targets[i].w.rows) + c.rows - 1) / c.rows;
+  c.rows = std::max<size_t>(16, (total + 8 * threads - 1) / (8 * threads));
+  if (total * row_bytes < threads * kMinChunkBytes)
+    c.rows = std::max(c.rows, (kMinChunkBytes + row_bytes - 1) / row_bytes);
+  for (size_t i = 0; i < targets.size(); ++i)
+    c.first[i + 1] = c.first[i] + (size_t(targets[i].w.rows) + c.rows - 1) / c.rows;
   return c;
 }
-void MatMulGemvMany(const float* x, int64_t M, int64_t ldx, std::span<const MatMulTarget> targets, ThreadPool& pool);
 
 // Packed, register-blocked GEMM (matmul_gemm_hwy.cc). Compute-bound prefill.
 void MatMulGemm(const float* x, int64_t M, int64_t ldx, const MatrixView& w, float* y, int64_t ldy, ThreadPool& pool);

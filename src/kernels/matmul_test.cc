@@ -242,7 +242,10 @@ TEST(MatMulTest, Nvfp4DecodeRoundsXPerBlock) {
                           Case{.M = 3, .N = 70, .K = 2048, .ldy_pad = 7},
                           // (The VNNI kernel's rows: up to 8.)
                           Case{.M = 5, .N = 33, .K = 1072, .ldx_pad = 2, .stride_pad = 2, .w_byte_offset = 1},
-                          Case{.M = 8, .N = 40, .K = 656, .ldy_pad = 3, .x_offset = 2}}) {
+                          Case{.M = 8, .N = 40, .K = 656, .ldy_pad = 3, .x_offset = 2},
+                          // Partial last steps of 96 and 112 (the masked loads' widest tails).
+                          Case{.M = 1, .N = 21, .K = 224, .stride_pad = 1, .w_byte_offset = 2},
+                          Case{.M = 4, .N = 17, .K = 240, .stride_pad = 2, .ldy_pad = 1}}) {
       SCOPED_TRACE(::testing::Message() << "M=" << c.M << " N=" << c.N << " K=" << c.K);
       std::mt19937 rng(seed++);
       const int64_t ldx = c.K + c.ldx_pad;

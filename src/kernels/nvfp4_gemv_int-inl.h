@@ -286,7 +286,7 @@ inline bool Supports(const MatrixView& w) {
   return w.format == WeightFormat::kNvfp4 && w.cols % kNvfp4Block == 0 && w.row_stride % 2 == 0;
 }
 
-// y_i[m][0, N_i) = x[m] · W_i^T for every target and the M (1 to kMaxRows)
+// y_i[m][0, N_i) = x[m] · W_i^T for every target and the M (1 to MaxRows())
 // rows of x [M, ldx]: x prepared once, threads claim chunks of W rows across
 // all targets.
 inline void MatMul(const float* x, size_t M, size_t ldx, std::span<const MatMulTarget> targets, ThreadPool& pool) {
@@ -297,8 +297,21 @@ inline void MatMul(const float* x, size_t M, size_t ldx, std::span<const MatMulT
   if (UseAvx512Vnni() &&
       std::all_of(targets.begin(), targets.end(), [](const MatMulTarget& t) { return vnni::Supports(t.w); }))
     return vnni::Nvfp4MatMul(x, M, ldx, targets, pool);
-  HWY_DASSERT(M <= kMaxRows);
 #endif
+  if (M > kMaxRows) {
+    // (MaxRows() promised the VNNI kernel's rows, which refused a matrix: the
+    // rows in groups this kernel takes. The two Supports agree today.)
+    HWY_ASSERT(targets.size() <= kMaxGemvTargets);
+    MatMulTarget part[kMaxGemvTargets];
+    for (size_t m0 = 0; m0 < M; m0 += kMaxRows) {
+      for (size_t i = 0; i < targets.size(); ++i) {
+        part[i] = targets[i];
+        part[i].y += m0 * size_t(targets[i].ldy);
+      }
+      MatMul(x + m0 * ldx, std::min(kMaxRows, M - m0), ldx, std::span<const MatMulTarget>(part, targets.size()), pool);
+    }
+    return;
+  }
   const size_t K = size_t(targets[0].w.cols);
   const size_t num_steps = (K + kStep - 1) / kStep;
   auto* steps = reinterpret_cast<PreparedStep*>(

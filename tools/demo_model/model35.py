@@ -449,7 +449,8 @@ class Qwen35Moe(torch.nn.Module):
 
     def loss(self, ids, targets, weights):
         """A right-padded batch (train.py): ids, targets, weights [B, T]. -> (weighted CE sum of
-        the main model + mtp_loss_weight * the MTP head's weighted CE sum, mean aux loss)."""
+        the main model + mtp_loss_weight * the MTP head's weighted CE sums over its
+        mtp_train_depth chained steps, mean aux loss)."""
         B, T = ids.shape
         positions = torch.arange(T)[None].expand(B, T)
         mask = torch.full((T, T), -1e9).triu(1)[None, None]
@@ -469,7 +470,7 @@ class Qwen35Moe(torch.nn.Module):
             if T <= d:
                 break
             hm, aux_m = self.mtp(self.embed_tokens(targets[:, d - 1:T - 1]), hin[:, :T - d],
-                                 positions[:, d - 1:T - 1], mask[..., :T - d, :T - d], self.quant)
+                                 positions[:, d - 1:T - 1], mask[..., :T - d, :T - d], self.quant, step=d - 1)
             wm = weights[:, d:].reshape(-1)
             selm = wm > 0
             lm = self.logits(hm.reshape(-1, hm.shape[-1])[selm])

@@ -265,7 +265,7 @@ def main():
     # MTP head, per chained step ("mtp", "mtp2", ...): weighted CE sum, weight sum, top-1 hits, rows
     def new_mtp_log():
         return {"mtp" + ("" if d == 1 else str(d)): [0.0, 0.0, 0, 0]
-                for d in range(1, run["model"].get("mtp_train_depth", 1) + 1)}
+                for d in range(1, max(1, run["model"].get("mtp_train_depth", 1)) + 1)}
     mtp_log = new_mtp_log()
     evaluator = evaluate.Evaluator(tok)
     model.train()
@@ -310,7 +310,7 @@ def main():
         if step % run["log_every"] == 0 or step == until:
             dt = time.time() - t_log
             parts = [f"{k} ce {a[0] / a[1]:.4f} top1 {a[2] / a[3]:.3f}" for k, a in mtp_log.items() if a[3]]
-            mtp = f" (main+{model.c.mtp_loss_weight}*mtp; {'; '.join(parts)})" if parts else ""
+            mtp = f" (main+{model.c.mtp_loss_weight}*each mtp step; {'; '.join(parts)})" if parts else ""
             mtp_log = new_mtp_log()
             log(f"step {step}/{run['steps']} loss {loss_log / n_log:.4f}{mtp} aux {aux_log / n_log:.3f} lr {lr:.2e} "
                 f"{real_log / dt:.0f} tok/s ({tokens_log / dt:.0f} padded) {dt / n_log:.2f} s/step"
