@@ -313,7 +313,6 @@ TEST_F(EngineTest, SubmitBatchIsAllOrNone) {
   auto g = (*engine)->SubmitBatch(good);
   ASSERT_EQ(g.streams.size(), 3u) << g.error;
   for (int r = 0; r < 3; ++r) {
-    RequestUpdate last;
     size_t prompt_lps = 0;
     std::vector<int32_t> ids;
     for (;;) {

@@ -292,26 +292,12 @@ inline bool Supports(const MatrixView& w) {
 inline void MatMul(const float* x, size_t M, size_t ldx, std::span<const MatMulTarget> targets, ThreadPool& pool) {
   HWY_DASSERT(M >= 1 && M <= MaxRows());
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
-  // AVX-512 VNNI: the same contract on 512-bit vpdpbusd (nvfp4_gemv_vnni.cc).
+  // AVX-512 VNNI: the same contract (Supports() included) on 512-bit vpdpbusd
+  // (nvfp4_gemv_vnni.cc), for up to MaxRows() rows.
   static_assert(vnni::kMaxRows >= kMaxRows);
-  if (UseAvx512Vnni() &&
-      std::all_of(targets.begin(), targets.end(), [](const MatMulTarget& t) { return vnni::Supports(t.w); }))
-    return vnni::Nvfp4MatMul(x, M, ldx, targets, pool);
+  if (UseAvx512Vnni()) return vnni::Nvfp4MatMul(x, M, ldx, targets, pool);
 #endif
-  if (M > kMaxRows) {
-    // (MaxRows() promised the VNNI kernel's rows, which refused a matrix: the
-    // rows in groups this kernel takes. The two Supports agree today.)
-    HWY_ASSERT(targets.size() <= kMaxGemvTargets);
-    MatMulTarget part[kMaxGemvTargets];
-    for (size_t m0 = 0; m0 < M; m0 += kMaxRows) {
-      for (size_t i = 0; i < targets.size(); ++i) {
-        part[i] = targets[i];
-        part[i].y += m0 * size_t(targets[i].ldy);
-      }
-      MatMul(x + m0 * ldx, std::min(kMaxRows, M - m0), ldx, std::span<const MatMulTarget>(part, targets.size()), pool);
-    }
-    return;
-  }
+  HWY_DASSERT(M <= kMaxRows);
   const size_t K = size_t(targets[0].w.cols);
   const size_t num_steps = (K + kStep - 1) / kStep;
   auto* steps = reinterpret_cast<PreparedStep*>(

@@ -230,10 +230,6 @@ void Rows(const Consts& c, const PreparedStep* steps, size_t stride, const Matri
 
 }  // namespace
 
-bool Supports(const MatrixView& w) {
-  return w.format == WeightFormat::kNvfp4 && w.cols % kNvfp4Block == 0 && w.row_stride % 2 == 0;
-}
-
 void Nvfp4MatMul(const float* x, size_t M, size_t ldx, std::span<const MatMulTarget> targets, ThreadPool& pool) {
   const size_t K = size_t(targets[0].w.cols);
   const size_t num_steps = (K + kStep - 1) / kStep;

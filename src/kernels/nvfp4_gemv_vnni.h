@@ -15,12 +15,10 @@ namespace tern::kernels::vnni {
 // (small decode batches, experts routed a few tokens, speculative verifies).
 inline constexpr size_t kMaxRows = 8;
 
-// Whether Nvfp4MatMul takes w: NVFP4, whole scale blocks, rows starting on a byte.
-bool Supports(const MatrixView& w);
-
 // y_i[m][0, N_i) = x[m] · W_i^T for the 1 to kMaxRows rows of x [M, ldx] and
-// every target (1 to kMaxGemvTargets, all NVFP4 with the same K, each
-// Supports()): x is rounded per block of 16 to 24-bit fixed point (within
+// every target (1 to kMaxGemvTargets, all NVFP4 with the same K, whole scale
+// blocks and rows starting on a byte: nvfp4_int::Supports, whose MatMul is the
+// only caller): x is rounded per block of 16 to 24-bit fixed point (within
 // 2^-24 * 1.004 of the block's largest magnitude), W exact, block sums in
 // i32, f32 across blocks. A non-finite x makes its row's outputs NaN.
 void Nvfp4MatMul(const float* x, size_t M, size_t ldx, std::span<const MatMulTarget> targets, ThreadPool& pool);
