@@ -131,18 +131,29 @@ HWY_INLINE void TileStep(const float* HWY_RESTRICT x, size_t ldxs, size_t kx, co
 // row stride ldxs (prepared, zero-padded), rows[j] points at W row j and
 // srows[j] at its block scales (formats with block scales), both at k = 0.
 // k0 is a multiple of S; k1 is too unless it equals K (the tail).
-// With `prefetch` and next_rows not null (streaming ranges too short for
-// RowBlock's lanes), requests the rows of the next tile
+// Prefetch kNextTile with next_rows not null (streaming ranges too short for
+// RowBlock's lanes) requests the rows of the next tile
 // at the same column: a tile's rows are then already in cache when it starts,
 // instead of each row starting with a full memory latency (rows are only 1-6
 // KiB long). The rows being read are left to the hardware prefetcher:
 // without the request ~1 KiB ahead, BM_MatMul<BF16>/1/* read 0.95-1.33x as
 // fast (median 1.07x) and BM_Gemv<NVFP4>/1 1.04x (AVX2, medians of 3
 // interleaved runs), as a software prefetch 2 KiB ahead slows a plain
-// streaming read by 15-20%.
+// streaming read by 15-20%. kAhead (RowBlock's lanes, each a long stream)
+// requests each row's line kStreamAheadBytes ahead instead.
+enum class Prefetch { kNone, kNextTile, kAhead };
+
+// How far ahead kAhead requests a lane's stream: BM_MatMul<BF16>/1 (2048 x
+// 1024, 1024 x 3072, 151936 x 1024), 2 threads, AMD Zen 5, medians of 3 in
+// 2 interleaved rounds: avx3 1.0-1.25x with 2 KiB (35-42 -> 42-46 GB/s; 1
+// KiB and 4 KiB less), avx2 1.04-1.25x. The plain-read slowdown above was
+// measured on Zen 2-3 class EPYC without the kernel's compute between loads.
+constexpr size_t kStreamAheadBytes = 2048;
+
 template <Fmt kF, int MR, int NR>
 HWY_NOINLINE void Tile(const float* HWY_RESTRICT x, size_t ldxs, const uint8_t* const* rows, const uint8_t* const* srows,
-                       const uint8_t* const* next_rows, size_t k0, size_t k1, bool prefetch, float* HWY_RESTRICT sums) {
+                       const uint8_t* const* next_rows, size_t k0, size_t k1, Prefetch prefetch,
+                       float* HWY_RESTRICT sums) {
   const DF df;
   const size_t S = 2 * hn::Lanes(df);
   VF acc[MR][NR];
@@ -151,13 +162,22 @@ HWY_NOINLINE void Tile(const float* HWY_RESTRICT x, size_t ldxs, const uint8_t* 
 
   const size_t kmain = k0 + (k1 - k0) / S * S;
   size_t k = k0;
-  if (prefetch) {
+  if (prefetch == Prefetch::kNextTile) {
     for (; k < kmain; k += S) {
       const size_t byte = wload::RowBytes<kF>(k);
       if ((byte & 63) < wload::RowBytes<kF>(S)) {  // once per cache line of the rows
         if (next_rows != nullptr)
           for (int j = 0; j < NR; ++j) hwy::Prefetch(next_rows[j] + byte);
       }
+      TileStep<kF, MR, NR>(x, ldxs, k, rows, srows, k, acc);
+    }
+  } else if (prefetch == Prefetch::kAhead) {
+    // (Past a lane's last row this requests the next lane's or past W's end:
+    // a prefetch never faults.)
+    for (; k < kmain; k += S) {
+      const size_t byte = wload::RowBytes<kF>(k);
+      if ((byte & 63) < wload::RowBytes<kF>(S))
+        for (int j = 0; j < NR; ++j) hwy::Prefetch(rows[j] + byte + kStreamAheadBytes);
       TileStep<kF, MR, NR>(x, ldxs, k, rows, srows, k, acc);
     }
   } else {
@@ -214,8 +234,8 @@ void RowBlock(const float* xs, size_t ldxs, const MatrixView& w, size_t n0, size
     // BM_MatMul<BF16>/1 151936x1024 24.0 -> 17.2 ms (the read bandwidth),
     // 2048x1024 326 -> 221 us, 3072x1024 458 -> 337 us, K >= 2048 1.03-1.07x,
     // 2 rows of x 1.21x; q06 decode BF16 11.0 -> 14.6 and NVFP4 (its BF16
-    // lm_head) 17.5 -> 21.0 tokens/s. No software prefetch: it only slowed
-    // the lanes in a standalone test.
+    // lm_head) 17.5 -> 21.0 tokens/s. Each lane is also prefetched ahead
+    // (kStreamAheadBytes).
     const size_t lane = (n1 - n0 + NR - 1) / NR;
     for (size_t t = 0; t < lane; ++t) {
       const uint8_t* rows[NR];
@@ -229,7 +249,7 @@ void RowBlock(const float* xs, size_t ldxs, const MatrixView& w, size_t n0, size
         srows[j] = scale_row(r);
       }
       float sums[MR * NR];
-      Tile<kF, MR, NR>(xs + k0, ldxs, rows, srows, nullptr, 0, k1 - k0, false, sums);
+      Tile<kF, MR, NR>(xs + k0, ldxs, rows, srows, nullptr, 0, k1 - k0, Prefetch::kAhead, sums);
       for (int j = 0; j < NR; ++j) {
         if (r_of[j] >= n1) continue;
         for (int i = 0; i < MR; ++i) {
@@ -252,7 +272,8 @@ void RowBlock(const float* xs, size_t ldxs, const MatrixView& w, size_t n0, size
       next[j] = base + std::min(n + NR + j, n1 - 1) * row_bytes + k0_bytes;
     }
     float sums[MR * NR];
-    Tile<kF, MR, NR>(xs + k0, ldxs, rows, srows, n + NR < n1 ? next : nullptr, 0, k1 - k0, prefetch, sums);
+    Tile<kF, MR, NR>(xs + k0, ldxs, rows, srows, n + NR < n1 ? next : nullptr, 0, k1 - k0,
+                     prefetch ? Prefetch::kNextTile : Prefetch::kNone, sums);
     const size_t valid = std::min<size_t>(NR, n1 - n);
     for (int i = 0; i < MR; ++i) {
       float* yi = y + i * ldy + n;

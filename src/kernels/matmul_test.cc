@@ -245,7 +245,9 @@ TEST(MatMulTest, Nvfp4DecodeRoundsXPerBlock) {
                           Case{.M = 8, .N = 40, .K = 656, .ldy_pad = 3, .x_offset = 2},
                           // Partial last steps of 96 and 112 (the masked loads' widest tails).
                           Case{.M = 1, .N = 21, .K = 224, .stride_pad = 1, .w_byte_offset = 2},
-                          Case{.M = 4, .N = 17, .K = 240, .stride_pad = 2, .ldy_pad = 1}}) {
+                          Case{.M = 4, .N = 17, .K = 240, .stride_pad = 2, .ldy_pad = 1},
+                          // An odd number of whole steps and no partial one (the VNNI kernel takes steps in pairs).
+                          Case{.M = 1, .N = 11, .K = 128, .stride_pad = 1}, Case{.M = 2, .N = 23, .K = 384, .w_byte_offset = 1}}) {
       SCOPED_TRACE(::testing::Message() << "M=" << c.M << " N=" << c.N << " K=" << c.K);
       std::mt19937 rng(seed++);
       const int64_t ldx = c.K + c.ldx_pad;

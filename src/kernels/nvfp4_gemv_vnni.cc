@@ -45,43 +45,61 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 
+
+
+
 namespace tern::kernels::vnni {
 namespace {
 
 constexpr size_t kStep = 128;
+
+// W's codes are requested this far ahead of the step being read. The
+// hardware prefetchers alone kept one row's stream at 16.5 GB/s per core
+// against 23.5 for a plain read (the kernel's compute between loads slows
+// their ramp): BM_MatMul<NVFP4>/1, 2 threads, AMD Zen 5, medians of 3 in 2
+// interleaved rounds: 2048 x 1024 20-22 -> 27 GB/s, 1024 x 3072 21-22 -> 25,
+// 151936 x 1024 31-32 -> 33-34; one thread: 512 B to 2 KiB ahead slower or
+// no better, 4 KiB best, 8-16 KiB within noise.
+constexpr size_t kPrefetchBytes = 4096;
 constexpr double kXMax = 8355711.0;  // 127 * 65793: the largest 3-digit balanced base-256 value
 
 // x for one step: the lo, mid and hi digits of x24 of the even elements, then
-// of the odd ones; minus 12 * the sum of x24 over each lane's 8 elements; and
-// block j's step / 2 in lane 2j (odd lanes 0, so the duplicated block sums
-// there add nothing).
+// of the odd ones; and minus 12 * the sum of x24 over each lane's 8 elements.
+// Steps are used in pairs (s, s + 1), s even: the even step's `step` holds
+// x's step / 2 of both, block j of step s in lane 2j and of step s + 1 in
+// lane 2j + 1 (the order PairDot leaves the pair's 16 block sums in); the odd
+// step's is unused.
 struct alignas(64) PreparedStep {
   int8_t x[6][64];  // [lo even, mid even, hi even, lo odd, mid odd, hi odd][byte]
   int32_t nc[16];   // [lane]
-  float step[16];   // [lane]
+  float step[16];   // [lane], in the pair's even step
 };
 static_assert(sizeof(PreparedStep) == 512);
 
-// Quantizes x[0, K) (K a multiple of 16) into steps, the last one
-// zero-padded: one block of 16 per vector. x24 = round-to-nearest-even of
-// x * (kXMax / amax) computed in f64, so the rounding is the only error.
+// The steps Prepare writes for K: whole pairs (a zero step pads an odd count).
+size_t PaddedSteps(size_t K) { return ((K + 2 * kStep - 1) / (2 * kStep)) * 2; }
+
+// Quantizes x[0, K) (K a multiple of 16) into PaddedSteps(K) steps, the last
+// ones zero-padded: one block of 16 per vector. x24 = round-to-nearest-even
+// of x * (kXMax / amax) computed in f64, so the rounding is the only error.
 void Prepare(const float* x, size_t K, PreparedStep* steps) {
-  const size_t num_steps = (K + kStep - 1) / kStep;
+  const size_t num_steps = PaddedSteps(K);
   const __m512 sign = _mm512_set1_ps(-0.0f);
   // Block bytes e0 .. e15 -> the even elements (low 8 bytes), then the odd ones.
   const __m128i deinterleave = _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
   for (size_t s = 0; s < num_steps; ++s) {
     PreparedStep& p = steps[s];
-    std::memset(&p, 0, sizeof(p));
+    std::memset(&p, 0, sizeof(p));  // an odd step's `step` is unused: the pair's even step is already written
+    float* pair_step = steps[s & ~size_t(1)].step + (s & 1);
     for (size_t b = 0; b < 8 && s * kStep + b * 16 < K; ++b) {
       const __m512 v = _mm512_loadu_ps(x + s * kStep + b * 16);
       if (_mm512_fpclass_ps_mask(v, 0x99) != 0) {  // a NaN or an infinity: the block's outputs are NaN
-        p.step[2 * b] = std::numeric_limits<float>::quiet_NaN();
+        pair_step[2 * b] = std::numeric_limits<float>::quiet_NaN();
         continue;
       }
       const float amax = _mm512_reduce_max_ps(_mm512_andnot_ps(sign, v));
       if (amax == 0.0f) continue;
-      p.step[2 * b] = float(double(amax) / kXMax * 0.5);
+      pair_step[2 * b] = float(double(amax) / kXMax * 0.5);
       const __m512d inv = _mm512_set1_pd(kXMax / double(amax));
       const __m256i q_lo = _mm512_cvtpd_epi32(_mm512_mul_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(v)), inv));
       const __m256i q_hi = _mm512_cvtpd_epi32(_mm512_mul_pd(_mm512_cvtps_pd(_mm512_extractf32x8_ps(v, 1)), inv));
@@ -104,64 +122,88 @@ void Prepare(const float* x, size_t K, PreparedStep* steps) {
 constexpr int8_t kU[16] = {12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0};
 
 struct Consts {
-  __m512i table, mask, e4m3_bits;
+  __m512i table, mask, e4m3_bits, pair_other;
   __m512 e4m3_unit;
+  __m128i scale_order;
   Consts() {
     table = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kU)));
     mask = _mm512_set1_epi8(0x0f);
     e4m3_bits = _mm512_set1_epi32(int32_t(0x87F00000u));
     e4m3_unit = _mm512_set1_ps(0x1p120f);
+    // Lane 2j: lane 2j + 1 of the first operand; lane 2j + 1: lane 2j of the second (vpermt2d indices).
+    pair_other = _mm512_setr_epi32(1, 16, 3, 18, 5, 20, 7, 22, 9, 24, 11, 26, 13, 28, 15, 30);
+    // The pair's 16 scale bytes (step s's 8, then step s + 1's) interleaved: block j of s, then of s + 1.
+    scale_order = _mm_setr_epi8(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
   }
 };
 
-// The W side of one step: codes as u bytes (even and odd elements) and the 8
-// E4M3 block scales as f32, block j in lanes 2j and 2j + 1.
-struct WStep {
-  __m512i ue, uo;
+// The W side of a pair of steps: codes as u bytes (even and odd elements) of
+// each, and the 16 E4M3 block scales as f32 in PreparedStep::step's order.
+struct WPair {
+  __m512i ue[2], uo[2];
   __m512 scale;
 };
 
-inline WStep DecodeStep(const Consts& c, __m512i w, __m128i b) {
-  WStep s;
-  s.ue = _mm512_shuffle_epi8(c.table, _mm512_and_si512(w, c.mask));
-  s.uo = _mm512_shuffle_epi8(c.table, _mm512_and_si512(_mm512_srli_epi16(w, 4), c.mask));
-  // E4M3 as wload::E4M3Load decodes it: sign-extend, << 20, mask, * 2^120.
-  const __m512i v = _mm512_cvtepi8_epi32(_mm_unpacklo_epi8(b, b));
-  s.scale = _mm512_mul_ps(_mm512_castsi512_ps(_mm512_and_si512(_mm512_slli_epi32(v, 20), c.e4m3_bits)), c.e4m3_unit);
-  return s;
+inline void DecodeCodes(const Consts& c, __m512i w, __m512i& ue, __m512i& uo) {
+  ue = _mm512_shuffle_epi8(c.table, _mm512_and_si512(w, c.mask));
+  uo = _mm512_shuffle_epi8(c.table, _mm512_and_si512(_mm512_srli_epi16(w, 4), c.mask));
 }
 
-inline WStep LoadStep(const Consts& c, const uint8_t* row, const uint8_t* scales) {
-  return DecodeStep(c, _mm512_loadu_si512(row), _mm_loadl_epi64(reinterpret_cast<const __m128i*>(scales)));
+// E4M3 as wload::E4M3Load decodes it: sign-extend, << 20, mask, * 2^120.
+inline __m512 DecodeScales(const Consts& c, __m128i b) {
+  const __m512i v = _mm512_cvtepi8_epi32(_mm_shuffle_epi8(b, c.scale_order));
+  return _mm512_mul_ps(_mm512_castsi512_ps(_mm512_and_si512(_mm512_slli_epi32(v, 20), c.e4m3_bits)), c.e4m3_unit);
 }
 
-// The last, partial step of a row: `elems` (a multiple of 16, < kStep) codes
-// and their elems / 16 scales, the rest zero (x is zero there too, and a zero
-// scale byte is 0). Masked loads: no byte past the row is touched (a copy to
-// a zeroed buffer instead cost 1.7x on 192 x 192, the demo models' shape).
-inline WStep LoadTail(const Consts& c, const uint8_t* row, const uint8_t* scales, size_t elems) {
-  const __mmask64 wm = (__mmask64(1) << (elems / 2)) - 1;
-  const __mmask16 sm = __mmask16((1u << (elems / 16)) - 1);
-  return DecodeStep(c, _mm512_maskz_loadu_epi8(wm, row), _mm_maskz_loadu_epi8(sm, scales));
+// Two whole steps of a row from step s: 128 bytes of codes, 16 scale bytes.
+inline WPair LoadPair(const Consts& c, const uint8_t* row, const uint8_t* scales) {
+  WPair p;
+  DecodeCodes(c, _mm512_loadu_si512(row), p.ue[0], p.uo[0]);
+  DecodeCodes(c, _mm512_loadu_si512(row + 64), p.ue[1], p.uo[1]);
+  p.scale = DecodeScales(c, _mm_loadu_si128(reinterpret_cast<const __m128i*>(scales)));
+  return p;
 }
 
-// acc[j] + one step of one row of x against NW rows of W: x's digits are
-// loaded once for all of them (with one W row, the six 64-byte loads of x per
-// step bound the loop on L1 load ports, not the multiply-adds).
+inline __mmask64 FirstBytes(size_t n) { return n >= 64 ? ~__mmask64(0) : (__mmask64(1) << n) - 1; }
+
+// The row's last pair: e0 and e1 elements (multiples of 16; e1 > 0 only when
+// e0 = kStep) of the two steps and their (e0 + e1) / 16 scales, the rest
+// zero (x is zero there too, and a zero scale byte is 0). Masked loads: no
+// byte past the row is touched (a copy to a zeroed buffer instead cost 1.7x
+// on 192 x 192, the demo models' shape).
+inline WPair LoadLastPair(const Consts& c, const uint8_t* row, const uint8_t* scales, size_t e0, size_t e1) {
+  WPair p;
+  DecodeCodes(c, _mm512_maskz_loadu_epi8(FirstBytes(e0 / 2), row), p.ue[0], p.uo[0]);
+  DecodeCodes(c, _mm512_maskz_loadu_epi8(FirstBytes(e1 / 2), row + 64), p.ue[1], p.uo[1]);
+  const __mmask16 sm = __mmask16((1u << ((e0 + e1) / 16)) - 1);
+  p.scale = DecodeScales(c, _mm_maskz_loadu_epi8(sm, scales));
+  return p;
+}
+
+// Lane l: sum over the lane's 8 elements of 2v * x24 for one step (exact:
+// vpdpbusd wraps, and the result is within i32, so the order of the terms
+// does not matter): 65536 * hi + 256 * mid + lo as (hi * 256 + mid) * 256 + lo.
+inline __m512i StepSum(__m512i ue, __m512i uo, const PreparedStep& p) {
+  const __m512i* x = reinterpret_cast<const __m512i*>(p.x);
+  __m512i hm = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), ue, x[2]), uo, x[5]);
+  hm = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_slli_epi32(hm, 8), ue, x[1]), uo, x[4]);
+  const __m512i lo = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_load_si512(p.nc), ue, x[0]), uo, x[3]);
+  return _mm512_add_epi32(_mm512_slli_epi32(hm, 8), lo);
+}
+
+// acc[j] + one pair of steps (p[0], p[1]) of one row of x against NW rows of
+// W. The two lanes of each block are added across the pair, so that the 16
+// block sums fill one vector (lane 2j: block j of the first step, 2j + 1: of
+// the second) and take one conversion, scale and FMA.
 template <size_t NW>
-inline void StepDot(const WStep (&w)[NW], const PreparedStep& p, __m512 (&acc)[NW]) {
-  __m512i x[6];
-  for (int i = 0; i < 6; ++i) x[i] = _mm512_load_si512(p.x[i]);
-  const __m512i nc = _mm512_load_si512(p.nc);
-  const __m512 step = _mm512_load_ps(p.step);
+inline void PairDot(const Consts& c, const WPair (&w)[NW], const PreparedStep* p, __m512 (&acc)[NW]) {
+  const __m512 xs = _mm512_load_ps(p[0].step);
   for (size_t j = 0; j < NW; ++j) {
-    const __m512i lo = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(nc, w[j].ue, x[0]), w[j].uo, x[3]);
-    const __m512i mid = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), w[j].ue, x[1]), w[j].uo, x[4]);
-    const __m512i hi = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), w[j].ue, x[2]), w[j].uo, x[5]);
-    const __m512i d = _mm512_add_epi32(_mm512_add_epi32(_mm512_slli_epi32(hi, 16), _mm512_slli_epi32(mid, 8)), lo);
-    // Lane 2j + (lane 2j + 1): block j's sum in lane 2j (and 2j + 1, scaled by 0).
-    const __m512i blocks = _mm512_add_epi32(d, _mm512_shuffle_epi32(d, _MM_PERM_CDAB));
-    acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(blocks), _mm512_mul_ps(w[j].scale, step), acc[j]);
+    const __m512i d0 = StepSum(w[j].ue[0], w[j].uo[0], p[0]);
+    const __m512i d1 = StepSum(w[j].ue[1], w[j].uo[1], p[1]);
+    const __m512i blocks =
+        _mm512_add_epi32(_mm512_mask_blend_epi32(0xAAAA, d0, d1), _mm512_permutex2var_epi32(d0, c.pair_other, d1));
+    acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(blocks), _mm512_mul_ps(w[j].scale, xs), acc[j]);
   }
 }
 
@@ -171,7 +213,7 @@ template <size_t R, size_t NW>
 void RowGroup(const Consts& c, const PreparedStep* steps, size_t stride, const MatrixView& w, size_t n, float* y,
               size_t ldy) {
   const size_t K = size_t(w.cols);
-  const size_t full = K / kStep, tail = K - full * kStep;  // tail: a multiple of 16
+  const size_t full = K / kStep;  // whole steps; K - full * kStep (a multiple of 16) is left
   const size_t row_bytes = size_t(w.row_stride) / 2, srow_bytes = size_t(w.scale_stride);
   const uint8_t* r[NW];
   const uint8_t* sr[NW];
@@ -182,36 +224,29 @@ void RowGroup(const Consts& c, const PreparedStep* steps, size_t stride, const M
   __m512 acc[R][NW];
   for (size_t i = 0; i < R; ++i)
     for (size_t j = 0; j < NW; ++j) acc[i][j] = _mm512_setzero_ps();
-  WStep ws[NW];
+  WPair wp[NW];
   size_t s = 0;
-  if constexpr (R == 1 && NW == 1) {
-    // One row of x and of W: two accumulators on alternate steps (two independent FMA chains).
-    __m512 odd[1][1] = {{_mm512_setzero_ps()}};
-    for (; s + 2 <= full; s += 2) {
-      ws[0] = LoadStep(c, r[0] + s * (kStep / 2), sr[0] + s * 8);
-      StepDot(ws, steps[s], acc[0]);
-      ws[0] = LoadStep(c, r[0] + (s + 1) * (kStep / 2), sr[0] + (s + 1) * 8);
-      StepDot(ws, steps[s + 1], odd[0]);
-    }
-    acc[0][0] = _mm512_add_ps(acc[0][0], odd[0][0]);
-  }
-  for (; s < full; ++s) {
+  for (; s + 2 <= full; s += 2) {
     for (size_t j = 0; j < NW; ++j) {
-      ws[j] = LoadStep(c, r[j] + s * (kStep / 2), sr[j] + s * 8);
+      // (Past the row: the next rows, the next chunk's, or past W's end; a prefetch never faults.)
+      const char* ahead = reinterpret_cast<const char*>(r[j] + s * (kStep / 2) + kPrefetchBytes);
+      _mm_prefetch(ahead, _MM_HINT_T0);
+      _mm_prefetch(ahead + 64, _MM_HINT_T0);
+      wp[j] = LoadPair(c, r[j] + s * (kStep / 2), sr[j] + s * 8);
     }
-    for (size_t i = 0; i < R; ++i) StepDot(ws, steps[i * stride + s], acc[i]);
+    for (size_t i = 0; i < R; ++i) PairDot(c, wp, steps + i * stride + s, acc[i]);
   }
-  if (tail != 0) {
-    for (size_t j = 0; j < NW; ++j) ws[j] = LoadTail(c, r[j] + full * (kStep / 2), sr[j] + full * 8, tail);
-    for (size_t i = 0; i < R; ++i) StepDot(ws, steps[i * stride + full], acc[i]);
+  if (s * kStep < K) {  // one or two partial steps are left
+    const size_t e0 = std::min(K - s * kStep, kStep), e1 = K - s * kStep - e0;
+    for (size_t j = 0; j < NW; ++j) wp[j] = LoadLastPair(c, r[j] + s * (kStep / 2), sr[j] + s * 8, e0, e1);
+    for (size_t i = 0; i < R; ++i) PairDot(c, wp, steps + i * stride + s, acc[i]);
   }
   for (size_t i = 0; i < R; ++i)
     for (size_t j = 0; j < NW; ++j) y[i * ldy + n + j] = _mm512_reduce_add_ps(acc[i][j]) * w.global_scale;
 }
 
 // W rows per group. One: then W is read as one sequential stream (rows are
-// contiguous), which the hardware prefetchers run ahead of (with two
-// accumulators for one row of x: RowGroup). Four rows side by
+// contiguous), which the hardware prefetchers run ahead of. Four rows side by
 // side share the loads of x and are 1.15x faster with W in L2, but 1.1-1.2x
 // slower from memory (BM_MatMul<NVFP4> 151936 x 1024 and 2048 x 1024, AMD
 // Zen 4, 2 threads), prefetching the next group's lines or not; decode reads
@@ -232,7 +267,7 @@ void Rows(const Consts& c, const PreparedStep* steps, size_t stride, const Matri
 
 void Nvfp4MatMul(const float* x, size_t M, size_t ldx, std::span<const MatMulTarget> targets, ThreadPool& pool) {
   const size_t K = size_t(targets[0].w.cols);
-  const size_t num_steps = (K + kStep - 1) / kStep;
+  const size_t num_steps = PaddedSteps(K);
   // ThreadScratch is 64-byte aligned (scratch.h).
   auto* steps = reinterpret_cast<PreparedStep*>(
       ThreadScratch(ScratchSlot::kMatMulX, M * num_steps * sizeof(PreparedStep) / sizeof(float)));
