@@ -135,19 +135,21 @@ HWY_INLINE void TileStep(const float* HWY_RESTRICT x, size_t ldxs, size_t kx, co
 // RowBlock's lanes) requests the rows of the next tile
 // at the same column: a tile's rows are then already in cache when it starts,
 // instead of each row starting with a full memory latency (rows are only 1-6
-// KiB long). The rows being read are left to the hardware prefetcher:
-// without the request ~1 KiB ahead, BM_MatMul<BF16>/1/* read 0.95-1.33x as
-// fast (median 1.07x) and BM_Gemv<NVFP4>/1 1.04x (AVX2, medians of 3
-// interleaved runs), as a software prefetch 2 KiB ahead slows a plain
-// streaming read by 15-20%. kAhead (RowBlock's lanes, each a long stream)
-// requests each row's line kStreamAheadBytes ahead instead.
+// KiB long). With kNextTile the rows being read are left to the hardware
+// prefetcher: without a request ~1 KiB ahead, BM_MatMul<BF16>/1/* read
+// 0.95-1.33x as fast (median 1.07x) and BM_Gemv<NVFP4>/1 1.04x (AVX2, medians
+// of 3 interleaved runs, before the lanes below), as a software prefetch 2
+// KiB ahead slows a plain streaming read by 15-20% (Zen 2-3 class EPYC).
+// kAhead (RowBlock's lanes, each a long stream of whole rows) requests each
+// row's line kStreamAheadBytes ahead instead.
 enum class Prefetch { kNone, kNextTile, kAhead };
 
 // How far ahead kAhead requests a lane's stream: BM_MatMul<BF16>/1 (2048 x
 // 1024, 1024 x 3072, 151936 x 1024), 2 threads, AMD Zen 5, medians of 3 in
 // 2 interleaved rounds: avx3 1.0-1.25x with 2 KiB (35-42 -> 42-46 GB/s; 1
-// KiB and 4 KiB less), avx2 1.04-1.25x. The plain-read slowdown above was
-// measured on Zen 2-3 class EPYC without the kernel's compute between loads.
+// KiB and 4 KiB less), avx2 1.04-1.25x; qwen3-0.6b FP8 decode 1.05x. (The
+// plain-read slowdown above had no compute between the loads.) Every format
+// of the lanes takes it; F32's 128-byte steps request every other line.
 constexpr size_t kStreamAheadBytes = 2048;
 
 template <Fmt kF, int MR, int NR>

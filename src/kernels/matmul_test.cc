@@ -1,12 +1,16 @@
 // MatMul against the scalar reference on every SIMD target: odd sizes, strides,
 // misaligned pointers, every weight dtype, thread counts.
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <random>
+#include <stdexcept>
 #include <vector>
 
 #include "base/dtype.h"
@@ -247,7 +251,8 @@ TEST(MatMulTest, Nvfp4DecodeRoundsXPerBlock) {
                           Case{.M = 1, .N = 21, .K = 224, .stride_pad = 1, .w_byte_offset = 2},
                           Case{.M = 4, .N = 17, .K = 240, .stride_pad = 2, .ldy_pad = 1},
                           // An odd number of whole steps and no partial one (the VNNI kernel takes steps in pairs).
-                          Case{.M = 1, .N = 11, .K = 128, .stride_pad = 1}, Case{.M = 2, .N = 23, .K = 384, .w_byte_offset = 1}}) {
+                          Case{.M = 1, .N = 11, .K = 128, .stride_pad = 1},
+                          Case{.M = 2, .N = 23, .K = 384, .w_byte_offset = 1}}) {
       SCOPED_TRACE(::testing::Message() << "M=" << c.M << " N=" << c.N << " K=" << c.K);
       std::mt19937 rng(seed++);
       const int64_t ldx = c.K + c.ldx_pad;
@@ -263,26 +268,89 @@ TEST(MatMulTest, Nvfp4DecodeRoundsXPerBlock) {
   });
 }
 
-// A NaN or infinity in x makes every output non-finite, as f32 arithmetic does.
+// A NaN or infinity in x makes every output non-finite, as f32 arithmetic does:
+// in either step of a pair of 128-element steps (the VNNI kernel's unit) and
+// in either step of a masked last pair (K = 144: 128 + 16).
 TEST(MatMulTest, Nvfp4DecodePropagatesNonFinite) {
   ForEachSimdTarget([&] {
     ThreadPool pool(2);
     std::mt19937 rng(77);
-    testing::QuantTestMatrix w(rng, WeightFormat::kNvfp4, false, 9, 256);
-    for (float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
-      std::vector<float> x = RandomFloats(rng, 256), y(9, 0.0f);
-      x[200] = bad;
-      MatMul(x.data(), 1, 256, w.view, y.data(), 9, pool);
-      for (float v : y) EXPECT_FALSE(std::isfinite(v)) << "x[200] = " << bad;
-      // Rows of x are independent: with 1 to 4 rows, only the row holding
-      // the non-finite value has non-finite outputs.
-      for (int64_t M = 2; M <= 4; ++M) {
-        SCOPED_TRACE(::testing::Message() << "M=" << M);
-        std::vector<float> xs = RandomFloats(rng, size_t(M * 256)), ys(size_t(M * 9), 0.0f);
-        xs[size_t(M - 2) * 256 + 200] = bad;  // row M - 2
-        MatMul(xs.data(), M, 256, w.view, ys.data(), 9, pool);
-        for (int64_t m = 0; m < M; ++m)
-          for (int64_t n = 0; n < 9; ++n) EXPECT_EQ(std::isfinite(ys[size_t(m * 9 + n)]), m != M - 2) << "row " << m;
+    for (const auto& [K, at] : {std::pair<int64_t, size_t>{256, 200}, {256, 60}, {144, 136}, {144, 20}}) {
+      SCOPED_TRACE(::testing::Message() << "K=" << K << " x[" << at << "]");
+      testing::QuantTestMatrix w(rng, WeightFormat::kNvfp4, false, 9, K);
+      for (float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
+        std::vector<float> x = RandomFloats(rng, size_t(K)), y(9, 0.0f);
+        x[at] = bad;
+        MatMul(x.data(), 1, K, w.view, y.data(), 9, pool);
+        for (float v : y) EXPECT_FALSE(std::isfinite(v)) << "x = " << bad;
+        // Rows of x are independent: with 2 to 8 rows, only the row holding
+        // the non-finite value has non-finite outputs.
+        for (int64_t M = 2; M <= 8; ++M) {
+          SCOPED_TRACE(::testing::Message() << "M=" << M);
+          std::vector<float> xs = RandomFloats(rng, size_t(M * K)), ys(size_t(M * 9), 0.0f);
+          xs[size_t((M - 2) * K) + at] = bad;  // row M - 2
+          MatMul(xs.data(), M, K, w.view, ys.data(), 9, pool);
+          for (int64_t m = 0; m < M; ++m)
+            for (int64_t n = 0; n < 9; ++n) EXPECT_EQ(std::isfinite(ys[size_t(m * 9 + n)]), m != M - 2) << "row " << m;
+        }
+      }
+    }
+  });
+}
+
+// n bytes that end where an inaccessible page begins: a read one byte past
+// them faults.
+class GuardedBytes {
+ public:
+  explicit GuardedBytes(const uint8_t* src, size_t n) {
+    const size_t page = size_t(sysconf(_SC_PAGESIZE));
+    size_ = (n + page - 1) / page * page + page;
+    base_ = static_cast<uint8_t*>(mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+    if (base_ == MAP_FAILED) throw std::runtime_error("mmap failed");
+    if (mprotect(base_ + size_ - page, page, PROT_NONE) != 0) throw std::runtime_error("mprotect failed");
+    data_ = base_ + size_ - page - n;
+    std::memcpy(data_, src, n);
+  }
+  ~GuardedBytes() { munmap(base_, size_); }
+  GuardedBytes(const GuardedBytes&) = delete;
+  GuardedBytes& operator=(const GuardedBytes&) = delete;
+  const uint8_t* data() const { return data_; }
+
+ private:
+  uint8_t* base_ = nullptr;
+  uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+// The last row's codes and scales end at an inaccessible page: no kernel
+// reads past the matrix. (The other tests pad W with 0xFF, which a too-wide
+// mask in the integer kernels would read without changing a result: x is
+// zero past K there.) Results equal those on the padded copy, bit for bit.
+TEST(MatMulTest, QuantizedReadsNothingPastTheMatrix) {
+  ForEachSimdTarget([&] {
+    ThreadPool pool(2);
+    std::mt19937 rng(91);
+    for (int64_t K : {16, 48, 144, 240, 384, 1072}) {
+      for (WeightFormat format : {WeightFormat::kNvfp4, WeightFormat::kFp8}) {
+        const int64_t N = 5;
+        testing::QuantTestMatrix w(rng, format, false, N, K);
+        const bool nvfp4 = format == WeightFormat::kNvfp4;
+        GuardedBytes codes(w.codes.data(), size_t(N * K) / (nvfp4 ? 2 : 1));
+        std::unique_ptr<GuardedBytes> scales;
+        MatrixView guarded = w.view;
+        guarded.data = codes.data();
+        if (nvfp4) {
+          scales = std::make_unique<GuardedBytes>(w.scale_bytes.data(), size_t(N * K / kNvfp4Block));
+          guarded.scales = scales->data();
+        }
+        for (int64_t M : {1, 2, 3, 5, 8, 12, 17}) {
+          SCOPED_TRACE(::testing::Message() << "K=" << K << " M=" << M << (nvfp4 ? " NVFP4" : " FP8"));
+          const std::vector<float> x = RandomFloats(rng, size_t(M * K));
+          std::vector<float> want(size_t(M * N)), got(size_t(M * N));
+          MatMul(x.data(), M, K, w.view, want.data(), N, pool);
+          MatMul(x.data(), M, K, guarded, got.data(), N, pool);
+          EXPECT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float)));
+        }
       }
     }
   });

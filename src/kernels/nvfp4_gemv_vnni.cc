@@ -25,7 +25,13 @@
 // 2b (low nibble) and 2b + 1 (high nibble), so the "even" vector (masked low
 // nibbles) has element 2b in byte b and the "odd" one element 2b + 1; lane l
 // (bytes 4l .. 4l + 3) of both covers elements 8l .. 8l + 7, block l / 2.
-// The prepared x stores its digits in that order.
+// The prepared x stores its digits in that order. Steps are taken in pairs
+// (s, s + 1), s even, the count padded to even with a zero step
+// (PaddedSteps): after the lane-pair sums, lane 2j holds block j of step s
+// and lane 2j + 1 block j of step s + 1, so one vector of 16 block sums takes
+// one conversion, one scale decode (the pair's 16 scale bytes, interleaved)
+// and one FMA. The row's last pair (partial steps, or an unpaired whole one)
+// is read by masked loads.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -45,9 +51,6 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 
-
-
-
 namespace tern::kernels::vnni {
 namespace {
 
@@ -58,7 +61,7 @@ constexpr size_t kStep = 128;
 // against 23.5 for a plain read (the kernel's compute between loads slows
 // their ramp): BM_MatMul<NVFP4>/1, 2 threads, AMD Zen 5, medians of 3 in 2
 // interleaved rounds: 2048 x 1024 20-22 -> 27 GB/s, 1024 x 3072 21-22 -> 25,
-// 151936 x 1024 31-32 -> 33-34; one thread: 512 B to 2 KiB ahead slower or
+// 151936 x 1024 31-32 -> 33-36; one thread: 512 B to 2 KiB ahead slower or
 // no better, 4 KiB best, 8-16 KiB within noise.
 constexpr size_t kPrefetchBytes = 4096;
 constexpr double kXMax = 8355711.0;  // 127 * 65793: the largest 3-digit balanced base-256 value
@@ -208,10 +211,12 @@ inline void PairDot(const Consts& c, const WPair (&w)[NW], const PreparedStep* p
 }
 
 // y[r][n .. n + NW) for NW consecutive rows of w from n and the R rows of x
-// (steps[r * stride + s]). Each W row is read as one sequential stream.
+// (steps[r * stride + s]). Each W row is read as one sequential stream,
+// prefetched kPrefetchBytes ahead while that stays inside the task's rows
+// (before row n1: past it, another task's or no matrix's bytes).
 template <size_t R, size_t NW>
-void RowGroup(const Consts& c, const PreparedStep* steps, size_t stride, const MatrixView& w, size_t n, float* y,
-              size_t ldy) {
+void RowGroup(const Consts& c, const PreparedStep* steps, size_t stride, const MatrixView& w, size_t n, size_t n1,
+              float* y, size_t ldy) {
   const size_t K = size_t(w.cols);
   const size_t full = K / kStep;  // whole steps; K - full * kStep (a multiple of 16) is left
   const size_t row_bytes = size_t(w.row_stride) / 2, srow_bytes = size_t(w.scale_stride);
@@ -225,13 +230,15 @@ void RowGroup(const Consts& c, const PreparedStep* steps, size_t stride, const M
   for (size_t i = 0; i < R; ++i)
     for (size_t j = 0; j < NW; ++j) acc[i][j] = _mm512_setzero_ps();
   WPair wp[NW];
+  const bool ahead = (n1 - n - NW) * row_bytes >= kPrefetchBytes;  // the rows after these hold the prefetched bytes
   size_t s = 0;
   for (; s + 2 <= full; s += 2) {
     for (size_t j = 0; j < NW; ++j) {
-      // (Past the row: the next rows, the next chunk's, or past W's end; a prefetch never faults.)
-      const char* ahead = reinterpret_cast<const char*>(r[j] + s * (kStep / 2) + kPrefetchBytes);
-      _mm_prefetch(ahead, _MM_HINT_T0);
-      _mm_prefetch(ahead + 64, _MM_HINT_T0);
+      if (ahead) {
+        const char* at = reinterpret_cast<const char*>(r[j] + s * (kStep / 2) + kPrefetchBytes);
+        _mm_prefetch(at, _MM_HINT_T0);
+        _mm_prefetch(at + 64, _MM_HINT_T0);
+      }
       wp[j] = LoadPair(c, r[j] + s * (kStep / 2), sr[j] + s * 8);
     }
     for (size_t i = 0; i < R; ++i) PairDot(c, wp, steps + i * stride + s, acc[i]);
@@ -246,11 +253,11 @@ void RowGroup(const Consts& c, const PreparedStep* steps, size_t stride, const M
 }
 
 // W rows per group. One: then W is read as one sequential stream (rows are
-// contiguous), which the hardware prefetchers run ahead of. Four rows side by
-// side share the loads of x and are 1.15x faster with W in L2, but 1.1-1.2x
-// slower from memory (BM_MatMul<NVFP4> 151936 x 1024 and 2048 x 1024, AMD
-// Zen 4, 2 threads), prefetching the next group's lines or not; decode reads
-// W from memory.
+// contiguous), prefetched kPrefetchBytes ahead. Four rows side by side share
+// the loads of x and are 1.15x faster with W in L2, but 1.1-1.2x slower from
+// memory (BM_MatMul<NVFP4> 151936 x 1024 and 2048 x 1024, AMD Zen 4, 2
+// threads, before the prefetch); two rows with the prefetch, Zen 5: 1.05x in
+// L2, 0.85-0.97x from memory. Decode reads W from memory.
 template <size_t R>
 constexpr size_t kGroup = 1;
 
@@ -259,8 +266,8 @@ template <size_t R>
 void Rows(const Consts& c, const PreparedStep* steps, size_t stride, const MatrixView& w, size_t n0, size_t n1,
           float* y, size_t ldy) {
   size_t n = n0;
-  for (; n + kGroup<R> <= n1; n += kGroup<R>) RowGroup<R, kGroup<R>>(c, steps, stride, w, n, y, ldy);
-  for (; n < n1; ++n) RowGroup<R, 1>(c, steps, stride, w, n, y, ldy);
+  for (; n + kGroup<R> <= n1; n += kGroup<R>) RowGroup<R, kGroup<R>>(c, steps, stride, w, n, n1, y, ldy);
+  for (; n < n1; ++n) RowGroup<R, 1>(c, steps, stride, w, n, n1, y, ldy);
 }
 
 }  // namespace
