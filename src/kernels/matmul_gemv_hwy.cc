@@ -164,22 +164,18 @@ HWY_NOINLINE void Tile(const float* HWY_RESTRICT x, size_t ldxs, const uint8_t* 
 
   const size_t kmain = k0 + (k1 - k0) / S * S;
   size_t k = k0;
-  if (prefetch == Prefetch::kNextTile) {
+  if (prefetch != Prefetch::kNone) {
     for (; k < kmain; k += S) {
       const size_t byte = wload::RowBytes<kF>(k);
       if ((byte & 63) < wload::RowBytes<kF>(S)) {  // once per cache line of the rows
-        if (next_rows != nullptr)
+        // (kAhead past a lane's last row requests the next lane's or past W's
+        // end: a prefetch never faults.)
+        if (prefetch == Prefetch::kAhead) {
+          for (int j = 0; j < NR; ++j) hwy::Prefetch(rows[j] + byte + kStreamAheadBytes);
+        } else if (next_rows != nullptr) {
           for (int j = 0; j < NR; ++j) hwy::Prefetch(next_rows[j] + byte);
+        }
       }
-      TileStep<kF, MR, NR>(x, ldxs, k, rows, srows, k, acc);
-    }
-  } else if (prefetch == Prefetch::kAhead) {
-    // (Past a lane's last row this requests the next lane's or past W's end:
-    // a prefetch never faults.)
-    for (; k < kmain; k += S) {
-      const size_t byte = wload::RowBytes<kF>(k);
-      if ((byte & 63) < wload::RowBytes<kF>(S))
-        for (int j = 0; j < NR; ++j) hwy::Prefetch(rows[j] + byte + kStreamAheadBytes);
       TileStep<kF, MR, NR>(x, ldxs, k, rows, srows, k, acc);
     }
   } else {

@@ -232,8 +232,9 @@ TEST(MatMulTest, QuantizedWeightsMatchReference) {
 // 2^-23 of their own max (a per-row scale would lose the small blocks
 // entirely), and rows 10^3 apart keep their own blocks. Shapes cover several
 // 128-element steps with and without a partial last one, padded row and
-// scale strides (padding 0xFF: a read past K shows up as code -6), odd row
-// addresses and padded x rows.
+// scale strides (padding 0xFF: the f32 tile would read it past K as code -6;
+// the integer kernels' x is zero there, so QuantizedReadsNothingPastTheMatrix
+// checks their masks), odd row addresses and padded x rows.
 TEST(MatMulTest, Nvfp4DecodeRoundsXPerBlock) {
   uint32_t seed = 700;
   ForEachSimdTarget([&] {
