@@ -33,6 +33,9 @@ Command RegisterQuantize(CLI::App& app) {
       ->required();
   app.add_option("--exclude", run->options.exclude,
                  "keep modules matching this fnmatch pattern unquantized (repeatable), besides ModelOpt's defaults");
+  app.add_flag("--quantize-lm-head", run->options.quantize_lm_head,
+               "quantize the output layer too (ModelOpt keeps it BF16; a tied head gets its own tensor): less to read "
+               "per decoded token, more logit error");
   app.add_option("--calibration", *calib_file, "text file to calibrate activation scales on (default: built-in text)");
   app.add_option("--calibration-ids", *ids, "calibrate on these token ids instead (comma-separated)");
   app.add_option("--threads", run->threads, "threads (0: all cores)")->default_val(0);

@@ -37,7 +37,10 @@ Result<Calibration> Calibrate(Session& s, const std::vector<int32_t>& ids) {
   }
   // One prefill through the engine (an F32 KV cache: the observers see the
   // keys and values at the precision they were computed in).
-  EngineRequest req{.id = "calibration", .prompt = ids, .max_tokens = 1};
+  // Every position's logits (prompt logprobs from position 1, and the last
+  // row's), so lm_head's observer sees all rows as in ModelOpt's calibration
+  // forward, not only the last one a plain prefill computes logits for.
+  EngineRequest req{.id = "calibration", .prompt = ids, .max_tokens = 1, .prompt_logprob_start = 0};
   req.sampling.temperature = 0;
   Result<std::vector<CompletedRequest>> r = Status::Error("");
   {

@@ -304,10 +304,32 @@ Result<std::string> QuantizeCheckpoint(const std::string& in_dir, const std::str
       consumed.insert(name);
     }
   }
+  // A tied output layer (no lm_head.weight stored) is a module of its own all
+  // the same, as in ModelOpt's export: listed among the excluded modules when
+  // it stays unquantized; with quantize_lm_head it gets its own quantized
+  // tensor, made from the embedding's rows.
+  const std::string kHead = "lm_head";
+  if (opts.quantize_lm_head && blocks)
+    return Status::Error("quantize: --quantize-lm-head goes with the ModelOpt formats (nvfp4, fp8); Qwen's FP8 block "
+                         "checkpoints keep the output layer unquantized");
+  bool tied_head = false;
+  if (store.Find(kHead + ".weight") == nullptr) {
+    const TensorView* embed = nullptr;
+    for (const char* name : {"model.embed_tokens.weight", "model.language_model.embed_tokens.weight"})
+      if (embed == nullptr) embed = store.Find(name);
+    if (embed != nullptr && embed->shape.size() == 2 && IsFloat(embed->dtype)) {
+      candidates.push_back({kHead, embed, -1, 0, embed->shape[0], embed->shape[1]});
+      tied_head = true;
+    } else if (opts.quantize_lm_head) {
+      return Status::Errorf("quantize: --quantize-lm-head: {} has no {}.weight and no 2-D float embedding it is "
+                            "tied to (model.embed_tokens.weight)", in_dir, kHead);
+    }
+  }
   std::vector<std::string> quantized, unquantized;
   std::map<std::string, const Candidate*> by_module;
   for (const Candidate& c : candidates) {
-    const bool skip = FnMatchAny(ModelOptDisabledPatterns(), c.module + ".weight_quantizer") ||
+    const bool head = opts.quantize_lm_head && c.module == kHead;
+    const bool skip = (!head && FnMatchAny(ModelOptDisabledPatterns(), c.module + ".weight_quantizer")) ||
                       FnMatchAny(opts.exclude, c.module);
     (skip ? unquantized : quantized).push_back(c.module);
     by_module[c.module] = &c;
@@ -388,7 +410,8 @@ Result<std::string> QuantizeCheckpoint(const std::string& in_dir, const std::str
   }
   for (const auto& m : unquantized) {
     const Candidate& c = *by_module[m];
-    if (c.expert >= 0) continue;  // (a fused tensor left unquantized is written whole below)
+    // (A fused tensor left unquantized is written whole below; a tied head is not stored.)
+    if (c.expert >= 0 || (tied_head && m == kHead)) continue;
     consumed.erase(m + ".weight");
   }
   for (const auto& [name, t] : store.all()) {
@@ -450,6 +473,11 @@ Result<std::string> QuantizeCheckpoint(const std::string& in_dir, const std::str
     if (!f) return Status::Errorf("{}: cannot write hf_quant_config.json", out_dir);
   }
   config["quantization_config"] = qc;
+  if (tied_head && std::find(quantized.begin(), quantized.end(), kHead) != quantized.end()) {
+    config["tie_word_embeddings"] = false;
+    if (config.contains("text_config") && config["text_config"].is_object())
+      config["text_config"]["tie_word_embeddings"] = false;
+  }
   {
     std::ofstream f(fs::path(out_dir) / "config.json");
     f << config.dump(2) << "\n";

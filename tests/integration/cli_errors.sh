@@ -115,5 +115,8 @@ expect_error "has no token" "$tern" detokenize --model "$work/ok" --ids 1,999999
 expect_error "--prompt" "$tern" generate --model "$work/ok"
 expect_error "unknown --dtype" "$tern" synth --arch qwen3 --preset tiny --dtype q4 --out "$work/x"
 expect_error "no preset" "$tern" synth --arch qwen3 --preset huge --out "$work/x"
+expect_error "goes with the ModelOpt formats" "$tern" quantize --model "$work/ok" --out "$work/q" --format fp8-block \
+  --quantize-lm-head
+expect_error "unknown --format" "$tern" quantize --model "$work/ok" --out "$work/q" --format int4
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -74,5 +74,28 @@ if [ "$fmt" != fp8-block ]; then
     $py "$ref/compare_checkpoints.py" --a "$base/tern-q" --b "$base/np" --input-scale-rtol 1e-3
   step "(c) tern vs reference on tern quantize's output" compare "$base/tern-q" --tol 1e-3
 fi
+# (d) the output layer: a model whose head is tied to the embedding (qwen3 tiny-tied), quantized
+# by both producers without and with --quantize-lm-head. Without: lm_head stays tied and is
+# listed among the excluded modules (as ModelOpt's export lists it). With: its own quantized
+# lm_head.weight made from the embedding, config untied. Exact as in (c), then tern against the
+# reference on tern's output.
+if [ "$arch" = qwen3 ] && [ "$fmt" != fp8-block ]; then
+  step "(d) tern synth bf16, tied head" \
+    "$tern" synth --arch qwen3 --preset tiny-tied --dtype bf16 --seed 7 --out "$base/tied"
+  for head in kept quantized; do
+    flag=; [ $head = quantized ] && flag=--quantize-lm-head
+    step "(d) tern quantize $flag (tied head $head)" \
+      "$tern" quantize --model "$base/tied" --out "$base/tied-$head" --format "$fmt" --calibration-ids "$calib" $flag
+    step "(d) quantize_np.py $flag (tied head $head)" \
+      $py "$ref/quantize_np.py" --model "$base/tied" --out "$base/tied-$head-np" --format "$fmt" \
+      --calibration-ids "$calib" $flag
+    step "(d) tern quantize == quantize_np.py (tied head $head)" \
+      $py "$ref/compare_checkpoints.py" --a "$base/tied-$head" --b "$base/tied-$head-np" --input-scale-rtol 1e-3
+    step "(d) tern vs reference (tied head $head)" compare "$base/tied-$head" --tol 1e-3
+  done
+  step "(d) the head's storage, config and exclude list, both ways" \
+    $py "$here/integration/check_head_quant.py" --kept "$base/tied-kept" --quantized "$base/tied-quantized" \
+    --format "$fmt"
+fi
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -196,17 +196,39 @@ def modelopt_configs(fmt, exclude_modules):
     return hf, qc
 
 
-def quantize_dir(model_dir, out_dir, fmt, exclude=(), calibration_ids=None, block=(128, 128), log=print):
-    """Writes the quantized checkpoint. -> {module: format} of the quantized Linears."""
+def quantize_dir(model_dir, out_dir, fmt, exclude=(), calibration_ids=None, block=(128, 128), log=print,
+                 quantize_lm_head=False):
+    """Writes the quantized checkpoint. -> {module: format} of the quantized Linears.
+    quantize_lm_head: the output layer is quantized too (TensorRT-LLM's --quantize_lm_head); a head
+    tied to the embedding becomes its own lm_head.weight, made from the embedding, and the config
+    is untied."""
     if fmt not in ("nvfp4", "fp8", "fp8-block"):
         raise ValueError(f"unknown format {fmt!r}")
+    if quantize_lm_head and fmt == "fp8-block":
+        raise SystemExit("quantize_np.py: --quantize-lm-head goes with nvfp4 and fp8")
     text_cfg, full_cfg = load_config(model_dir)
     if full_cfg.get("quantization_config") or os.path.exists(os.path.join(model_dir, "hf_quant_config.json")):
         raise SystemExit(f"quantize_np.py: {model_dir} is already quantized")
     cfg = reference_module(model_dir).parse_config(text_cfg)
     src = read_source(model_dir)
+    untie = False
+    if quantize_lm_head and "lm_head.weight" not in src:
+        embed = next((n for n in ("model.embed_tokens.weight", "model.language_model.embed_tokens.weight")
+                      if n in src), None)
+        if embed is None:
+            raise SystemExit("quantize_np.py: --quantize-lm-head: no lm_head.weight and no embedding to untie")
+        dtype = src[embed][1]
+        src["lm_head.weight"] = ("float", Checkpoint(model_dir).get_f64(embed).astype(np.float32), dtype)
+        untie = True
     linears = {n[: -len(".weight")]: v[1] for n, v in src.items() if v[0] == "float"}
-    quantized = [m for m in linears if not (default_disabled(m) or quant_np.module_excluded(m, list(exclude)))]
+
+    def disabled(m):
+        return default_disabled(m) and not (quantize_lm_head and m == "lm_head")
+
+    quantized = [m for m in linears if not (disabled(m) or quant_np.module_excluded(m, list(exclude)))]
+    if untie and "lm_head" not in quantized:  # (excluded after all: stays tied, nothing written)
+        del src["lm_head.weight"], linears["lm_head"]
+        untie = False
     unquantized = [m for m in linears if m not in quantized]
     if not any(m == "lm_head" for m in unquantized):
         unquantized.append("lm_head")  # tied: the module exists (disabled) though its weight is not stored
@@ -256,6 +278,10 @@ def quantize_dir(model_dir, out_dir, fmt, exclude=(), calibration_ids=None, bloc
             shutil.copyfile(p, os.path.join(out_dir, f))
     write_safetensors(os.path.join(out_dir, "model.safetensors"), tensors, {"format": "pt"})
     out_cfg = dict(full_cfg)
+    if untie:
+        out_cfg["tie_word_embeddings"] = False
+        if isinstance(out_cfg.get("text_config"), dict):
+            out_cfg["text_config"] = dict(out_cfg["text_config"], tie_word_embeddings=False)
     if fmt == "fp8-block":
         qc = {"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8",
               "weight_block_size": list(block)}
@@ -299,11 +325,14 @@ def main(argv=None):
                     help="keep modules matching this fnmatch pattern unquantized (repeatable)")
     ap.add_argument("--calibration-ids", help="comma-separated token ids (default: 48 fixed ids)")
     ap.add_argument("--block", default="128,128", help="fp8-block block size bn,bk (default 128,128)")
+    ap.add_argument("--quantize-lm-head", action="store_true",
+                    help="quantize the output layer too (a tied head gets its own tensor)")
     ap.add_argument("--report", action="store_true", help="print top-1 / KL against the input model")
     args = ap.parse_args(argv)
     ids = parse_ids(args.calibration_ids) if args.calibration_ids else None
     block = tuple(int(b) for b in args.block.split(","))
-    quantize_dir(args.model, args.out, args.format, args.exclude, ids, block)
+    quantize_dir(args.model, args.out, args.format, args.exclude, ids, block,
+                 quantize_lm_head=args.quantize_lm_head)
     if args.report:
         cfg = reference_module(args.model).parse_config(load_config(args.model)[0])
         q = quality(args.model, args.out, ids or default_calibration(cfg.vocab_size))

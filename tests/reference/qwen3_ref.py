@@ -466,7 +466,7 @@ class Model:
     def _lm_head(self):
         c = self.cfg
         if c.tie_word_embeddings:
-            return self.w.wrap(self.embed, "lm_head", self.w.dtype("embed_tokens.weight"))
+            return self.w.wrap(self.embed, "lm_head", self.w.dtype("embed_tokens.weight"), top_level=True)
         if "lm_head.weight" not in self.w.ckpt:
             raise KeyError("tie_word_embeddings is false but the checkpoint has no lm_head.weight")
         return self.w.linear("lm_head.weight", (c.vocab_size, c.hidden_size), top_level=True)

@@ -5,6 +5,7 @@
 #
 # For each shape it makes what is missing under WORKDIR (kept for the next run):
 #   checkpoints  S-bf16, S-fp8, S-nvfp4        (tern synth --seed 1, --quant fp8 / nvfp4)
+#                S-nvfp4-qhead                  (tern quantize --quantize-lm-head from S-bf16)
 #   GGUFs        gguf/S-bf16.gguf               (hf_to_gguf.py from S-bf16)
 #                gguf/S-q4_0.gguf, S-q8_0.gguf  (llama-quantize from S-bf16.gguf, default tensor types)
 #                gguf/S-nvfp4.gguf              (hf_to_gguf.py from S-nvfp4: the same NVFP4 weights
@@ -14,7 +15,7 @@
 #   tern bench --bandwidth; per shape: tern bench for BF16, FP8, NVFP4 and llama-bench for each
 #   GGUF; tern bench --bandwidth again. Then one table of prefill / decode tokens/s and ratios.
 # Pairs compared: BF16-BF16, tern FP8 - llama.cpp Q8_0 (llama.cpp has no FP8 type),
-# tern NVFP4 - llama.cpp NVFP4 and Q4_0.
+# tern NVFP4 - llama.cpp NVFP4 and Q4_0, tern NVFP4 with its output layer in NVFP4 (NVFP4_H) - Q4_0.
 #
 # Options:
 #   --presets LIST     comma list of tiny, qwen3-0.6b, moe-small (default qwen3-0.6b,moe-small)
@@ -193,7 +194,15 @@ run_shape() {  # run_shape NAME ARCH PRESET
     llama_bench "$s" NVFP4 "$work/gguf/$s-nvfp4.gguf"
     drop "$work/gguf/$s-nvfp4.gguf"
   fi
-  (( cleanup_all )) && rm -rf "$work/$s-bf16" "$work/$s-nvfp4"
+  # NVFP4 with the output layer quantized too (llama-quantize's Q4_0 stores it in Q6_K): tern only.
+  if [[ ! -f $work/$s-nvfp4-qhead/config.json ]]; then
+    log "tern quantize --quantize-lm-head $work/$s-nvfp4-qhead"
+    rm -rf "$work/$s-nvfp4-qhead.tmp"
+    "$tern" quantize --model "$work/$s-bf16" --out "$work/$s-nvfp4-qhead.tmp" --format nvfp4 --quantize-lm-head \
+      --kv-cache-fp8 >&2 && mv "$work/$s-nvfp4-qhead.tmp" "$work/$s-nvfp4-qhead"
+  fi
+  [[ -f $work/$s-nvfp4-qhead/config.json ]] && tern_bench "$s" NVFP4_H "$work/$s-nvfp4-qhead"
+  (( cleanup_all )) && rm -rf "$work/$s-bf16" "$work/$s-nvfp4" "$work/$s-nvfp4-qhead"
   return 0
 }
 

@@ -13,7 +13,9 @@ import statistics
 import sys
 from pathlib import Path
 
-PAIRS = [("BF16", "BF16"), ("FP8", "Q8_0"), ("NVFP4", "NVFP4"), ("NVFP4", "Q4_0")]
+# NVFP4_H: NVFP4 with the output layer quantized too (tern quantize --quantize-lm-head), the
+# counterpart of llama-quantize's Q4_0, which stores its output layer in Q6_K.
+PAIRS = [("BF16", "BF16"), ("FP8", "Q8_0"), ("NVFP4", "NVFP4"), ("NVFP4", "Q4_0"), ("NVFP4_H", "Q4_0")]
 
 
 def llama_rates(path: Path):
@@ -57,7 +59,7 @@ def main():
                 busy[tag] = f"{tag}: other processes used {pct}% of the CPUs" + (
                     "" if stopped.endswith("=1") else ", training job resumed meanwhile")
     print()
-    head = (f"{'shape':<10} {'tern':<6} {'llama.cpp':<9} {'llama size':>10} | "
+    head = (f"{'shape':<10} {'tern':<7} {'llama.cpp':<9} {'llama size':>10} | "
             f"{'prefill tern':>12} {'llama':>9} {'ratio':>6} | {'decode tern':>11} {'llama':>9} {'ratio':>6}")
     if depth:
         head += f" | {'llama tg@depth':>14} {'ratio':>6}"
@@ -78,13 +80,16 @@ def main():
                 builds.add(ll["build"])
             size = f"{ll['size'] / 2**20:8.0f}Mi" if "size" in ll else f"{'-':>10}"
             tpp, tdc = t.get("prefill_tokens_per_s"), t.get("decode_tokens_per_s")
-            line = (f"{s:<10} {tf:<6} {lf if ll else '-':<9} {size} | {fmt(tpp, 12)} {fmt(ll.get('pp'))} "
+            line = (f"{s:<10} {tf:<7} {lf if ll else '-':<9} {size} | {fmt(tpp, 12)} {fmt(ll.get('pp'))} "
                     f"{fmt(ratio(tpp, ll.get('pp')), 6, 2)} | {fmt(tdc, 11)} {fmt(ll.get('tg'))} "
                     f"{fmt(ratio(tdc, ll.get('tg')), 6, 2)}")
             if depth:
                 line += f" | {fmt(lt.get('tg'), 14)} {fmt(ratio(tdc, lt.get('tg')), 6, 2)}"
             tags = [f"tern-{s}-{tf}", f"llama-{s}-{lf}", f"llama-{s}-{lf}-depth"]
             print(line + ("  !" if any(t in busy for t in tags) else ""))
+    if any((res / f"tern-{s}-NVFP4_H.json").exists() for s in shapes):
+        print("NVFP4_H: tern's NVFP4 with the output layer in NVFP4 too (tern quantize --quantize-lm-head);"
+              " llama.cpp's Q4_0 keeps it in Q6_K")
     if busy:
         print("! measured while other processes ran (llama.cpp's 2-thread decode suffers most):")
         for why in busy.values():
