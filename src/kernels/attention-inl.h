@@ -74,7 +74,11 @@ HWY_INLINE VF LoadRow(const uint8_t* row, size_t d) {
 
 // Row-wise online softmax update for one row of scores s[0, n) (n a multiple
 // of L; entries at or past `valid` are masked). Replaces s by exp(s - m_new),
-// and returns alpha = exp(m_old - m_new) after updating m and l.
+// and returns alpha = exp(m_old - m_new) after updating m and l. With
+// kRoundBf16, each exp(s - m_new) is rounded to BF16 (RNE, below 2^-126 to
+// zero) before it is stored and summed into l: the probabilities that the
+// BF16 P V product takes are the ones it is normalised by.
+template <bool kRoundBf16 = false>
 HWY_INLINE float SoftmaxUpdate(float* HWY_RESTRICT s, size_t n, size_t valid, float& m, float& l) {
   const DF df;
   const size_t L = hn::Lanes(df);
@@ -93,7 +97,14 @@ HWY_INLINE float SoftmaxUpdate(float* HWY_RESTRICT s, size_t n, size_t valid, fl
   const VF vm = hn::Set(df, m_new);
   VF vsum = hn::Zero(df);
   for (size_t j = 0; j < n; j += L) {
-    const VF p = hn::Exp(df, hn::Sub(hn::LoadU(df, s + j), vm));
+    VF p = hn::Exp(df, hn::Sub(hn::LoadU(df, s + j), vm));
+    if constexpr (kRoundBf16) {
+      const DU du;
+      const auto u = hn::BitCast(du, p);
+      const auto odd = hn::And(hn::ShiftRight<16>(u), hn::Set(du, 1u));
+      const auto r = hn::And(hn::Add(hn::Add(u, hn::Set(du, 0x7FFFu)), odd), hn::Set(du, 0xFFFF0000u));
+      p = hn::IfThenZeroElse(hn::Lt(p, hn::Set(df, 0x1p-126f)), hn::BitCast(df, r));
+    }
     hn::StoreU(p, df, s + j);
     vsum = hn::Add(vsum, p);
   }

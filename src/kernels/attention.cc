@@ -11,12 +11,15 @@
 //   about kPrefillRows rows of Q (queries x query heads per kv head).
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "kernels/attention_internal.h"
+#include "kernels/cpu_features.h"
 #include "kernels/ops.h"
 #include "kernels/reference.h"
 #include "kernels/scratch.h"
+#include "kernels/simd_target.h"
 
 namespace tern::kernels {
 namespace {
@@ -65,6 +68,15 @@ void MergePartials(const float* partials, const Task* tasks, size_t count, int64
 }
 
 }  // namespace
+
+// Like the GEMM's dense crossover (cpu_features.h), and TERN_BF16_MIN_ROWS
+// when set; never below the prefill kernel's 3 queries. 0: the mode is off
+// (another path, f32 activations, or not Highway's AVX3 target).
+int64_t AttentionBf16MinQueries() {
+  if (!UseBf16Dot() || std::strcmp(SimdTargetName(), "AVX3") != 0) return 0;
+  const int64_t o = Bf16MinRowsOverride();
+  return std::max<int64_t>(kDecodeMaxQueries + 1, o > 0 ? o : kBf16DotMinRowsDense);
+}
 
 void PagedAttention(std::span<const AttentionJob> jobs, int64_t q_heads, float scale, ThreadPool& pool) {
   // Reused across calls (no allocation per decode step); the caller's, not the workers'.
@@ -146,13 +158,14 @@ void PagedAttention(std::span<const AttentionJob> jobs, int64_t q_heads, float s
     return all[a].cost > all[b].cost || (all[a].cost == all[b].cost && a < b);
   });
   const std::vector<uint32_t>& run_order = order;
+  const int64_t bf16_min = AttentionBf16MinQueries();
   pool.Run(all.size(), [&](size_t i, size_t) {
     const Task& t = all[run_order[i]];
     const AttentionJob& job = jobs[t.job];
     if (t.decode) {
       AttentionDecodeRange(job, t.t0, t.p0, t.p1, q_heads, scale, partials + t.partial);
     } else {
-      AttentionPrefillTask(job, t.t0, t.t1, t.kv_head, q_heads, scale);
+      AttentionPrefillTask(job, t.t0, t.t1, t.kv_head, q_heads, scale, bf16_min > 0 && job.num_queries >= bf16_min);
     }
   });
   for (const DecodeQuery& dq : queries) {

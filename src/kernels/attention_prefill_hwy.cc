@@ -18,6 +18,7 @@
 #include "kernels/attention-inl.h"
 #include "kernels/attention_internal.h"
 #include "kernels/gemm_tile-inl.h"
+#include "kernels/matmul_bf16dot.h"
 #include "kernels/scratch.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -144,9 +145,117 @@ void PrefillBlock(const AttentionJob& job, int64_t kvh, int64_t t0, int64_t t1, 
   }
 }
 
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+// The same in the BF16-activation mode (attention_internal.h), on the
+// AVX512-BF16 products of matmul_bf16dot.h: Q (pre-scaled), K, P and V
+// rounded to BF16, S and O summed in f32. Key blocks of two 48-key panels;
+// P is rounded by the softmax update (so l sums what P V multiplies) and
+// packed into row tiles along the keys, V into pair panels of 48 dims.
+void PrefillBlockBf16(const AttentionJob& job, int64_t kvh, int64_t t0, int64_t t1, int64_t q_heads, float scale) {
+  namespace bd = bf16dot;
+  const DF df;
+  const size_t L = hn::Lanes(df);
+  const KvPages& kv = job.kv;
+  const size_t D = size_t(kv.head_dim), G = size_t(q_heads / kv.kv_heads), R = size_t(t1 - t0) * G;
+  const size_t PC = bd::kPanelCols, TR = bd::kTileRows, Bk = 2 * PC, D2 = (D + 1) / 2;
+  const size_t tiles = (R + TR - 1) / TR, dpanels = (D + PC - 1) / PC, Do = RoundUp(D, 16);  // O's row stride
+  size_t at = 0;
+  const auto take = [&](size_t floats) {
+    const size_t here = at;
+    at += RoundUp(floats, 16);  // 64-byte aligned pieces
+    return here;
+  };
+  const size_t o_qf = take(R * D), o_qs = take(bd::RowTilesSize(R, D)), o_o = take(R * Do), o_s = take(R * Bk),
+               o_ps = take(bd::RowTilesSize(R, Bk)), o_kp = take(2 * D2 * PC), o_vp = take(dpanels * (Bk / 2) * PC),
+               o_m = take(R), o_l = take(R);
+  float* scratch = ThreadScratch(ScratchSlot::kAttention, at);
+  float *qf = scratch + o_qf, *O = scratch + o_o, *S = scratch + o_s, *m = scratch + o_m, *l = scratch + o_l;
+  auto* qs = reinterpret_cast<uint32_t*>(scratch + o_qs);
+  auto* ps = reinterpret_cast<uint32_t*>(scratch + o_ps);
+  auto* kp = reinterpret_cast<uint32_t*>(scratch + o_kp);
+  auto* vp = reinterpret_cast<uint32_t*>(scratch + o_vp);
+
+  const int64_t pos0 = job.ctx_len - job.num_queries + t0;
+  const auto q_row = [&](size_t r) {
+    return job.q + ((t0 + int64_t(r / G)) * q_heads + kvh * int64_t(G) + int64_t(r % G)) * int64_t(D);
+  };
+  for (size_t r = 0; r < R; ++r) {
+    const float* q = q_row(r);
+    for (size_t d = 0; d < D; ++d) qf[r * D + d] = q[d] * scale;
+  }
+  bd::PackRowTiles(qf, R, D, D, qs);
+  std::fill(O, O + R * Do, 0.0f);
+  std::fill(m, m + R, kNegBig);
+  std::fill(l, l + R, 0.0f);
+
+  const DType dt = kv.dtype;
+  const size_t row_bytes = D * DTypeSize(dt);
+  const auto kv_row = [&](const void* pool, int64_t pos) -> const void* {
+    const int64_t block = kv.block_table[pos / kv.block_size], slot = pos % kv.block_size;
+    return static_cast<const uint8_t*>(pool) +
+           ((block * kv.block_size + slot) * kv.kv_heads + kvh) * kv.head_dim * int64_t(DTypeSize(dt));
+  };
+  const int64_t keys = std::max<int64_t>(0, pos0 + (t1 - t0));
+  const void* rows[2 * bd::kPanelCols];
+  for (int64_t kb0 = 0; kb0 < keys; kb0 += int64_t(Bk)) {
+    const size_t nk = size_t(std::min<int64_t>(int64_t(Bk), keys - kb0));
+    for (size_t j = 0; j < nk; ++j) PrefetchRow(static_cast<const uint8_t*>(kv_row(kv.v, kb0 + int64_t(j))), row_bytes);
+    for (int64_t j = kb0 + int64_t(Bk); j < std::min(keys, kb0 + 2 * int64_t(Bk)); ++j)
+      PrefetchRow(static_cast<const uint8_t*>(kv_row(kv.k, j)), row_bytes);
+    // S = Q K^T over the block's keys (two panels of 48).
+    const size_t kpanels = (nk + PC - 1) / PC;
+    for (size_t j = 0; j < nk; ++j) rows[j] = kv_row(kv.k, kb0 + int64_t(j));
+    for (size_t pk = 0; pk < kpanels; ++pk)
+      bd::PackRowsPanel(rows + pk * PC, std::min(PC, nk - pk * PC), dt, D, kp + pk * D2 * PC);
+    for (size_t t = 0; t < tiles; ++t) {
+      const size_t mr = std::min(TR, R - t * TR);
+      for (size_t pk = 0; pk < kpanels; ++pk)
+        bd::TileProduct(mr, qs + t * D2 * TR, kp + pk * D2 * PC, D2, S + t * TR * Bk + pk * PC, Bk,
+                        std::min(PC, nk - pk * PC), false);
+    }
+    // P = exp(S - m), rounded; O rescaled where the running max moved.
+    const size_t n_soft = RoundUp(nk, L);
+    for (size_t r = 0; r < R; ++r) {
+      const int64_t qpos = pos0 + int64_t(r / G);
+      const size_t valid = size_t(std::clamp<int64_t>(qpos - kb0 + 1, 0, int64_t(nk)));
+      float* srow = S + r * Bk;
+      if (valid == 0) {
+        std::fill(srow, srow + nk, 0.0f);
+      } else {
+        const float alpha = SoftmaxUpdate<true>(srow, n_soft, valid, m[r], l[r]);
+        if (alpha != 1.0f) ScaleRow(O + r * Do, Do, alpha);
+      }
+    }
+    // O += P V.
+    const size_t K2 = (nk + 1) / 2;
+    bd::PackRowTiles(S, R, Bk, nk, ps);
+    for (size_t j = 0; j < nk; ++j) rows[j] = kv_row(kv.v, kb0 + int64_t(j));
+    for (size_t dp = 0; dp < dpanels; ++dp)
+      bd::PackPairsPanel(rows, nk, dt, dp * PC, std::min(PC, D - dp * PC), vp + dp * K2 * PC);
+    for (size_t t = 0; t < tiles; ++t) {
+      const size_t mr = std::min(TR, R - t * TR);
+      for (size_t dp = 0; dp < dpanels; ++dp)
+        bd::TileProduct(mr, ps + t * K2 * TR, vp + dp * K2 * PC, K2, O + t * TR * Do + dp * PC, Do,
+                        std::min(PC, D - dp * PC), true);
+    }
+  }
+  for (size_t r = 0; r < R; ++r) {
+    float* out = job.out + (q_row(r) - job.q);
+    const float inv = l[r] > 0 ? 1.0f / l[r] : 0.0f;
+    for (size_t d = 0; d < D; ++d) out[d] = O[r * Do + d] * inv;
+  }
+}
+#endif
+
 }  // namespace
 
-void PrefillTaskImpl(const AttentionJob& job, int64_t t0, int64_t t1, int64_t kv_head, int64_t q_heads, float scale) {
+void PrefillTaskImpl(const AttentionJob& job, int64_t t0, int64_t t1, int64_t kv_head, int64_t q_heads, float scale,
+                     bool bf16) {
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+  if (bf16 && job.kv.dtype != DType::kF8E4M3) return PrefillBlockBf16(job, kv_head, t0, t1, q_heads, scale);
+#else
+  (void)bf16;
+#endif
   if (job.kv.dtype == DType::kBF16) {
     PrefillBlock<DType::kBF16>(job, kv_head, t0, t1, q_heads, scale);
   } else if (job.kv.dtype == DType::kF16) {
@@ -168,8 +277,8 @@ namespace tern::kernels {
 HWY_EXPORT(PrefillTaskImpl);
 
 void AttentionPrefillTask(const AttentionJob& job, int64_t t0, int64_t t1, int64_t kv_head, int64_t q_heads,
-                          float scale) {
-  HWY_DYNAMIC_DISPATCH(PrefillTaskImpl)(job, t0, t1, kv_head, q_heads, scale);
+                          float scale, bool bf16) {
+  HWY_DYNAMIC_DISPATCH(PrefillTaskImpl)(job, t0, t1, kv_head, q_heads, scale, bf16);
 }
 
 }  // namespace tern::kernels

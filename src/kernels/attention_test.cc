@@ -6,10 +6,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 #include <random>
 #include <vector>
 
+#include "base/dtype.h"
 #include "kernels/ops.h"
 #include "kernels/reference.h"
 #include "kernels/test_util.h"
@@ -73,12 +75,48 @@ struct JobSpec {
   int64_t ctx_len, num_queries;
 };
 
+// BF16 of f32 as the BF16-activation mode rounds (RNE, below 2^-126 to zero).
+float RoundBf16(float f) { return std::fabs(f) < 0x1p-126f ? 0.0f : Bf16ToF32(F32ToBf16(f)); }
+
+// An F32 cache with the same block tables holding bf16(each stored value):
+// what the BF16 mode's products read of `c` (F32, BF16 or F16).
+TestCache RoundedCopy(const TestCache& c) {
+  TestCache r = c;
+  r.dtype = DType::kF32;
+  const size_t n = c.k.size() / DTypeSize(c.dtype);
+  r.k.assign(n * 4, 0);
+  r.v.assign(n * 4, 0);
+  for (int pass = 0; pass < 2; ++pass) {
+    const std::vector<uint8_t>& src = pass == 0 ? c.k : c.v;
+    float* dst = reinterpret_cast<float*>((pass == 0 ? r.k : r.v).data());
+    for (size_t i = 0; i < n; ++i) {
+      float f;
+      if (c.dtype == DType::kF32) {
+        std::memcpy(&f, src.data() + 4 * i, 4);
+      } else {
+        uint16_t h;
+        std::memcpy(&h, src.data() + 2 * i, 2);
+        f = c.dtype == DType::kBF16 ? Bf16ToF32(h) : F16ToF32(h);
+      }
+      dst[i] = std::isnan(f) ? f : RoundBf16(f);
+    }
+  }
+  return r;
+}
+
 // Runs PagedAttention on a batch of jobs (one sequence each) and compares
 // with ref::PagedAttention. Tolerance: a score s = scale * q.k carries
 // |err| <= eps = (D + 8) u scale sum_d |q_d k_d|, which moves each softmax
 // weight by a relative 2 eps; the weighted sum of n values adds (n + 8) u:
 //   |out - want| <= (2 eps + (n + 8) u) max|v|.
 // A wrong key, a missed mask or a misplaced row is off by ~max|v| / n.
+// A job the BF16-activation mode takes (ops.h: AttentionBf16MinQueries, not
+// an FP8 cache) is compared with the reference fed its rounded inputs:
+// bf16(q * scale) / scale (exact: the scale is a power of two here) and
+// bf16 of every cached value; what is left is the rounding of each
+// probability (relative 2^-9, renormalised by their rounded sum: the weights
+// move by a relative 2 * 2^-9 / (1 - 2^-9)) besides the f32 terms above:
+//   |out - want| <= (2 eps + 2^-8 * 1.002 + (n + 8) u) max|v|.
 void CheckAttention(DType dtype, int32_t block_size, int32_t kv_heads, int32_t group, int32_t head_dim,
                     const std::vector<JobSpec>& specs, ThreadPool& pool, uint32_t seed) {
   SCOPED_TRACE(::testing::Message() << DTypeName(dtype) << " block_size=" << block_size << " kv_heads=" << kv_heads
@@ -88,9 +126,15 @@ void CheckAttention(DType dtype, int32_t block_size, int32_t kv_heads, int32_t g
   for (const JobSpec& s : specs) blocks += int32_t((s.ctx_len + block_size - 1) / block_size);
   TestCache cache(rng, dtype, block_size, kv_heads, head_dim, blocks + 3);
   const int64_t q_heads = int64_t(kv_heads) * group;
-  const float scale = 1.0f / std::sqrt(float(head_dim));
+  // 1 / sqrt(D) rounded down to a power of two (any scale is valid; this one
+  // keeps bf16(q * scale) / scale exact for the BF16 mode's reference).
+  const float scale = std::exp2(-std::ceil(std::log2(std::sqrt(float(head_dim)))));
+  const int64_t bf16_min = AttentionBf16MinQueries();
+  const auto bf16_job = [&](const JobSpec& s) {
+    return bf16_min > 0 && s.num_queries >= bf16_min && dtype != DType::kF8E4M3;
+  };
 
-  std::vector<std::vector<float>> qs, outs, wants;
+  std::vector<std::vector<float>> qs, q_rounded, outs, wants;
   std::vector<AttentionJob> jobs, ref_jobs;
   for (const JobSpec& s : specs) {
     cache.AddSequence(rng, s.ctx_len);  // sequence j of the cache
@@ -98,19 +142,23 @@ void CheckAttention(DType dtype, int32_t block_size, int32_t kv_heads, int32_t g
     qs.push_back(RandomFloats(rng, n + 1));            // +1: misaligned q
     outs.push_back(std::vector<float>(n + 1, -7.0f));  // +1: misaligned out
     wants.push_back(std::vector<float>(n, -7.0f));
+    q_rounded.push_back(qs.back());
+    for (float& x : q_rounded.back()) x = RoundBf16(x * scale) / scale;
   }
+  TestCache rounded = RoundedCopy(cache);
   for (size_t j = 0; j < specs.size(); ++j) {
     const KvPages pages = cache.Pages(j);
+    const bool b = bf16_job(specs[j]);
     jobs.push_back({.q = qs[j].data() + 1,
                     .out = outs[j].data() + 1,
                     .num_queries = specs[j].num_queries,
                     .ctx_len = specs[j].ctx_len,
                     .kv = pages});
-    ref_jobs.push_back({.q = qs[j].data() + 1,
+    ref_jobs.push_back({.q = (b ? q_rounded[j] : qs[j]).data() + 1,
                         .out = wants[j].data(),
                         .num_queries = specs[j].num_queries,
                         .ctx_len = specs[j].ctx_len,
-                        .kv = pages});
+                        .kv = b ? rounded.Pages(j) : pages});
   }
   PagedAttention(jobs, q_heads, scale, pool);
   ref::PagedAttention(ref_jobs, q_heads, scale);
@@ -120,7 +168,7 @@ void CheckAttention(DType dtype, int32_t block_size, int32_t kv_heads, int32_t g
   for (size_t j = 0; j < specs.size(); ++j) {
     SCOPED_TRACE(::testing::Message() << "job " << j << " ctx_len=" << specs[j].ctx_len
                                       << " num_queries=" << specs[j].num_queries);
-    const double tol = 2 * eps + double(specs[j].ctx_len + 8) * kU;
+    const double tol = 2 * eps + double(specs[j].ctx_len + 8) * kU + (bf16_job(specs[j]) ? 0x1p-8 * 1.002 : 0.0);
     int failures = 0;
     for (size_t i = 0; i < wants[j].size() && failures < 5; ++i) {
       const double got = outs[j][i + 1], want = wants[j][i];

@@ -255,6 +255,92 @@ void Gemm(const float* x, int64_t M_, int64_t ldx, const MatrixView& w, float* y
   });
 }
 
+// ---- The pieces of attention's products (matmul_bf16dot.h) ----
+
+namespace {
+
+// Elements [0, n) (n <= 32) of a row stored as `dt` (BF16, F16 or F32) as 32
+// BF16 (RNE; BF16 as stored), zeros past n.
+__m512i KvRowToBf16(const void* row, DType dt, size_t n) {
+  if (dt == DType::kBF16) {
+    const __mmask32 m = n >= 32 ? ~__mmask32(0) : (__mmask32(1) << n) - 1;
+    return _mm512_maskz_loadu_epi16(m, row);
+  }
+  if (dt == DType::kF32) return RowToBf16(static_cast<const float*>(row), n);
+  const auto* h = static_cast<const uint16_t*>(row);
+  const __mmask16 lo = n >= 16 ? 0xffff : __mmask16((1u << n) - 1);
+  const __mmask16 hi = n >= 32 ? 0xffff : n <= 16 ? 0 : __mmask16((1u << (n - 16)) - 1);
+  const __m512 a = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(lo, h));
+  const __m512 b = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(hi, h + 16));
+  return __m512i(_mm512_cvtne2ps_pbh(b, a));
+}
+
+// Elements [0, n) (n <= 16) of a row stored as `dt` as 16 BF16 in the low
+// halves of 16 32-bit units, zeros past n.
+__m512i KvRowToBf16Units(const void* row, DType dt, size_t n) {
+  const __mmask16 m = n >= 16 ? 0xffff : __mmask16((1u << n) - 1);
+  __m256i h;
+  if (dt == DType::kBF16) {
+    h = _mm256_maskz_loadu_epi16(m, row);
+  } else {
+    const __m512 f = dt == DType::kF32 ? _mm512_maskz_loadu_ps(m, row)
+                                       : _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, row));
+    h = __m256i(_mm512_cvtneps_pbh(f));
+  }
+  return _mm512_cvtepu16_epi32(h);
+}
+
+}  // namespace
+
+size_t RowTilesSize(size_t M, size_t K) {
+  const size_t tiles = (M + kMR - 1) / kMR, units = (tiles + 1) / 2;
+  return 2 * units * ((K + 1) / 2) * kMR;
+}
+
+void PackRowTiles(const float* x, size_t M, size_t ldx, size_t K, uint32_t* xs) {
+  const size_t tiles = (M + kMR - 1) / kMR, units = (tiles + 1) / 2;
+  PackX(x, M, ldx, K, tiles, 0, units, xs);
+}
+
+void PackRowsPanel(const void* const* rows, size_t n, DType dt, size_t D, uint32_t* panel) {
+  const size_t D2 = (D + 1) / 2;
+  __m512i r[16];
+  for (size_t g = 0; g < size_t(kNV); ++g)
+    for (size_t s = 0; s < D; s += kStep) {
+      const size_t n_k = std::min(kStep, D - s);
+      for (size_t i = 0; i < 16; ++i) {
+        const size_t j = 16 * g + i;
+        r[i] = j < n ? KvRowToBf16(static_cast<const char*>(rows[j]) + s * DTypeSize(dt), dt, n_k)
+                     : _mm512_setzero_si512();
+      }
+      Transpose16x16(r);
+      for (size_t p = 0; p < 16 && s / 2 + p < D2; ++p) _mm512_store_si512(panel + (s / 2 + p) * kNW + 16 * g, r[p]);
+    }
+}
+
+void PackPairsPanel(const void* const* rows, size_t n, DType dt, size_t d0, size_t cols, uint32_t* panel) {
+  const size_t es = DTypeSize(dt);
+  for (size_t p = 0; p < (n + 1) / 2; ++p)
+    for (size_t v = 0; v < size_t(kNV); ++v) {
+      __m512i u = _mm512_setzero_si512();
+      if (16 * v < cols) {
+        const size_t c = std::min<size_t>(16, cols - 16 * v), at = (d0 + 16 * v) * es;
+        u = KvRowToBf16Units(static_cast<const char*>(rows[2 * p]) + at, dt, c);
+        if (2 * p + 1 < n)
+          u = _mm512_or_si512(
+              u, _mm512_slli_epi32(KvRowToBf16Units(static_cast<const char*>(rows[2 * p + 1]) + at, dt, c), 16));
+      }
+      _mm512_store_si512(panel + p * kNW + 16 * v, u);
+    }
+}
+
+void TileProduct(size_t mr, const uint32_t* a, const uint32_t* b, size_t kc2, float* c, size_t ldc, size_t cols,
+                 bool accumulate) {
+  Epilogue e;
+  e.accumulate = accumulate;
+  MicroKernelFor(mr, a, b, kc2, c, ldc, cols, e);
+}
+
 double PeakLoopForBenchmark(int64_t iters) {
   __m512 acc[12];
   for (int i = 0; i < 12; ++i) acc[i] = _mm512_set1_ps(float(i));

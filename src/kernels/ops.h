@@ -140,7 +140,20 @@ struct AttentionJob {
   KvPages kv;
 };
 // Runs every job (typically one per sequence of a batch) across the pool.
-// softmax(q·k * scale) · v, accumulated in f32.
+// softmax(q·k * scale) · v, accumulated in f32. In the BF16-activation mode
+// (the avx512-bf16 path, activations "bf16"), a job of at least
+// AttentionBf16MinQueries() queries (3 or more: fewer take the decode kernel)
+// on an F32, BF16 or F16 cache takes its two products on BF16 inputs:
+//   s = f32sum(bf16(q * scale) · bf16(k)),  p = bf16(exp(s - m)) (m: the
+//   running max of the row's scores over the key blocks seen so far; a
+//   rescale by exp(m_old - m_new) in f32 follows a new max),
+//   out = f32sum(p · bf16(v)) / f32sum(p),
+// bf16() being RNE with magnitudes below 2^-126 flushed. Bound (beside the
+// f32 path's): |q_i k_i| relative 2^-8 (two roundings) per product, so
+// |Δs| <= 2^-8 · scale · sum_i |q_i k_i|; each p relative 2^-9, and out a
+// convex combination of rows of bf16(v) (relative 2^-9 each) with weights
+// within 2^-8 relative of the f32 ones.
+int64_t AttentionBf16MinQueries();
 void PagedAttention(std::span<const AttentionJob> jobs, int64_t q_heads, float scale, ThreadPool& pool);
 
 // Gated delta rule (Gated DeltaNet linear attention) for one value head over

@@ -48,7 +48,7 @@ import dataclasses
 import numpy as np
 
 import gated_delta_np as gdn
-from qwen3_ref import Weights, linear, softmax
+from qwen3_ref import Weights, causal_attention, linear, softmax
 from safetensors_np import load_config
 
 TEXT_MODEL_TYPES = {"qwen3_5_moe": "qwen3_5_moe", "qwen3_5_moe_text": "qwen3_5_moe", "qwen3_next": "qwen3_next"}
@@ -223,7 +223,7 @@ def partial_rope(x, positions, rotary_dim, theta):
     return np.concatenate([rot * np.cos(emb) + rotated * np.sin(emb), rest], axis=-1)
 
 
-def gated_attention(x, w, c, positions, kv):
+def gated_attention(x, w, c, positions, kv, bf16=False):
     """Qwen3_5MoeAttention / Qwen3NextAttention. x: [T, H] normed; kv: [K, V] list, each
     [S_past, Hkv, hd] or None, extended in place. q_proj output is viewed (T, Hq, 2*hd) and
     chunked in two: per head h, rows [2*hd*h, 2*hd*h+hd) are its query and the next hd rows its
@@ -241,13 +241,7 @@ def gated_attention(x, w, c, positions, kv):
         k = np.concatenate([kv[0], k], axis=0)
         v = np.concatenate([kv[1], v], axis=0)
     kv[0], kv[1] = k, v
-    S = k.shape[0]
-    group = hq // hkv
-    k_rep, v_rep = np.repeat(k, group, axis=1), np.repeat(v, group, axis=1)   # repeat_kv
-    scores = np.einsum("thd,shd->hts", q, k_rep) * hd ** -0.5
-    allowed = np.arange(S)[None, :] <= (S - T + np.arange(T))[:, None]
-    probs = softmax(np.where(allowed[None], scores, -np.inf), axis=-1)
-    out = np.einsum("hts,shd->thd", probs, v_rep).reshape(T, hq * hd)
+    out = causal_attention(q, k, v, bf16).reshape(T, hq * hd)           # (bf16: tern's BF16 mode)
     out = out / (1.0 + np.exp(-gate))                                          # * sigmoid(gate)
     return linear(out, w["o_proj"], w.get("o_proj_bias"))
 
@@ -457,7 +451,8 @@ class Model:
             if kind == "linear_attention":
                 x = x + gated_delta_net(a, self._gdn_weights(i), c, state.layers[i], delta_rule)
             else:
-                x = x + gated_attention(a, self._attn_weights(i), c, positions, state.layers[i])
+                x = x + gated_attention(a, self._attn_weights(i), c, positions, state.layers[i],
+                                        bf16=self.w.bf16_activations and len(positions) >= 3)
             m = norm1p(x, self.w.get(p + "post_attention_layernorm.weight", (c.hidden_size,)), c.rms_norm_eps)
             x = x + self._mlp(i, m)
         state.pos += ids.size
@@ -486,7 +481,8 @@ class Model:
         k = step % c.mtp_layers
         p = f"mtp.layers.{k}."
         a = norm1p(y, top(p + "input_layernorm.weight"), eps)
-        y = y + gated_attention(a, self._attn_weights(k, mtp=True), c, positions, state.kv[k])
+        y = y + gated_attention(a, self._attn_weights(k, mtp=True), c, positions, state.kv[k],
+                                bf16=self.w.bf16_activations and len(positions) >= 3)
         m = norm1p(y, top(p + "post_attention_layernorm.weight"), eps)
         y = y + self._mlp(k, m, mtp=True)
         state.pos += ids.size

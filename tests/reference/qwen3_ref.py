@@ -239,7 +239,34 @@ def softmax(x, axis=-1):
     return e / np.sum(e, axis=axis, keepdims=True)
 
 
-def attention(x, w, cfg, positions, cache_kv):
+def causal_attention(q, k, v, bf16=False):
+    """softmax(q k^T / sqrt(hd)) v for the last T of S positions, causal, grouped-query.
+    q: [T, Hq, hd]; k, v: [S, Hkv, hd] -> [T, Hq, hd].
+    bf16: tern's BF16-activation mode of prefill attention (kernels/ops.h PagedAttention; tern
+    takes it for a job of 3+ queries with TERN_BF16_MIN_ROWS=1, as the bf16 tests run): the
+    products on bf16(q * scale), bf16(k), bf16(v), and p = bf16(exp(s - max)) normalised by
+    its own sum (tern's max is the running one over key blocks of 96: the row max for the
+    prompts these tests use)."""
+    T, hq, hd = q.shape
+    S, hkv = k.shape[0], k.shape[1]
+    scale = hd ** -0.5
+    if bf16:
+        q, k, v, scale = round_bf16(q * scale), round_bf16(k), round_bf16(v), 1.0
+    group = hq // hkv
+    k_rep = np.repeat(k, group, axis=1)  # [S, Hq, hd]; head h reads kv head h // group
+    v_rep = np.repeat(v, group, axis=1)
+    scores = np.einsum("thd,shd->hts", q, k_rep) * scale                # [Hq, T, S]
+    allowed = np.arange(S)[None, :] <= (S - T + np.arange(T))[:, None]  # [T, S]
+    scores = np.where(allowed[None, :, :], scores, -np.inf)
+    if bf16:
+        p = round_bf16(np.exp(scores - np.max(scores, axis=-1, keepdims=True)))
+        probs = p / np.sum(p, axis=-1, keepdims=True)
+    else:
+        probs = softmax(scores, axis=-1)                                 # [Hq, T, S]
+    return np.einsum("hts,shd->thd", probs, v_rep)                       # [T, Hq, hd]
+
+
+def attention(x, w, cfg, positions, cache_kv, bf16=False):
     """Qwen3Attention + eager_attention_forward for one sequence.
 
     x: [T, H] (already input-normed); w: dict of this layer's self_attn weights;
@@ -263,17 +290,7 @@ def attention(x, w, cfg, positions, cache_kv):
         k = np.concatenate([cache_kv[0], k], axis=0)  # [S, Hkv, hd]
         v = np.concatenate([cache_kv[1], v], axis=0)
     cache_kv[0], cache_kv[1] = k, v
-    S = k.shape[0]
-    past = S - T
-
-    group = hq // hkv
-    k_rep = np.repeat(k, group, axis=1)  # [S, Hq, hd]; head h reads kv head h // group
-    v_rep = np.repeat(v, group, axis=1)
-    scores = np.einsum("thd,shd->hts", q, k_rep) * hd ** -0.5           # [Hq, T, S]
-    allowed = np.arange(S)[None, :] <= (past + np.arange(T))[:, None]   # [T, S]
-    scores = np.where(allowed[None, :, :], scores, -np.inf)
-    probs = softmax(scores, axis=-1)                                     # [Hq, T, S]
-    out = np.einsum("hts,shd->thd", probs, v_rep).reshape(T, hq * hd)   # [T, Hq*hd]
+    out = causal_attention(q, k, v, bf16).reshape(T, hq * hd)            # [T, Hq*hd]
     return linear(out, w["o_proj"], w.get("o_proj_bias"))               # [T, H]
 
 
@@ -488,7 +505,8 @@ class Model:
         for i in range(c.num_hidden_layers):
             p = f"layers.{i}."
             a = rms_norm(x, self.w.get(p + "input_layernorm.weight", (c.hidden_size,)), c.rms_norm_eps)
-            x = x + attention(a, self._attn_weights(i), c, positions, cache.layers[i])
+            x = x + attention(a, self._attn_weights(i), c, positions, cache.layers[i],
+                              bf16=self.w.bf16_activations and len(positions) >= 3)
             m = rms_norm(x, self.w.get(p + "post_attention_layernorm.weight", (c.hidden_size,)),
                          c.rms_norm_eps)
             x = x + self._mlp_block(i, m)
