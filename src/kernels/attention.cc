@@ -69,13 +69,14 @@ void MergePartials(const float* partials, const Task* tasks, size_t count, int64
 
 }  // namespace
 
-// Like the GEMM's dense crossover (cpu_features.h), and TERN_BF16_MIN_ROWS
-// when set; never below the prefill kernel's 3 queries. 0: the mode is off
-// (another path, f32 activations, or not Highway's AVX3 target).
+// The GEMM's dense crossover (cpu_features.h), or TERN_BF16_MIN_ROWS when
+// set (then a job of fewer queries than the decode kernel's limit takes the
+// prefill kernel: the reference tests set 1 so that every attention rounds).
+// 0: the mode is off (another path, f32 activations, not Highway's AVX3 target).
 int64_t AttentionBf16MinQueries() {
   if (!UseBf16Dot() || std::strcmp(SimdTargetName(), "AVX3") != 0) return 0;
   const int64_t o = Bf16MinRowsOverride();
-  return std::max<int64_t>(kDecodeMaxQueries + 1, o > 0 ? o : kBf16DotMinRowsDense);
+  return o > 0 ? o : kBf16DotMinRowsDense;
 }
 
 void PagedAttention(std::span<const AttentionJob> jobs, int64_t q_heads, float scale, ThreadPool& pool) {
@@ -85,9 +86,14 @@ void PagedAttention(std::span<const AttentionJob> jobs, int64_t q_heads, float s
   tasks.clear();
   queries.clear();
 
+  const int64_t bf16_min = AttentionBf16MinQueries();
+  const auto bf16 = [&](const AttentionJob& job) {
+    return bf16_min > 0 && job.num_queries >= bf16_min && job.kv.dtype != DType::kF8E4M3;
+  };
+  const auto decode = [&](const AttentionJob& job) { return job.num_queries <= kDecodeMaxQueries && !bf16(job); };
   int64_t decode_queries = 0;
   for (const AttentionJob& job : jobs)
-    if (job.num_queries > 0 && job.num_queries <= kDecodeMaxQueries) decode_queries += job.num_queries;
+    if (job.num_queries > 0 && decode(job)) decode_queries += job.num_queries;
   // Ranges per decode query: enough tasks for ~4 per thread overall.
   const int64_t want_ranges =
       decode_queries > 0 ? std::max<int64_t>(1, (4 * int64_t(pool.size()) + decode_queries - 1) / decode_queries) : 1;
@@ -102,7 +108,7 @@ void PagedAttention(std::span<const AttentionJob> jobs, int64_t q_heads, float s
       continue;
     }
     const int64_t D = job.kv.head_dim;
-    if (job.num_queries <= kDecodeMaxQueries) {
+    if (decode(job)) {
       const size_t per_task = size_t(q_heads) * AttentionPartialStride(D);
       for (int64_t t = 0; t < job.num_queries; ++t) {
         const int64_t keys = std::max<int64_t>(0, job.ctx_len - job.num_queries + t + 1);
@@ -158,14 +164,13 @@ void PagedAttention(std::span<const AttentionJob> jobs, int64_t q_heads, float s
     return all[a].cost > all[b].cost || (all[a].cost == all[b].cost && a < b);
   });
   const std::vector<uint32_t>& run_order = order;
-  const int64_t bf16_min = AttentionBf16MinQueries();
   pool.Run(all.size(), [&](size_t i, size_t) {
     const Task& t = all[run_order[i]];
     const AttentionJob& job = jobs[t.job];
     if (t.decode) {
       AttentionDecodeRange(job, t.t0, t.p0, t.p1, q_heads, scale, partials + t.partial);
     } else {
-      AttentionPrefillTask(job, t.t0, t.t1, t.kv_head, q_heads, scale, bf16_min > 0 && job.num_queries >= bf16_min);
+      AttentionPrefillTask(job, t.t0, t.t1, t.kv_head, q_heads, scale, bf16(job));
     }
   });
   for (const DecodeQuery& dq : queries) {

@@ -142,8 +142,9 @@ struct AttentionJob {
 // Runs every job (typically one per sequence of a batch) across the pool.
 // softmax(q·k * scale) · v, accumulated in f32. In the BF16-activation mode
 // (the avx512-bf16 path, activations "bf16"), a job of at least
-// AttentionBf16MinQueries() queries (3 or more: fewer take the decode kernel)
-// on an F32, BF16 or F16 cache takes its two products on BF16 inputs:
+// AttentionBf16MinQueries() queries (the dense GEMM's 5, or
+// TERN_BF16_MIN_ROWS) on an F32, BF16 or F16 cache takes its two products on
+// BF16 inputs:
 //   s = f32sum(bf16(q * scale) · bf16(k)),  p = bf16(exp(s - m)) (m: the
 //   running max of the row's scores over the key blocks seen so far; a
 //   rescale by exp(m_old - m_new) in f32 follows a new max),

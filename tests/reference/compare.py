@@ -195,8 +195,12 @@ def nrms(a, ref):
     return float(num / den)
 
 
-def compare(ids, tern_logits, ref_logits, tol, tie_rel):
+def compare(ids, tern_logits, ref_logits, tol, tie_rel, flips=False):
     """ids: [n]; tern_logits, ref_logits: [n, vocab] float64.
+    flips (the BF16-activation mode): a token other than the reference argmax is also accepted
+    when the reference's gap to it is within twice the row's largest logit error (the row itself
+    within tol): one input on the other side of a BF16 rounding boundary moves a row by up to
+    2^-8 and can swap two tokens that close.
     -> (ok: bool, rows: one dict per step with the values and the verdict of each check)"""
     ok = True
     rows = []
@@ -209,6 +213,9 @@ def compare(ids, tern_logits, ref_logits, tol, tie_rel):
              "ref_tie": False, "self_tie": False}
         r["ref_ok"] = tok == ref_arg
         if not r["ref_ok"] and is_tie(lr, tok, tie_rel):
+            r["ref_ok"] = r["ref_tie"] = True
+        if not r["ref_ok"] and flips and r["err_ok"] and \
+                float(np.max(lr)) - float(lr[tok]) <= 2 * float(np.max(np.abs(lt - lr))):
             r["ref_ok"] = r["ref_tie"] = True
         r["self_ok"] = tok == tern_arg
         if not r["self_ok"] and np.all(np.isfinite(lt)) and is_tie(lt, tok, tie_rel):
@@ -322,7 +329,7 @@ def main(argv=None):
         # may be off by up to 2^-8, the mean over rows must stay within --tol. A rounding that
         # is missing or wrong anywhere moves every row (mean 2e-3 and more on the tiny models).
         row_tol = max(args.tol, 2.0 ** -8)
-    ok, rows = compare(ids, tern_logits, ref_logits, row_tol, args.tie_rel)
+    ok, rows = compare(ids, tern_logits, ref_logits, row_tol, args.tie_rel, flips=args.activations == "bf16")
     if args.activations == "bf16":
         mean_err = float(np.mean([r["nrms"] for r in rows]))
         print(f"(a') bf16 activations: mean nrms {mean_err:.3e}, tol {args.tol:g}")

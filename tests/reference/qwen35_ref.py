@@ -452,7 +452,7 @@ class Model:
                 x = x + gated_delta_net(a, self._gdn_weights(i), c, state.layers[i], delta_rule)
             else:
                 x = x + gated_attention(a, self._attn_weights(i), c, positions, state.layers[i],
-                                        bf16=self.w.bf16_activations and len(positions) >= 3)
+                                        bf16=self.w.bf16_activations)
             m = norm1p(x, self.w.get(p + "post_attention_layernorm.weight", (c.hidden_size,)), c.rms_norm_eps)
             x = x + self._mlp(i, m)
         state.pos += ids.size
@@ -482,7 +482,7 @@ class Model:
         p = f"mtp.layers.{k}."
         a = norm1p(y, top(p + "input_layernorm.weight"), eps)
         y = y + gated_attention(a, self._attn_weights(k, mtp=True), c, positions, state.kv[k],
-                                bf16=self.w.bf16_activations and len(positions) >= 3)
+                                bf16=self.w.bf16_activations)
         m = norm1p(y, top(p + "post_attention_layernorm.weight"), eps)
         y = y + self._mlp(k, m, mtp=True)
         state.pos += ids.size

@@ -242,11 +242,11 @@ def softmax(x, axis=-1):
 def causal_attention(q, k, v, bf16=False):
     """softmax(q k^T / sqrt(hd)) v for the last T of S positions, causal, grouped-query.
     q: [T, Hq, hd]; k, v: [S, Hkv, hd] -> [T, Hq, hd].
-    bf16: tern's BF16-activation mode of prefill attention (kernels/ops.h PagedAttention; tern
-    takes it for a job of 3+ queries with TERN_BF16_MIN_ROWS=1, as the bf16 tests run): the
-    products on bf16(q * scale), bf16(k), bf16(v), and p = bf16(exp(s - max)) normalised by
-    its own sum (tern's max is the running one over key blocks of 96: the row max for the
-    prompts these tests use)."""
+    bf16: tern's BF16-activation mode of attention (kernels/ops.h PagedAttention; with
+    TERN_BF16_MIN_ROWS=1, as the bf16 tests run tern, every attention takes it): the products
+    on bf16(q * scale), bf16(k), bf16(v), and p = bf16(exp(s - max)) normalised by its own sum
+    (tern's max is the running one over key blocks of 96: the row max for sequences of up to
+    96 positions, as these tests use)."""
     T, hq, hd = q.shape
     S, hkv = k.shape[0], k.shape[1]
     scale = hd ** -0.5
@@ -506,7 +506,7 @@ class Model:
             p = f"layers.{i}."
             a = rms_norm(x, self.w.get(p + "input_layernorm.weight", (c.hidden_size,)), c.rms_norm_eps)
             x = x + attention(a, self._attn_weights(i), c, positions, cache.layers[i],
-                              bf16=self.w.bf16_activations and len(positions) >= 3)
+                              bf16=self.w.bf16_activations)
             m = rms_norm(x, self.w.get(p + "post_attention_layernorm.weight", (c.hidden_size,)),
                          c.rms_norm_eps)
             x = x + self._mlp_block(i, m)
