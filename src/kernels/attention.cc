@@ -79,14 +79,15 @@ int64_t AttentionBf16MinQueries() {
   return o > 0 ? o : kBf16DotMinRowsDense;
 }
 
-void PagedAttention(std::span<const AttentionJob> jobs, int64_t q_heads, float scale, ThreadPool& pool) {
+void PagedAttention(std::span<const AttentionJob> jobs, int64_t q_heads, float scale, ThreadPool& pool,
+                    bool bf16_ok) {
   // Reused across calls (no allocation per decode step); the caller's, not the workers'.
   thread_local std::vector<Task> tasks;
   thread_local std::vector<DecodeQuery> queries;
   tasks.clear();
   queries.clear();
 
-  const int64_t bf16_min = AttentionBf16MinQueries();
+  const int64_t bf16_min = bf16_ok ? AttentionBf16MinQueries() : 0;
   const auto bf16 = [&](const AttentionJob& job) {
     return bf16_min > 0 && job.num_queries >= bf16_min && job.kv.dtype != DType::kF8E4M3;
   };

@@ -89,7 +89,7 @@ void BM_AttentionDecode(benchmark::State& state) {
   ThreadPool& pool = BenchPool();
   const float scale = 0.08838834764f;
   for (auto _ : state) {
-    PagedAttention(b.jobs, kQHeads, scale, pool);
+    PagedAttention(b.jobs, kQHeads, scale, pool, /*bf16_ok=*/true);
     benchmark::ClobberMemory();
   }
   const double kv_bytes = double(batch * ctx) * kKvHeads * kHeadDim * 2 * 2;
@@ -111,7 +111,7 @@ void BM_AttentionPrefill(benchmark::State& state) {
   Batch& b = *owner;
   ThreadPool& pool = BenchPool();
   for (auto _ : state) {
-    PagedAttention(b.jobs, kQHeads, 0.08838834764f, pool);
+    PagedAttention(b.jobs, kQHeads, 0.08838834764f, pool, /*bf16_ok=*/true);
     benchmark::ClobberMemory();
   }
   // Keys attended per query: its position + 1; 2 flops per multiply-add, QK and PV.

@@ -129,55 +129,62 @@ void CheckAttention(DType dtype, int32_t block_size, int32_t kv_heads, int32_t g
   // 1 / sqrt(D) rounded down to a power of two (any scale is valid; this one
   // keeps bf16(q * scale) / scale exact for the BF16 mode's reference).
   const float scale = std::exp2(-std::ceil(std::log2(std::sqrt(float(head_dim)))));
-  const int64_t bf16_min = AttentionBf16MinQueries();
-  const auto bf16_job = [&](const JobSpec& s) {
-    return bf16_min > 0 && s.num_queries >= bf16_min && dtype != DType::kF8E4M3;
-  };
-
-  std::vector<std::vector<float>> qs, q_rounded, outs, wants;
-  std::vector<AttentionJob> jobs, ref_jobs;
+  std::vector<std::vector<float>> qs, q_rounded;
   for (const JobSpec& s : specs) {
     cache.AddSequence(rng, s.ctx_len);  // sequence j of the cache
     const size_t n = size_t(s.num_queries * q_heads * head_dim);
-    qs.push_back(RandomFloats(rng, n + 1));            // +1: misaligned q
-    outs.push_back(std::vector<float>(n + 1, -7.0f));  // +1: misaligned out
-    wants.push_back(std::vector<float>(n, -7.0f));
+    qs.push_back(RandomFloats(rng, n + 1));  // +1: misaligned q
     q_rounded.push_back(qs.back());
     for (float& x : q_rounded.back()) x = RoundBf16(x * scale) / scale;
   }
   TestCache rounded = RoundedCopy(cache);
-  for (size_t j = 0; j < specs.size(); ++j) {
-    const KvPages pages = cache.Pages(j);
-    const bool b = bf16_job(specs[j]);
-    jobs.push_back({.q = qs[j].data() + 1,
-                    .out = outs[j].data() + 1,
-                    .num_queries = specs[j].num_queries,
-                    .ctx_len = specs[j].ctx_len,
-                    .kv = pages});
-    ref_jobs.push_back({.q = (b ? q_rounded[j] : qs[j]).data() + 1,
-                        .out = wants[j].data(),
-                        .num_queries = specs[j].num_queries,
-                        .ctx_len = specs[j].ctx_len,
-                        .kv = b ? rounded.Pages(j) : pages});
-  }
-  PagedAttention(jobs, q_heads, scale, pool);
-  ref::PagedAttention(ref_jobs, q_heads, scale);
-
-  // |q| <= 1 and |k|, |v| <= 1 (random in [-1, 1], bf16 rounding keeps that).
-  const double eps = double(head_dim + 8) * kU * double(scale) * double(head_dim);
-  for (size_t j = 0; j < specs.size(); ++j) {
-    SCOPED_TRACE(::testing::Message() << "job " << j << " ctx_len=" << specs[j].ctx_len
-                                      << " num_queries=" << specs[j].num_queries);
-    const double tol = 2 * eps + double(specs[j].ctx_len + 8) * kU + (bf16_job(specs[j]) ? 0x1p-8 * 1.002 : 0.0);
-    int failures = 0;
-    for (size_t i = 0; i < wants[j].size() && failures < 5; ++i) {
-      const double got = outs[j][i + 1], want = wants[j][i];
-      if (!(std::fabs(got - want) <= tol)) {
-        ADD_FAILURE() << "out[" << i << "] = " << got << ", want " << want << " (tol " << tol << ")";
-        ++failures;
-      }
+  // Both ways: a model in the BF16-activation mode (bf16_ok), and one that is not.
+  for (const bool bf16_ok : {false, true}) {
+    SCOPED_TRACE(::testing::Message() << "bf16_ok=" << bf16_ok);
+    const int64_t bf16_min = bf16_ok ? AttentionBf16MinQueries() : 0;
+    const auto bf16_job = [&](const JobSpec& s) {
+      return bf16_min > 0 && s.num_queries >= bf16_min && dtype != DType::kF8E4M3;
+    };
+    std::vector<std::vector<float>> outs, wants;
+    std::vector<AttentionJob> jobs, ref_jobs;
+    for (size_t j = 0; j < specs.size(); ++j) {
+      const size_t n = qs[j].size() - 1;
+      outs.push_back(std::vector<float>(n + 1, -7.0f));  // +1: misaligned out
+      wants.push_back(std::vector<float>(n, -7.0f));
     }
-    EXPECT_EQ(outs[j][0], -7.0f) << "wrote before out";
+    for (size_t j = 0; j < specs.size(); ++j) {
+      const bool b = bf16_job(specs[j]);
+      jobs.push_back({.q = qs[j].data() + 1,
+                      .out = outs[j].data() + 1,
+                      .num_queries = specs[j].num_queries,
+                      .ctx_len = specs[j].ctx_len,
+                      .kv = cache.Pages(j)});
+      ref_jobs.push_back({.q = (b ? q_rounded[j] : qs[j]).data() + 1,
+                          .out = wants[j].data(),
+                          .num_queries = specs[j].num_queries,
+                          .ctx_len = specs[j].ctx_len,
+                          .kv = b ? rounded.Pages(j) : cache.Pages(j)});
+    }
+    PagedAttention(jobs, q_heads, scale, pool, bf16_ok);
+    ref::PagedAttention(ref_jobs, q_heads, scale);
+
+    // |q| <= 1 and |k|, |v| <= 1 (random in [-1, 1], bf16 rounding keeps that).
+    const double eps = double(head_dim + 8) * kU * double(scale) * double(head_dim);
+    for (size_t j = 0; j < specs.size(); ++j) {
+      SCOPED_TRACE(::testing::Message() << "job " << j << " ctx_len=" << specs[j].ctx_len
+                                        << " num_queries=" << specs[j].num_queries << " bf16=" << bf16_job(specs[j]));
+      const double tol =
+          2 * eps + double(specs[j].ctx_len + 8) * kU + (bf16_job(specs[j]) ? 0x1p-8 * 1.002 : 0.0);
+      int failures = 0;
+      for (size_t i = 0; i < wants[j].size() && failures < 5; ++i) {
+        const double got = outs[j][i + 1], want = wants[j][i];
+        if (!(std::fabs(got - want) <= tol)) {
+          ADD_FAILURE() << "out[" << i << "] = " << got << ", want " << want << " (tol " << tol << ")";
+          ++failures;
+        }
+      }
+      EXPECT_EQ(outs[j][0], -7.0f) << "wrote before out";
+    }
   }
 }
 
@@ -221,7 +228,7 @@ TEST(PagedAttentionTest, SingleThreadAndEmpty) {
   ForEachSimdTarget([&] {
     CheckAttention(DType::kF32, 16, 2, 2, 16, {{20, 20}, {5, 1}}, pool, 200);
     std::vector<AttentionJob> none;
-    PagedAttention(none, 4, 1.0f, pool);  // no jobs: nothing to do, no crash
+    PagedAttention(none, 4, 1.0f, pool, true);  // no jobs: nothing to do, no crash
   });
 }
 

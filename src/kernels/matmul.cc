@@ -54,6 +54,18 @@ Bf16Gemm MatMulBf16Gemm(int64_t M, const MatrixView& w) {
   return bf16dot::Supports(w) ? Bf16Gemm::kDot : Bf16Gemm::kNone;
 }
 
+bool WeightsExactInBf16(const MatrixView& w) {
+  switch (w.format) {
+    case WeightFormat::kDense:
+      return w.dtype == DType::kBF16;
+    case WeightFormat::kNvfp4:
+      return w.cols % kNvfp4Block == 0 && w.row_stride % 2 == 0;
+    case WeightFormat::kFp8:
+      return true;
+  }
+  return false;
+}
+
 int64_t Bf16MinRowsFor(const MatrixView& w) {
   if (const int64_t o = Bf16MinRowsOverride(); o > 0) return o;
   const bool dense = w.format == WeightFormat::kDense;

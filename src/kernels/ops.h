@@ -141,7 +141,7 @@ struct AttentionJob {
 };
 // Runs every job (typically one per sequence of a batch) across the pool.
 // softmax(q·k * scale) · v, accumulated in f32. In the BF16-activation mode
-// (the avx512-bf16 path, activations "bf16"), a job of at least
+// (the avx512-bf16 path, activations "bf16") and with bf16_ok, a job of at least
 // AttentionBf16MinQueries() queries (the dense GEMM's 5, or
 // TERN_BF16_MIN_ROWS) on an F32, BF16 or F16 cache takes its two products on
 // BF16 inputs:
@@ -154,8 +154,16 @@ struct AttentionJob {
 // |Δs| <= 2^-8 · scale · sum_i |q_i k_i|; each p relative 2^-9, and out a
 // convex combination of rows of bf16(v) (relative 2^-9 each) with weights
 // within 2^-8 relative of the f32 ones.
+// bf16_ok: the model runs in that mode at all (WeightsExactInBf16 of its
+// projections, as MatMul decides per matrix); false keeps f32.
 int64_t AttentionBf16MinQueries();
-void PagedAttention(std::span<const AttentionJob> jobs, int64_t q_heads, float scale, ThreadPool& pool);
+void PagedAttention(std::span<const AttentionJob> jobs, int64_t q_heads, float scale, ThreadPool& pool,
+                    bool bf16_ok);
+
+// Whether w is exact in BF16 (dense BF16, NVFP4 in whole 16-blocks, FP8):
+// the matrices the BF16-activation mode takes. F32 and F16 checkpoints keep
+// f32 activations throughout.
+bool WeightsExactInBf16(const MatrixView& w);
 
 // Gated delta rule (Gated DeltaNet linear attention) for one value head over
 // n tokens, in place on its state S: [dk, dv] f32. For each t:

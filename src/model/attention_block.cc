@@ -89,7 +89,8 @@ void AttentionBlock::Forward(const BatchLayout& batch, const float* x, float* ou
     jobs.push_back({.q = q + r0 * q_heads * D, .out = attn + r0 * q_heads * D, .num_queries = n,
                     .ctx_len = c.start_pos + n, .kv = pages});
   }
-  kernels::PagedAttention(jobs, q_heads, float(1.0 / std::sqrt(double(D))), pool);
+  kernels::PagedAttention(jobs, q_heads, float(1.0 / std::sqrt(double(D))), pool,
+                          kernels::WeightsExactInBf16(q_proj.w));
   if (gate != nullptr) kernels::SigmoidMul(attn, gate, T * q_heads * D);
   o_proj.Forward(attn, T, out, pool);
 }

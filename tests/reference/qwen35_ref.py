@@ -48,7 +48,7 @@ import dataclasses
 import numpy as np
 
 import gated_delta_np as gdn
-from qwen3_ref import Weights, causal_attention, linear, softmax
+from qwen3_ref import Weights, causal_attention, linear, rounds_input, softmax
 from safetensors_np import load_config
 
 TEXT_MODEL_TYPES = {"qwen3_5_moe": "qwen3_5_moe", "qwen3_5_moe_text": "qwen3_5_moe", "qwen3_next": "qwen3_next"}
@@ -223,7 +223,7 @@ def partial_rope(x, positions, rotary_dim, theta):
     return np.concatenate([rot * np.cos(emb) + rotated * np.sin(emb), rest], axis=-1)
 
 
-def gated_attention(x, w, c, positions, kv, bf16=False):
+def gated_attention(x, w, c, positions, kv):
     """Qwen3_5MoeAttention / Qwen3NextAttention. x: [T, H] normed; kv: [K, V] list, each
     [S_past, Hkv, hd] or None, extended in place. q_proj output is viewed (T, Hq, 2*hd) and
     chunked in two: per head h, rows [2*hd*h, 2*hd*h+hd) are its query and the next hd rows its
@@ -241,7 +241,7 @@ def gated_attention(x, w, c, positions, kv, bf16=False):
         k = np.concatenate([kv[0], k], axis=0)
         v = np.concatenate([kv[1], v], axis=0)
     kv[0], kv[1] = k, v
-    out = causal_attention(q, k, v, bf16).reshape(T, hq * hd)           # (bf16: tern's BF16 mode)
+    out = causal_attention(q, k, v, rounds_input(w["q_proj"])).reshape(T, hq * hd)
     out = out / (1.0 + np.exp(-gate))                                          # * sigmoid(gate)
     return linear(out, w["o_proj"], w.get("o_proj_bias"))
 
@@ -451,8 +451,7 @@ class Model:
             if kind == "linear_attention":
                 x = x + gated_delta_net(a, self._gdn_weights(i), c, state.layers[i], delta_rule)
             else:
-                x = x + gated_attention(a, self._attn_weights(i), c, positions, state.layers[i],
-                                        bf16=self.w.bf16_activations)
+                x = x + gated_attention(a, self._attn_weights(i), c, positions, state.layers[i])
             m = norm1p(x, self.w.get(p + "post_attention_layernorm.weight", (c.hidden_size,)), c.rms_norm_eps)
             x = x + self._mlp(i, m)
         state.pos += ids.size
@@ -481,8 +480,7 @@ class Model:
         k = step % c.mtp_layers
         p = f"mtp.layers.{k}."
         a = norm1p(y, top(p + "input_layernorm.weight"), eps)
-        y = y + gated_attention(a, self._attn_weights(k, mtp=True), c, positions, state.kv[k],
-                                bf16=self.w.bf16_activations)
+        y = y + gated_attention(a, self._attn_weights(k, mtp=True), c, positions, state.kv[k])
         m = norm1p(y, top(p + "post_attention_layernorm.weight"), eps)
         y = y + self._mlp(k, m, mtp=True)
         state.pos += ids.size

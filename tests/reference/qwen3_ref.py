@@ -239,6 +239,13 @@ def softmax(x, axis=-1):
     return e / np.sum(e, axis=axis, keepdims=True)
 
 
+def rounds_input(w):
+    """Whether tern's BF16-activation mode rounds this Linear's input (a Lin given act
+    round_bf16: weights exact in BF16, mode on). Attention follows its q_proj: a model in the
+    mode (BF16, NVFP4, FP8 weights) rounds attention's inputs too; F32/F16 checkpoints do not."""
+    return isinstance(w, Lin) and w.act is round_bf16
+
+
 def causal_attention(q, k, v, bf16=False):
     """softmax(q k^T / sqrt(hd)) v for the last T of S positions, causal, grouped-query.
     q: [T, Hq, hd]; k, v: [S, Hkv, hd] -> [T, Hq, hd].
@@ -266,7 +273,7 @@ def causal_attention(q, k, v, bf16=False):
     return np.einsum("hts,shd->thd", probs, v_rep)                       # [T, Hq, hd]
 
 
-def attention(x, w, cfg, positions, cache_kv, bf16=False):
+def attention(x, w, cfg, positions, cache_kv):
     """Qwen3Attention + eager_attention_forward for one sequence.
 
     x: [T, H] (already input-normed); w: dict of this layer's self_attn weights;
@@ -290,7 +297,7 @@ def attention(x, w, cfg, positions, cache_kv, bf16=False):
         k = np.concatenate([cache_kv[0], k], axis=0)  # [S, Hkv, hd]
         v = np.concatenate([cache_kv[1], v], axis=0)
     cache_kv[0], cache_kv[1] = k, v
-    out = causal_attention(q, k, v, bf16).reshape(T, hq * hd)            # [T, Hq*hd]
+    out = causal_attention(q, k, v, rounds_input(w["q_proj"])).reshape(T, hq * hd)  # [T, Hq*hd]
     return linear(out, w["o_proj"], w.get("o_proj_bias"))               # [T, H]
 
 
@@ -505,8 +512,7 @@ class Model:
         for i in range(c.num_hidden_layers):
             p = f"layers.{i}."
             a = rms_norm(x, self.w.get(p + "input_layernorm.weight", (c.hidden_size,)), c.rms_norm_eps)
-            x = x + attention(a, self._attn_weights(i), c, positions, cache.layers[i],
-                              bf16=self.w.bf16_activations)
+            x = x + attention(a, self._attn_weights(i), c, positions, cache.layers[i])
             m = rms_norm(x, self.w.get(p + "post_attention_layernorm.weight", (c.hidden_size,)),
                          c.rms_norm_eps)
             x = x + self._mlp_block(i, m)
