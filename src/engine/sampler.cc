@@ -4,6 +4,8 @@
 #include <cmath>
 #include <numeric>
 
+#include "kernels/ops.h"
+
 namespace tern {
 
 Status SamplingParams::Validate() const {
@@ -34,12 +36,7 @@ Sampler::Sampler(const SamplingParams& params) : params_(params) {
 
 double Sampler::Uniform() { return double(rng_() >> 11) * (1.0 / 9007199254740992.0); }
 
-int32_t ArgMax(std::span<const float> v) {
-  int32_t best = 0;
-  for (size_t i = 1; i < v.size(); ++i)
-    if (v[i] > v[size_t(best)]) best = int32_t(i);
-  return best;
-}
+int32_t ArgMax(std::span<const float> v) { return int32_t(kernels::ArgMax(v.data(), int64_t(v.size()))); }
 
 void Sampler::ApplyPenalties(std::span<float> logits, std::span<const int32_t> prompt,
                              std::span<const int32_t> output) {

@@ -28,7 +28,7 @@ void AttentionDecodeRange(const AttentionJob& job, int64_t t, int64_t p0, int64_
 // KV dtype F32, BF16, F16 or F8_E4M3. bf16: the BF16-activation mode's
 // products (ops.h, AttentionBf16MinQueries) on Highway's AVX3 target, for
 // F32, BF16 and F16 caches only (an FP8 cache, whose scales the products
-// would have to carry, keeps f32: attention.cc never asks); else f32.
+// would have to carry, keeps f32); else f32.
 void AttentionPrefillTask(const AttentionJob& job, int64_t t0, int64_t t1, int64_t kv_head, int64_t q_heads,
                           float scale, bool bf16);
 

@@ -252,7 +252,7 @@ void PrefillBlockBf16(const AttentionJob& job, int64_t kvh, int64_t t0, int64_t 
 void PrefillTaskImpl(const AttentionJob& job, int64_t t0, int64_t t1, int64_t kv_head, int64_t q_heads, float scale,
                      bool bf16) {
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
-  if (bf16) return PrefillBlockBf16(job, kv_head, t0, t1, q_heads, scale);  // (never an FP8 cache: attention.cc)
+  if (bf16 && job.kv.dtype != DType::kF8E4M3) return PrefillBlockBf16(job, kv_head, t0, t1, q_heads, scale);
 #else
   (void)bf16;
 #endif

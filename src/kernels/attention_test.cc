@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "base/dtype.h"
+#include "kernels/matmul_bf16dot.h"
 #include "kernels/ops.h"
 #include "kernels/reference.h"
 #include "kernels/test_util.h"
@@ -104,6 +105,49 @@ TestCache RoundedCopy(const TestCache& c) {
   return r;
 }
 
+// The BF16 mode's arithmetic exactly as ops.h states it, in double: key
+// blocks of 2 * bf16dot::kPanelCols, the running max m, p = bf16(f32(exp(s -
+// m))) added to l as rounded, O rescaled by exp(m_old - m_new); s from
+// bf16(q * scale) and bf16(k). `pages` holds bf16(k), bf16(v) as F32
+// (RoundedCopy), `q` is bf16(q * scale) / scale. -> out [num_queries, q_heads, D].
+std::vector<double> EmulateBf16(const AttentionJob& job, const KvPages& pages, int64_t q_heads, float scale) {
+  const int64_t D = pages.head_dim, G = q_heads / pages.kv_heads, Bk = 2 * int64_t(bf16dot::kPanelCols);
+  const auto at = [&](const void* pool, int64_t pos, int64_t head, int64_t d) {
+    const int64_t block = pages.block_table[pos / pages.block_size], slot = pos % pages.block_size;
+    return double(static_cast<const float*>(pool)[((block * pages.block_size + slot) * pages.kv_heads + head) * D + d]);
+  };
+  std::vector<double> out(size_t(job.num_queries * q_heads * D));
+  for (int64_t t = 0; t < job.num_queries; ++t)
+    for (int64_t h = 0; h < q_heads; ++h) {
+      const float* q = job.q + (t * q_heads + h) * D;
+      const int64_t keys = job.ctx_len - job.num_queries + t + 1, kvh = h / G;
+      double m = -1e300, l = 0;
+      std::vector<double> o(size_t(D), 0.0), s;
+      for (int64_t b0 = 0; b0 < keys; b0 += Bk) {
+        const int64_t b1 = std::min(keys, b0 + Bk);
+        s.assign(size_t(b1 - b0), 0.0);
+        double bm = -1e300;
+        for (int64_t j = b0; j < b1; ++j) {
+          double acc = 0;
+          for (int64_t d = 0; d < D; ++d) acc += double(q[d] * scale) * at(pages.k, j, kvh, d);
+          s[size_t(j - b0)] = acc;
+          bm = std::max(bm, acc);
+        }
+        const double m_new = std::max(m, bm), alpha = std::exp(m - m_new);
+        l *= alpha;
+        for (double& x : o) x *= alpha;
+        for (int64_t j = b0; j < b1; ++j) {
+          const double p = RoundBf16(float(std::exp(s[size_t(j - b0)] - m_new)));
+          l += p;
+          for (int64_t d = 0; d < D; ++d) o[size_t(d)] += p * at(pages.v, j, kvh, d);
+        }
+        m = m_new;
+      }
+      for (int64_t d = 0; d < D; ++d) out[size_t((t * q_heads + h) * D + d)] = o[size_t(d)] / l;
+    }
+  return out;
+}
+
 // Runs PagedAttention on a batch of jobs (one sequence each) and compares
 // with ref::PagedAttention. Tolerance: a score s = scale * q.k carries
 // |err| <= eps = (D + 8) u scale sum_d |q_d k_d|, which moves each softmax
@@ -184,6 +228,24 @@ void CheckAttention(DType dtype, int32_t block_size, int32_t kv_heads, int32_t g
         }
       }
       EXPECT_EQ(outs[j][0], -7.0f) << "wrote before out";
+      if (!bf16_job(specs[j])) continue;
+      // Tight: against the emulation of ops.h's arithmetic. f32 sums and
+      // Highway's f32 exp leave ~1e-6; an exp landing a p on the other side of
+      // a BF16 rounding boundary moves its row by up to 2^-8 max|v|: at most
+      // 3% of the rows (and one) may, within that.
+      const std::vector<double> emu = EmulateBf16(ref_jobs[j], ref_jobs[j].kv, q_heads, scale);
+      const int64_t D = head_dim, rows = specs[j].num_queries * q_heads;
+      int64_t loose_rows = 0;
+      for (int64_t r = 0; r < rows; ++r) {
+        double worst = 0;
+        for (int64_t d = 0; d < D; ++d)
+          worst = std::max(worst, std::fabs(double(outs[j][size_t(r * D + d) + 1]) - emu[size_t(r * D + d)]));
+        if (worst > 2e-5) {
+          ++loose_rows;
+          EXPECT_LE(worst, 0x1p-8 * 1.002) << "row " << r << " against the emulation";
+        }
+      }
+      EXPECT_LE(loose_rows, std::max<int64_t>(1, rows * 3 / 100)) << "rows off the emulation by more than 2e-5";
     }
   }
 }
@@ -219,6 +281,12 @@ TEST(PagedAttentionTest, PrefillCausalAndChunked) {
       CheckAttention(dt, 3, 1, 2, 72, {{3, 3}, {10, 4}}, pool, seed++);
       // Enough queries for several query blocks per head, keys over several key blocks.
       CheckAttention(dt, 32, 1, 4, 32, {{150, 130}}, pool, seed++);
+      // The BF16 mode's packers at other shapes: odd key counts per block, head_dim not a
+      // multiple of 32 (or odd), three and more 48-wide output panels, odd groups.
+      CheckAttention(dt, 16, 2, 3, 72, {{37, 7}, {193, 61}}, pool, seed++);
+      CheckAttention(dt, 5, 1, 5, 33, {{101, 101}}, pool, seed++);
+      CheckAttention(dt, 16, 1, 2, 128, {{97, 9}}, pool, seed++);
+      CheckAttention(dt, 16, 2, 1, 256, {{97, 97}}, pool, seed++);
     }
   });
 }

@@ -105,19 +105,5 @@ inline __m512i DecodeRowStep(const MatrixView& w, size_t n, size_t k0, size_t n_
   return v;
 }
 
-// Whether a GEMM on BF16 products takes w exactly: dense BF16, NVFP4 (whole
-// 16-blocks, byte-aligned rows), FP8. F32 and F16 are not exact in BF16.
-inline bool ExactInBf16(const MatrixView& w) {
-  switch (w.format) {
-    case WeightFormat::kDense:
-      return w.dtype == DType::kBF16;
-    case WeightFormat::kNvfp4:
-      return w.cols % kNvfp4Block == 0 && w.row_stride % 2 == 0;
-    case WeightFormat::kFp8:
-      return true;
-  }
-  return false;
-}
-
 }  // namespace
 }  // namespace tern::kernels::bf16pack

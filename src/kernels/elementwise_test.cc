@@ -114,6 +114,43 @@ TEST(AddInPlaceTest, MatchesReference) {
   });
 }
 
+// The scalar definition ArgMax keeps (ops.h).
+int64_t ScalarArgMax(const std::vector<float>& v) {
+  int64_t best = 0;
+  for (size_t i = 1; i < v.size(); ++i)
+    if (v[i] > v[size_t(best)]) best = int64_t(i);
+  return best;
+}
+
+TEST(ArgMaxTest, FirstLargestNaNsNeverChosen) {
+  std::mt19937 rng(11);
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  ForEachSimdTarget([&] {
+    for (size_t n : {0, 1, 2, 7, 15, 16, 17, 63, 64, 65, 100, 1000, 151936}) {
+      for (int variant = 0; variant < 7; ++variant) {
+        std::vector<float> v = RandomFloats(rng, n, -3.0f, 3.0f);
+        if (n > 0) {
+          std::uniform_int_distribution<size_t> at(0, n - 1);
+          if (variant == 1)  // ties: the largest value at several places, the first must win
+            for (int k = 0; k < 4; ++k) v[at(rng)] = 5.0f;
+          if (variant == 2)  // NaNs everywhere, some larger-looking neighbours
+            for (size_t k = 0; k < n / 3 + 1; ++k) v[at(rng)] = nan;
+          if (variant == 3) v[0] = nan;                           // a NaN first: 0
+          if (variant == 4) std::fill(v.begin(), v.end(), -inf);  // all -inf: 0
+          if (variant == 5) v[n - 1] = inf;                       // the maximum in the tail
+          if (variant == 6) {                                     // -inf and NaN only, one finite value
+            for (float& x : v) x = (rng() & 1) ? -inf : nan;
+            v[n / 2] = -1.0f;
+            v[0] = -inf;
+          }
+        }
+        SCOPED_TRACE(::testing::Message() << "n=" << n << " variant=" << variant);
+        EXPECT_EQ(ArgMax(v.data(), int64_t(n)), ScalarArgMax(v));
+      }
+    }
+  });
+}
+
 TEST(ConvertToF32Test, ExactForEveryFormat) {
   std::mt19937 rng(5);
   std::uniform_int_distribution<int> byte(0, 255);

@@ -191,7 +191,7 @@ void MicroKernelFor(size_t mr, const uint32_t* xs, const uint32_t* panel, size_t
 
 }  // namespace
 
-bool Supports(const MatrixView& w) { return bf16pack::ExactInBf16(w); }
+bool Supports(const MatrixView& w) { return WeightsExactInBf16(w); }  // (ops.h)
 
 void Gemm(const float* x, int64_t M_, int64_t ldx, const MatrixView& w, float* y, int64_t ldy_, ThreadPool& pool) {
   const size_t M = size_t(M_), N = size_t(w.rows), K = size_t(w.cols), ldy = size_t(ldy_);

@@ -96,6 +96,11 @@ void SiluMul(const float* gate, const float* up, int64_t n, float* out);
 // a[i] += b[i], n elements.
 void AddInPlace(float* a, const float* b, int64_t n);
 
+// The first index of the largest value of v[0, n), NaNs never chosen (as
+// `for i: if (v[i] > v[best]) best = i` from best = 0, which also returns 0
+// when v[0] is NaN); 0 for n <= 1.
+int64_t ArgMax(const float* v, int64_t n);
+
 // out[i] = float(src[i]) for n elements of dtype F32, BF16, F16 or F8_E4M3.
 void ConvertToF32(DType dtype, const void* src, int64_t n, float* out);
 
@@ -155,7 +160,11 @@ struct AttentionJob {
 // convex combination of rows of bf16(v) (relative 2^-9 each) with weights
 // within 2^-8 relative of the f32 ones.
 // bf16_ok: the model runs in that mode at all (WeightsExactInBf16 of its
-// projections, as MatMul decides per matrix); false keeps f32.
+// projections); false keeps f32. (The threshold is the dense GEMM's even for
+// NVFP4 / FP8 projections, which round from 7 rows: a chunk of 5-6 queries
+// then has f32 projections and BF16 attention, each within its own bound.)
+// The amx path keeps attention in f32: its VDPBF16PS retires at a quarter
+// of the AMD rate (cpu_features.h), and tiles for attention are not built.
 int64_t AttentionBf16MinQueries();
 void PagedAttention(std::span<const AttentionJob> jobs, int64_t q_heads, float scale, ThreadPool& pool,
                     bool bf16_ok);

@@ -473,7 +473,9 @@ Result<std::string> QuantizeCheckpoint(const std::string& in_dir, const std::str
     if (!f) return Status::Errorf("{}: cannot write hf_quant_config.json", out_dir);
   }
   config["quantization_config"] = qc;
-  if (tied_head && std::find(quantized.begin(), quantized.end(), kHead) != quantized.end()) {
+  // A quantized head is never tied (engines that tie by the config would
+  // read the embedding, or reject the codes), whether or not it was stored.
+  if (std::find(quantized.begin(), quantized.end(), kHead) != quantized.end()) {
     config["tie_word_embeddings"] = false;
     if (config.contains("text_config") && config["text_config"].is_object())
       config["text_config"]["tie_word_embeddings"] = false;

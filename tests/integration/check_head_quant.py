@@ -58,6 +58,8 @@ def main():
     cfg, hf_ex, ignore, cq = read(a.quantized)
     names = set(cq.names())
     expect(cfg.get("tie_word_embeddings") is False, "quantized: config.json tie_word_embeddings false")
+    if isinstance(cfg.get("text_config"), dict):
+        expect(cfg["text_config"].get("tie_word_embeddings") is False, "quantized: text_config untied too")
     expect(not excluded(hf_ex, "lm_head"), f"quantized: exclude_modules {hf_ex} leaves lm_head quantized")
     expect(not excluded(ignore, "lm_head"), f"quantized: quantization_config.ignore {ignore} leaves lm_head")
     expect(cq.raw("model.embed_tokens.weight").tobytes() == embed, "quantized: embedding bytes as stored")

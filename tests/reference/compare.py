@@ -285,8 +285,11 @@ def main(argv=None):
         return 77
     print(f"activations: {args.activations}", flush=True)
     try:
+        # tern's avx512-bf16 path rounds attention's inputs too; its amx path keeps attention in f32.
         model = load_reference(args.model, cache_weights=False, w4a4=args.quant_numerics == "w4a4",
-                               bf16_activations=args.activations == "bf16")
+                               bf16_activations=args.activations == "bf16",
+                               bf16_attention=args.activations == "bf16"
+                               and _TERN_ENV.get("TERN_CPU_PATH") == "avx512-bf16")
     except Exception as e:  # a bad model dir is a test failure with a readable reason
         print(f"FAIL: reference cannot load {args.model}: {type(e).__name__}: {e}")
         return 1

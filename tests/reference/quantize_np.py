@@ -278,7 +278,7 @@ def quantize_dir(model_dir, out_dir, fmt, exclude=(), calibration_ids=None, bloc
             shutil.copyfile(p, os.path.join(out_dir, f))
     write_safetensors(os.path.join(out_dir, "model.safetensors"), tensors, {"format": "pt"})
     out_cfg = dict(full_cfg)
-    if untie:
+    if "lm_head" in quantized:  # a quantized head is never tied, stored or not
         out_cfg["tie_word_embeddings"] = False
         if isinstance(out_cfg.get("text_config"), dict):
             out_cfg["text_config"] = dict(out_cfg["text_config"], tie_word_embeddings=False)

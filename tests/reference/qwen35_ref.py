@@ -48,7 +48,7 @@ import dataclasses
 import numpy as np
 
 import gated_delta_np as gdn
-from qwen3_ref import Weights, causal_attention, linear, rounds_input, softmax
+from qwen3_ref import Weights, causal_attention, linear, rounds_attention, softmax
 from safetensors_np import load_config
 
 TEXT_MODEL_TYPES = {"qwen3_5_moe": "qwen3_5_moe", "qwen3_5_moe_text": "qwen3_5_moe", "qwen3_next": "qwen3_next"}
@@ -241,7 +241,7 @@ def gated_attention(x, w, c, positions, kv):
         k = np.concatenate([kv[0], k], axis=0)
         v = np.concatenate([kv[1], v], axis=0)
     kv[0], kv[1] = k, v
-    out = causal_attention(q, k, v, rounds_input(w["q_proj"])).reshape(T, hq * hd)
+    out = causal_attention(q, k, v, rounds_attention(w)).reshape(T, hq * hd)
     out = out / (1.0 + np.exp(-gate))                                          # * sigmoid(gate)
     return linear(out, w["o_proj"], w.get("o_proj_bias"))
 
@@ -311,11 +311,12 @@ class MtpState:
 
 
 class Model:
-    def __init__(self, model_dir, cache_weights=True, w4a4=False, observer=None, bf16_activations=False):
+    def __init__(self, model_dir, cache_weights=True, w4a4=False, observer=None, bf16_activations=False,
+                 bf16_attention=None):
         text_cfg, full_cfg = load_config(model_dir)
         self.cfg = parse_config(text_cfg)
         self.w = Weights(model_dir, full_cfg, cache=cache_weights, w4a4=w4a4, observer=observer,
-                         bf16_activations=bf16_activations)
+                         bf16_activations=bf16_activations, bf16_attention=bf16_attention)
         c = self.cfg
         self.embed = self.w.get("embed_tokens.weight", (c.vocab_size, c.hidden_size))
 
@@ -335,7 +336,8 @@ class Model:
              "v_proj": self.w.linear(p + "v_proj.weight", (hkv * hd, h), top),
              "o_proj": self.w.linear(p + "o_proj.weight", (h, hq * hd), top),
              "q_norm": self.w.get(p + "q_norm.weight", (hd,), top),
-             "k_norm": self.w.get(p + "k_norm.weight", (hd,), top)}
+             "k_norm": self.w.get(p + "k_norm.weight", (hd,), top),
+             "bf16_attention": self.w.bf16_attention}
         if c.attention_bias:
             for name, n in (("q_proj", 2 * hq * hd), ("k_proj", hkv * hd), ("v_proj", hkv * hd), ("o_proj", h)):
                 w[name + "_bias"] = self.w.get(p + name + ".bias", (n,), top)

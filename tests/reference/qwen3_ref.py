@@ -239,11 +239,13 @@ def softmax(x, axis=-1):
     return e / np.sum(e, axis=axis, keepdims=True)
 
 
-def rounds_input(w):
-    """Whether tern's BF16-activation mode rounds this Linear's input (a Lin given act
-    round_bf16: weights exact in BF16, mode on). Attention follows its q_proj: a model in the
-    mode (BF16, NVFP4, FP8 weights) rounds attention's inputs too; F32/F16 checkpoints do not."""
-    return isinstance(w, Lin) and w.act is round_bf16
+def rounds_attention(w):
+    """Whether tern rounds this attention's inputs to BF16: w (a layer's attention weights) of a
+    model in the BF16-activation mode (its q_proj's input is rounded: weights exact in BF16, mode
+    on; F32/F16 checkpoints are not), on the path whose attention takes the mode
+    (Weights.bf16_attention, recorded in w by _attn_weights)."""
+    q = w["q_proj"]
+    return bool(w.get("bf16_attention")) and isinstance(q, Lin) and q.act is round_bf16
 
 
 def causal_attention(q, k, v, bf16=False):
@@ -297,7 +299,7 @@ def attention(x, w, cfg, positions, cache_kv):
         k = np.concatenate([cache_kv[0], k], axis=0)  # [S, Hkv, hd]
         v = np.concatenate([cache_kv[1], v], axis=0)
     cache_kv[0], cache_kv[1] = k, v
-    out = causal_attention(q, k, v, rounds_input(w["q_proj"])).reshape(T, hq * hd)  # [T, Hq*hd]
+    out = causal_attention(q, k, v, rounds_attention(w)).reshape(T, hq * hd)  # [T, Hq*hd]
     return linear(out, w["o_proj"], w.get("o_proj_bias"))               # [T, H]
 
 
@@ -342,13 +344,17 @@ class Weights:
     quant_np.load_linear: NVFP4, FP8 per-tensor and FP8 block weights are dequantized exactly,
     and a quantized module that the quantization config excludes is an error naming it."""
 
-    def __init__(self, model_dir, full_config, cache=True, w4a4=False, observer=None, bf16_activations=False):
+    def __init__(self, model_dir, full_config, cache=True, w4a4=False, observer=None, bf16_activations=False,
+                 bf16_attention=None):
         self.ckpt = Checkpoint(model_dir)
         self.cache = {} if cache else None
         self.w4a4 = w4a4
         if w4a4 and bf16_activations:
             raise ValueError("w4a4 and bf16 activations are separate numerics modes")
         self.bf16_activations = bf16_activations
+        # Attention's inputs rounded too (tern's avx512-bf16 path; its amx path keeps attention in
+        # f32 for now): by default with bf16_activations.
+        self.bf16_attention = bf16_activations if bf16_attention is None else bf16_attention
         self.observer = observer
         self.meta = {}  # full tensor name -> (format, input_scale)
         for prefix in ("model.", "model.language_model.", "language_model.model."):
@@ -425,11 +431,12 @@ class KVCache:
 
 
 class Model:
-    def __init__(self, model_dir, cache_weights=True, w4a4=False, observer=None, bf16_activations=False):
+    def __init__(self, model_dir, cache_weights=True, w4a4=False, observer=None, bf16_activations=False,
+                 bf16_attention=None):
         text_cfg, full_cfg = load_config(model_dir)
         self.cfg = parse_config(text_cfg)
         self.w = Weights(model_dir, full_cfg, cache=cache_weights, w4a4=w4a4, observer=observer,
-                         bf16_activations=bf16_activations)
+                         bf16_activations=bf16_activations, bf16_attention=bf16_attention)
         c = self.cfg
         self.embed = self.w.get("embed_tokens.weight", (c.vocab_size, c.hidden_size))
 
@@ -444,6 +451,7 @@ class Model:
             "o_proj": self.w.linear(p + "o_proj.weight", (h, hq * hd)),
             "q_norm": self.w.get(p + "q_norm.weight", (hd,)),
             "k_norm": self.w.get(p + "k_norm.weight", (hd,)),
+            "bf16_attention": self.w.bf16_attention,
         }
         if c.attention_bias:
             w["q_proj_bias"] = self.w.get(p + "q_proj.bias", (hq * hd,))
