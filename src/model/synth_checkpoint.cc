@@ -25,6 +25,9 @@ std::vector<SynthPreset> SynthPresets() {
       // Qwen3.5: 3 linear-attention layers, then one full (interval 4). A shared
       // expert of 64 (not 48): NVFP4 halves of it still fall on 16-element blocks (--tp 2).
       {"qwen3.5-tiny", "qwen3_5_moe", 64, 4, 4, 2, 32, 0, 0, false, 8, 2, 32, 4096, 2, 4, 16, 16, 4, 64, 4, 0.25, 1},
+      // The same with lm_head tied to the embedding (no lm_head.weight; tie_word_embeddings at both levels).
+      {"qwen3.5-tiny-tied", "qwen3_5_moe", 64, 4, 4, 2, 32, 0, 0, true, 8, 2, 32, 4096, 2, 4, 16, 16, 4, 64, 4, 0.25,
+       1},
       // Qwen3-Next: the same dimensions, fused in_proj_qkvz / in_proj_ba, flat model.layers.* names.
       {"qwen3-next-tiny", "qwen3_next", 64, 4, 4, 2, 32, 96, 0, false, 8, 2, 32, 4096, 2, 4, 16, 16, 4, 64, 4, 0.25,
        1},
@@ -130,8 +133,9 @@ nlohmann::ordered_json HybridConfigJson(const SynthPreset& p, DType dtype, int64
   nlohmann::ordered_json c;
   c["architectures"] = {"Qwen3_5MoeForConditionalGeneration"};
   c["model_type"] = "qwen3_5_moe";
+  t["tie_word_embeddings"] = p.tied;
   c["text_config"] = t;
-  c["tie_word_embeddings"] = false;
+  c["tie_word_embeddings"] = p.tied;
   c["torch_dtype"] = TorchDtypeName(dtype);
   return c;
 }
@@ -280,7 +284,7 @@ void WriteHybridLayers(const SynthPreset& p, int64_t vocab, Add& add) {
     WriteSharedExpertMoe(p, pre, add);
   }
   add(m + "norm.weight", {H}, 0, 0.1);
-  add("lm_head.weight", {vocab, H}, 0, kStd);
+  if (!p.tied) add("lm_head.weight", {vocab, H}, 0, kStd);
   if (p.mtp_layers > 0) {
     add("mtp.fc.weight", {H, 2 * H}, 0, kStd);
     add("mtp.pre_fc_norm_embedding.weight", {H}, 0, 0.1);

@@ -50,19 +50,23 @@ def main():
     cfg, hf_ex, ignore, ck = read(a.kept)
     expect("lm_head.weight" not in ck.names(), "kept: no lm_head.weight stored")
     expect(cfg.get("tie_word_embeddings") is True, "kept: config.json tie_word_embeddings true")
-    expect(excluded(hf_ex, "lm_head"), f"kept: hf_quant_config exclude_modules {hf_ex} covers lm_head")
-    expect(excluded(ignore, "lm_head"), f"kept: quantization_config.ignore {ignore} covers lm_head")
-    embed = ck.raw("model.embed_tokens.weight").tobytes()
-    V, H = ck.info("model.embed_tokens.weight")["shape"]
+    if isinstance(cfg.get("text_config"), dict):
+        expect(cfg["text_config"].get("tie_word_embeddings") is True, "kept: text_config still tied")
+    expect(excluded(hf_ex, "lm_head"), "kept: hf_quant_config exclude_modules covers lm_head")
+    expect(excluded(ignore, "lm_head"), "kept: quantization_config.ignore covers lm_head")
+    embed_name = next(n for n in ("model.embed_tokens.weight", "model.language_model.embed_tokens.weight")
+                      if n in ck.names())
+    embed = ck.raw(embed_name).tobytes()
+    V, H = ck.info(embed_name)["shape"]
 
     cfg, hf_ex, ignore, cq = read(a.quantized)
     names = set(cq.names())
     expect(cfg.get("tie_word_embeddings") is False, "quantized: config.json tie_word_embeddings false")
     if isinstance(cfg.get("text_config"), dict):
         expect(cfg["text_config"].get("tie_word_embeddings") is False, "quantized: text_config untied too")
-    expect(not excluded(hf_ex, "lm_head"), f"quantized: exclude_modules {hf_ex} leaves lm_head quantized")
-    expect(not excluded(ignore, "lm_head"), f"quantized: quantization_config.ignore {ignore} leaves lm_head")
-    expect(cq.raw("model.embed_tokens.weight").tobytes() == embed, "quantized: embedding bytes as stored")
+    expect(not excluded(hf_ex, "lm_head"), "quantized: exclude_modules leave lm_head quantized")
+    expect(not excluded(ignore, "lm_head"), "quantized: quantization_config.ignore leaves lm_head")
+    expect(cq.raw(embed_name).tobytes() == embed, "quantized: embedding bytes as stored")
     info = cq.info("lm_head.weight") if "lm_head.weight" in names else {"dtype": None, "shape": None}
     if a.format == "nvfp4":
         expect(info["dtype"] == "U8" and list(info["shape"]) == [V, H // 2],

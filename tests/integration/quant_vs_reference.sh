@@ -96,6 +96,25 @@ if [ "$arch" = qwen3 ] && [ "$fmt" != fp8-block ]; then
   step "(d) the head's storage, config and exclude list, both ways" \
     $py "$here/integration/check_head_quant.py" --kept "$base/tied-kept" --quantized "$base/tied-quantized" \
     --format "$fmt"
+  # (e) the same for Qwen3.5's layout (model.language_model.* under a composite config whose
+  # text_config is untied too), NVFP4, with the MTP head (which shares lm_head) compared as well.
+  if [ "$fmt" = nvfp4 ]; then
+    step "(e) tern synth qwen3.5-tiny-tied bf16" \
+      "$tern" synth --arch qwen3_5_moe --preset qwen3.5-tiny-tied --dtype bf16 --seed 7 --out "$base/q35-tied"
+    for head in kept quantized; do
+      flag=; [ $head = quantized ] && flag=--quantize-lm-head
+      step "(e) tern quantize $flag (Qwen3.5, tied head $head)" \
+        "$tern" quantize --model "$base/q35-tied" --out "$base/q35-$head" --format nvfp4 --calibration-ids "$calib" $flag
+      step "(e) quantize_np.py $flag (Qwen3.5, tied head $head)" \
+        $py "$ref/quantize_np.py" --model "$base/q35-tied" --out "$base/q35-$head-np" --format nvfp4 \
+        --calibration-ids "$calib" $flag
+      step "(e) tern quantize == quantize_np.py (Qwen3.5, tied head $head)" \
+        $py "$ref/compare_checkpoints.py" --a "$base/q35-$head" --b "$base/q35-$head-np" --input-scale-rtol 1e-3
+      step "(e) tern vs reference with the MTP head (Qwen3.5, tied head $head)" compare "$base/q35-$head" --tol 1e-3 --mtp
+    done
+    step "(e) the head's storage, configs and exclude list (Qwen3.5)" \
+      $py "$here/integration/check_head_quant.py" --kept "$base/q35-kept" --quantized "$base/q35-quantized" --format nvfp4
+  fi
 fi
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
