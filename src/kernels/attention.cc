@@ -8,7 +8,9 @@
 //   (split-K, as flash-decoding does); the ranges' softmax partials are merged
 //   exactly afterwards.
 // * Prefill (more queries): a task is one (kv head, block of queries) with
-//   about kPrefillRows rows of Q (queries x query heads per kv head).
+//   about kPrefillRows rows of Q (queries x query heads per kv head). A job
+//   the BF16-activation mode takes (ops.h) is always a prefill job: with
+//   TERN_BF16_MIN_ROWS below 3 (the reference tests) decode jobs are too.
 #include <algorithm>
 #include <cmath>
 #include <cstring>

@@ -60,6 +60,23 @@ struct PrefillLayout {
   }
 };
 
+// One row of S over the key block [kb0, kb0 + nk) for a query at qpos: keys
+// past qpos masked, the online-softmax step over n columns (a multiple of
+// the lanes; kRoundBf16: P rounded, SoftmaxUpdate), and the row of O (od
+// floats, a multiple of the lanes) rescaled when the running max moved. A
+// query before the whole block gets P = 0 and leaves m, l, O alone.
+template <bool kRoundBf16>
+void CausalSoftmaxRow(float* srow, size_t n, int64_t qpos, int64_t kb0, size_t nk, float& m, float& l, float* orow,
+                      size_t od) {
+  const size_t valid = size_t(std::clamp<int64_t>(qpos - kb0 + 1, 0, int64_t(nk)));
+  if (valid == 0) {
+    std::fill(srow, srow + nk, 0.0f);
+    return;
+  }
+  const float alpha = SoftmaxUpdate<kRoundBf16>(srow, n, valid, m, l);
+  if (alpha != 1.0f) ScaleRow(orow, od, alpha);
+}
+
 // Queries [t0, t1) of `job` with the G heads of kv head kvh.
 template <DType kDT>
 void PrefillBlock(const AttentionJob& job, int64_t kvh, int64_t t0, int64_t t1, int64_t q_heads, float scale) {
@@ -112,15 +129,8 @@ void PrefillBlock(const AttentionJob& job, int64_t kvh, int64_t t0, int64_t t1, 
         MicroKernelFor(mr, qs + t * D * kMR, kt + pk * D * NW, NW, D, S + t * kMR * Bk + pk * NW, Bk, NW, false);
     }
     for (size_t r = 0; r < R; ++r) {
-      const int64_t qpos = pos0 + int64_t(r / G);
-      const size_t valid = size_t(std::clamp<int64_t>(qpos - kb0 + 1, 0, int64_t(nk)));
       float* srow = S + r * Bk;
-      if (valid == 0) {
-        std::fill(srow, srow + nk, 0.0f);
-      } else {
-        const float alpha = SoftmaxUpdate(srow, key_panels * NW, valid, m[r], l[r]);
-        if (alpha != 1.0f) ScaleRow(O + r * Dp, Dp, alpha);
-      }
+      CausalSoftmaxRow<false>(srow, key_panels * NW, pos0 + int64_t(r / G), kb0, nk, m[r], l[r], O + r * Dp, Dp);
       float* prow = ps + (r / kMR) * Bk * kMR + r % kMR;
       for (size_t j = 0; j < nk; ++j) prow[j * kMR] = srow[j];
     }
@@ -215,17 +225,8 @@ void PrefillBlockBf16(const AttentionJob& job, int64_t kvh, int64_t t0, int64_t 
     }
     // P = exp(S - m), rounded; O rescaled where the running max moved.
     const size_t n_soft = RoundUp(nk, L);
-    for (size_t r = 0; r < R; ++r) {
-      const int64_t qpos = pos0 + int64_t(r / G);
-      const size_t valid = size_t(std::clamp<int64_t>(qpos - kb0 + 1, 0, int64_t(nk)));
-      float* srow = S + r * Bk;
-      if (valid == 0) {
-        std::fill(srow, srow + nk, 0.0f);
-      } else {
-        const float alpha = SoftmaxUpdate<true>(srow, n_soft, valid, m[r], l[r]);
-        if (alpha != 1.0f) ScaleRow(O + r * Do, Do, alpha);
-      }
-    }
+    for (size_t r = 0; r < R; ++r)
+      CausalSoftmaxRow<true>(S + r * Bk, n_soft, pos0 + int64_t(r / G), kb0, nk, m[r], l[r], O + r * Do, Do);
     // O += P V.
     const size_t K2 = (nk + 1) / 2;
     bd::PackRowTiles(S, R, Bk, nk, ps);
