@@ -200,7 +200,7 @@ void PrefillBlockBf16(const AttentionJob& job, int64_t kvh, int64_t t0, int64_t 
 
   const DType dt = kv.dtype;
   const size_t row_bytes = D * DTypeSize(dt);
-  const auto kv_row = [&](const void* pool, int64_t pos) -> const void* {
+  const auto kv_row = [&](const void* pool, int64_t pos) -> const void* {  // (KvRow, the dtype known at run time)
     const int64_t block = kv.block_table[pos / kv.block_size], slot = pos % kv.block_size;
     return static_cast<const uint8_t*>(pool) +
            ((block * kv.block_size + slot) * kv.kv_heads + kvh) * kv.head_dim * int64_t(DTypeSize(dt));
