@@ -19,7 +19,8 @@ struct Calibration {
 
 // Runs the prompt through the model with an observer on every Linear (input
 // amax by module name) and on every attention layer's cached K and V.
-Result<Calibration> Calibrate(Session& s, const std::vector<int32_t>& ids) {
+// all_logits: lm_head is to be quantized, so its observer must see every row.
+Result<Calibration> Calibrate(Session& s, const std::vector<int32_t>& ids, bool all_logits) {
   auto* model = dynamic_cast<DecoderModel*>(s.model.get());
   if (model == nullptr) return Status::Error("quantize: calibration supports decoder models only");
   std::map<std::string, std::unique_ptr<ActivationObserver>> observers, kv;
@@ -37,10 +38,11 @@ Result<Calibration> Calibrate(Session& s, const std::vector<int32_t>& ids) {
   }
   // One prefill through the engine (an F32 KV cache: the observers see the
   // keys and values at the precision they were computed in).
-  // Every position's logits (prompt logprobs from position 1, and the last
-  // row's), so lm_head's observer sees all rows as in ModelOpt's calibration
-  // forward, not only the last one a plain prefill computes logits for.
-  EngineRequest req{.id = "calibration", .prompt = ids, .max_tokens = 1, .prompt_logprob_start = 0};
+  // With all_logits, every position's logits (prompt logprobs from position
+  // 1, and the last row's), so lm_head's observer sees all rows as in
+  // ModelOpt's calibration forward, not only the last one a plain prefill
+  // computes logits for (an lm_head left in BF16 needs none of them).
+  EngineRequest req{.id = "calibration", .prompt = ids, .max_tokens = 1, .prompt_logprob_start = all_logits ? 0 : -1};
   req.sampling.temperature = 0;
   Result<std::vector<CompletedRequest>> r = Status::Error("");
   {
@@ -92,7 +94,7 @@ Result<std::string> RunQuantize(QuantizeRun run) {
       if (id < 0 || id >= vocab)
         return Status::Errorf("quantize: calibration token id {} is outside the vocabulary [0, {})", id, vocab);
     if (ids.empty()) return Status::Error("quantize: the calibration prompt is empty");
-    TERN_ASSIGN_OR_RETURN(Calibration c, Calibrate(*s, ids));
+    TERN_ASSIGN_OR_RETURN(Calibration c, Calibrate(*s, ids, run.options.quantize_lm_head));
     run.options.input_amax = std::move(c.input_amax);
     run.options.kv_amax = std::move(c.kv_amax);
   }
