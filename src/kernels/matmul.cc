@@ -1,5 +1,6 @@
 // MatMul (ops.h): picks the implementation for the shape.
 #include <cstring>
+#include <vector>
 
 #include "kernels/cpu_features.h"
 #include "kernels/matmul_amx.h"
@@ -74,6 +75,14 @@ int64_t Bf16MinRowsFor(const MatrixView& w) {
 }
 
 void MatMul(const float* x, int64_t M, int64_t ldx, const MatrixView& w, float* y, int64_t ldy, ThreadPool& pool) {
+  if (const uint64_t seed = StochasticBf16Seed(); seed != 0) {
+    // The check's rounded references only (ops.h): a buffer per calling
+    // thread (MoE experts run one per worker), grown to the largest x seen.
+    thread_local std::vector<float> rounded;
+    if (rounded.size() < size_t(M * w.cols)) rounded.resize(size_t(M * w.cols));
+    StochasticRoundBf16(x, M, ldx, w.cols, seed, rounded.data());
+    return MatMulOn(PathFor(M, w, /*bf16_ok=*/false), rounded.data(), M, w.cols, w, y, ldy, pool);
+  }
   MatMulOn(PathFor(M, w), x, M, ldx, w, y, ldy, pool);
 }
 
@@ -83,7 +92,7 @@ void MatMulF32Activations(const float* x, int64_t M, int64_t ldx, const MatrixVi
 }
 
 void MatMulMany(const float* x, int64_t M, int64_t ldx, std::span<const MatMulTarget> targets, ThreadPool& pool) {
-  bool gemv = true;
+  bool gemv = StochasticBf16Seed() == 0;  // (rounded references: one MatMul per target)
   for (const MatMulTarget& t : targets) gemv = gemv && PathFor(M, t.w) == Path::kGemv;
   if (!gemv) {
     for (const MatMulTarget& t : targets) MatMul(x, M, ldx, t.w, t.y, t.ldy, pool);

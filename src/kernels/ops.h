@@ -65,6 +65,24 @@ void MatMul(const float* x, int64_t M, int64_t ldx, const MatrixView& w, float* 
 void MatMulF32Activations(const float* x, int64_t M, int64_t ldx, const MatrixView& w, float* y, int64_t ldy,
                           ThreadPool& pool);
 
+// The numerics check's BF16-rounded references (app/numerics_reference.cc):
+// while a seed is set (non-zero), MatMul and MatMulMany first round every
+// element of x to one of its two BF16 neighbours, the upper (in magnitude)
+// with probability equal to its distance from the lower over the gap
+// (stochastic rounding: unbiased), then run the f32 kernels on any CPU path.
+// The draw is a hash of (seed, column, the element's bits), so a row gives
+// the same result in any batch, chunk or thread count. One seed is one
+// deployment that rounds activations to BF16; several spread over what such
+// deployments compute. Process-wide, like SetActivations (cpu_features.h):
+// set it only while no other work runs kernels. MatMulF32Activations is
+// never rounded (as on the BF16 paths). 0: off (the default).
+void SetStochasticBf16Seed(uint64_t seed);
+uint64_t StochasticBf16Seed();
+// x [M, K] (row stride ldx) -> out [M, K] (stride K), rounded as above;
+// NaN and infinities pass unchanged, a value past BF16's largest finite may
+// round to infinity (as BF16 rounding does). seed != 0.
+void StochasticRoundBf16(const float* x, int64_t M, int64_t ldx, int64_t K, uint64_t seed, float* out);
+
 // One product of MatMulMany: y[M, w.rows] (row m at y + m * ldy) = x · W^T.
 struct MatMulTarget {
   MatrixView w;
