@@ -9,14 +9,15 @@
 #include "engine/engine.h"
 #include "engine/run_to_completion.h"
 #include "kernels/cpu_features.h"
+#include "kernels/ops.h"
 
 namespace tern::app {
 namespace {
 
 class EngineReference : public check::LogprobReference {
  public:
-  EngineReference(std::unique_ptr<Session> s, ChatPrompt chat, std::string numerics)
-      : s_(std::move(s)), chat_(std::move(chat)), numerics_(std::move(numerics)) {}
+  EngineReference(std::unique_ptr<Session> s, ChatPrompt chat, std::string numerics, int variants)
+      : s_(std::move(s)), chat_(std::move(chat)), numerics_(std::move(numerics)), variants_(variants) {}
 
   std::string Describe() const override {
     return fmt::format("tern engine in process, {} ({} numerics, F32 KV cache)", s_->dir, numerics_);
@@ -70,6 +71,22 @@ class EngineReference : public check::LogprobReference {
     return out;
   }
 
+  int RoundedVariants() const override { return variants_; }
+
+  // Score under seed variant + 1 of the stochastic BF16 rounding (ops.h),
+  // which is process-wide: this process runs nothing else meanwhile.
+  Result<std::vector<check::PositionLogprobs>> ScoreRounded(int variant, const std::vector<int32_t>& tokens,
+                                                            int64_t first, int top_k,
+                                                            const std::vector<std::vector<int32_t>>& want) override {
+    if (variant < 0 || variant >= variants_)
+      return Status::Errorf("BF16-rounded variant {} of {}", variant, variants_);
+    struct Seed {
+      explicit Seed(uint64_t s) { kernels::SetStochasticBf16Seed(s); }
+      ~Seed() { kernels::SetStochasticBf16Seed(0); }
+    } seed(uint64_t(variant) + 1);
+    return Score(tokens, first, top_k, want);
+  }
+
   std::string TokenText(int32_t id) const override {
     auto t = s_->tokenizer->Decode(std::span<const int32_t>(&id, 1), false);
     return t.ok() ? *t : std::string();
@@ -79,34 +96,28 @@ class EngineReference : public check::LogprobReference {
   std::unique_ptr<Session> s_;
   ChatPrompt chat_;
   std::string numerics_;
+  int variants_;  // BF16-rounded variants (0 under w4a4)
 };
 
 }  // namespace
 
 Result<std::unique_ptr<check::LogprobReference>> LoadEngineReference(const check::ReferenceModelSpec& spec) {
-  ActivationNumerics num = ActivationNumerics::kFull;
-  if (spec.numerics == "w4a4" || spec.numerics == "w8a8") num = ActivationNumerics::kGpuQuantized;
-  else if (spec.numerics != "full" && spec.numerics != "bf16" && spec.numerics != "w4a16" && spec.numerics != "w8a16")
-    return Status::Errorf("--reference-numerics {}: use full, bf16 or w4a4", spec.numerics);
-  // The reference runs in this process: its activations are this process's kernels' (cpu_features.h).
-  // full keeps every GEMM input in f32 (the default: the most exact reference the CPU computes); bf16
-  // rounds them as the amx and avx512-bf16 paths do (one numerics mode), which needs one of them.
-  if (spec.numerics == "bf16") {
-    const std::string best = kernels::AvailableCpuPaths().front();
-    if (best != "amx" && best != "avx512-bf16")
-      return Status::Errorf("--reference-numerics bf16: needs the amx or avx512-bf16 CPU path, this CPU runs {}",
-                            kernels::CpuPathDescription());
-    TERN_RETURN_IF_ERROR(kernels::SetActivations("bf16"));
-    TERN_RETURN_IF_ERROR(kernels::SetCpuPath(best));
-  } else {
-    TERN_RETURN_IF_ERROR(kernels::SetActivations("f32"));
-  }
+  // The reference runs in this process, its activations in f32 on any CPU path (the most exact
+  // reference the CPU computes; cpu_features.h). full and bf16 differ in how the deployment is
+  // judged (check/numerics_compare.h): bf16 also scores with BF16-rounded variants (ops.h's
+  // stochastic rounding, on every CPU). w4a4 quantizes activations as Blackwell's NVFP4 GEMM does.
+  const bool quantized = spec.numerics == "w4a4" || spec.numerics == "w8a8";
+  if (!quantized && spec.numerics != "full" && spec.numerics != "bf16" && spec.numerics != "w4a16" &&
+      spec.numerics != "w8a16")
+    return Status::Errorf("--reference-numerics {}: use auto, full, bf16 or w4a4", spec.numerics);
+  TERN_RETURN_IF_ERROR(kernels::SetActivations("f32"));
+  const ActivationNumerics num = quantized ? ActivationNumerics::kGpuQuantized : ActivationNumerics::kFull;
   auto session = Session::Open(spec.model_dir, spec.threads, /*need_tokenizer=*/true, num);
   if (!session.ok()) return Status::Errorf("--reference-model {}: {}", spec.model_dir, session.status().message());
   auto chat = ChatPrompt::Load(spec.model_dir);
   if (!chat.ok()) return Status::Errorf("--reference-model {}: {}", spec.model_dir, chat.status().message());
-  const std::string name = num != ActivationNumerics::kFull ? "w4a4" : spec.numerics == "bf16" ? "bf16" : "full";
-  return std::unique_ptr<check::LogprobReference>(new EngineReference(std::move(*session), std::move(*chat), name));
+  return std::unique_ptr<check::LogprobReference>(new EngineReference(
+      std::move(*session), std::move(*chat), quantized ? "w4a4" : "full", quantized ? 0 : check::kBf16RoundedVariants));
 }
 
 }  // namespace tern::app

@@ -4,8 +4,11 @@
 // (numerics_compare.h). One row per prompt ("numerics.<prompt>") and one
 // overall ("numerics").
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <chrono>
+#include <optional>
 
 #include "check/checks_common.h"
 #include "check/json_text.h"
@@ -27,8 +30,25 @@ CheckResult Failed(std::string name, std::string detail) {
   return c;
 }
 
+// --reference-numerics auto: "bf16" when the deployment says it rounds
+// activations to BF16 (tern's /get_server_info "activations"), else "full";
+// `why` says which and how it was decided.
+std::string ResolveNumerics(const HttpClient& http, std::string* why) {
+  auto r = http.Get("/get_server_info");
+  std::optional<nlohmann::json> j;
+  if (r.ok() && r->status == 200) j = ParseJsonLenient(r->body);
+  if (j && j->is_object() && j->contains("activations") && (*j)["activations"].is_string()) {
+    const std::string a = (*j)["activations"].get<std::string>();
+    *why = fmt::format("auto: the deployment's /get_server_info says activations {}", a);
+    return a == "bf16" ? "bf16" : "full";
+  }
+  *why = "auto: the deployment does not say how it rounds activations (/get_server_info \"activations\"); judged as "
+         "f32 (give --reference-numerics bf16 for a GPU deployment)";
+  return "full";
+}
+
 // The reference the options name: another deployment or the loaded model.
-Result<std::unique_ptr<LogprobReference>> MakeReference(const CheckOptions& o) {
+Result<std::unique_ptr<LogprobReference>> MakeReference(const CheckOptions& o, const ReferenceModelSpec& spec) {
   const NumericsOptions& n = o.numerics;
   if (!n.reference_url.empty()) {
     auto url = ParseBaseUrl(n.reference_url);
@@ -41,7 +61,7 @@ Result<std::unique_ptr<LogprobReference>> MakeReference(const CheckOptions& o) {
     return std::unique_ptr<LogprobReference>(new DeploymentReference(std::move(http), info));
   }
   if (!n.loader) return Status::Error("--reference-model needs the tern binary (tern_check_driver has no engine)");
-  return n.loader(n.reference);
+  return n.loader(spec);
 }
 
 // A token's text as a JSON string literal (invalid UTF-8 repaired).
@@ -66,8 +86,13 @@ std::vector<CheckResult> RunNumerics(CheckContext& ctx) {
   const NumericsOptions& n = o.numerics;
   const NumericsThresholds& th = n.thresholds;
   std::vector<CheckResult> rows;
+  // How the deployment is judged (numerics_reference.h ReferenceModelSpec).
+  ReferenceModelSpec spec = n.reference;
+  std::string numerics_why = "--reference-numerics " + spec.numerics;
+  if (spec.numerics == "auto") spec.numerics = ResolveNumerics(ctx.http(), &numerics_why);
+  const bool bf16_judging = spec.numerics == "bf16";
   const auto t_load = Clock::now();
-  auto made = MakeReference(o);
+  auto made = MakeReference(o, spec);
   if (!made.ok()) return {Failed("numerics", "no reference: " + made.status().message())};
   std::unique_ptr<LogprobReference> ref = std::move(*made);
   const double load_s = Since(t_load);
@@ -128,14 +153,34 @@ std::vector<CheckResult> RunNumerics(CheckContext& ctx) {
       }
       scored = std::move(*r);
     }
+    SequenceComparison cmp = CompareSequence(scored, run->positions, th);
+    // A BF16 deployment past the thresholds: how far do BF16-rounded
+    // references move from the reference on the same tokens (numerics_compare.h)?
+    std::optional<RoundingJudgement> rounding;
+    if (bf16_judging && !cmp.failure.empty() && cmp.nonfinite == 0 && ref->RoundedVariants() > 0) {
+      std::vector<SequenceComparison> variants;
+      const auto t0 = Clock::now();
+      std::string error;
+      for (int v = 0; v < ref->RoundedVariants() && error.empty(); ++v) {
+        auto r = ref->ScoreRounded(v, seq, first, n.top_logprobs, want);
+        if (!r.ok()) error = r.status().message();
+        else variants.push_back(CompareSequence(scored, *r, th));
+      }
+      ref_s += Since(t0);
+      if (!error.empty()) {
+        rows.push_back(Failed(row, "the reference's BF16-rounded variant: " + error));
+        ++tot.failed;
+        continue;
+      }
+      rounding = JudgeWithRoundedVariants(cmp, variants, th);
+    }
     tot.ref_s += ref_s;
-    const SequenceComparison cmp = CompareSequence(scored, run->positions, th);
     CheckResult c;
     c.name = row;
     c.latency_s = run->seconds;
     c.duration_s = run->seconds + ref_s;
     c.tokens = int64_t(run->output.size());
-    c.outcome = cmp.failure.empty() ? Outcome::kPass : Outcome::kFail;
+    c.outcome = cmp.failure.empty() || (rounding && rounding->within) ? Outcome::kPass : Outcome::kFail;
     const std::string stats = fmt::format(
         "top-1 {}/{} ({:.1f}%, {} near-ties), KL mean {:.2e} max {:.2e}, max |dlogprob| {:.3g}", cmp.agree,
         cmp.positions - cmp.nonfinite, 100.0 * double(cmp.agree) / double(std::max<int64_t>(cmp.positions - cmp.nonfinite, 1)),
@@ -155,6 +200,21 @@ std::vector<CheckResult> RunNumerics(CheckContext& ctx) {
                         {"deployment_tail_mass_max", cmp.dep_rest_max},
                         {"deployment_s", run->seconds},
                         {"reference_s", ref_s}};
+    std::string rounding_text;
+    if (rounding) {
+      m["bf16_rounding"] = {{"divergent_positions", rounding->divergent},
+                            {"rounded_references_divergent_positions", rounding->variant_divergent},
+                            {"rounded_references_kl_mean", rounding->variant_kl_mean},
+                            {"allowed_divergent_positions", rounding->allowed_divergent},
+                            {"allowed_kl_mean", rounding->allowed_kl_mean},
+                            {"within", rounding->within}};
+      rounding_text = fmt::format("{} of {} positions past the thresholds, mean KL {:.2e}; BF16-rounded references: "
+                                  "{} positions, mean KL up to {:.2e}; allowed {} and {:.2e}",
+                                  rounding->divergent, cmp.positions, rounding->kl_mean,
+                                  fmt::join(rounding->variant_divergent, ", "),
+                                  *std::max_element(rounding->variant_kl_mean.begin(), rounding->variant_kl_mean.end()),
+                                  rounding->allowed_divergent, rounding->allowed_kl_mean);
+    }
     if (cmp.first_divergence) {
       const PositionComparison& f = *cmp.first_divergence;
       m["first_divergence"] = {{"position", f.position},
@@ -168,6 +228,8 @@ std::vector<CheckResult> RunNumerics(CheckContext& ctx) {
     }
     if (cmp.failure.empty()) {
       c.detail = stats;
+    } else if (rounding && rounding->within) {
+      c.detail = fmt::format("within BF16 rounding ({}); {}", rounding_text, stats);
     } else if (cmp.first_divergence) {
       const PositionComparison& f = *cmp.first_divergence;
       c.detail = fmt::format("first diverges at position {} ({}): {}; deployment top-1 {}, reference top-1 {}; {}",
@@ -181,6 +243,7 @@ std::vector<CheckResult> RunNumerics(CheckContext& ctx) {
     } else {
       c.detail = cmp.failure + "; " + stats;
     }
+    if (rounding && !rounding->within) c.detail += fmt::format(" [more than BF16 rounding explains: {}]", rounding_text);
     if (run->nonfinite_json > 0 && c.detail.find("NaN") == std::string::npos)
       c.detail += fmt::format(" [{} NaN/Infinity values in the reply]", run->nonfinite_json);
     c.metrics = m;
@@ -206,12 +269,25 @@ std::vector<CheckResult> RunNumerics(CheckContext& ctx) {
       prompts.size(), tot.positions, 100.0 * double(tot.agree) / double(std::max<int64_t>(tot.positions, 1)),
       tot.near_ties, tot.kl_sum / double(std::max<int64_t>(tot.positions, 1)), tot.kl_max, n.top_logprobs,
       tot.gap_max, api, ref->Describe());
+  std::string judged;
+  if (bf16_judging)
+    judged = ref->RoundedVariants() > 0
+                 ? fmt::format("; judged as a BF16 deployment ({})", numerics_why)
+                 : fmt::format("; judged position by position: a BF16 deployment ({}), but the reference has no "
+                               "BF16-rounded variants",
+                               numerics_why);
+  else if (spec.numerics == "w4a4" || spec.numerics == "w8a8")
+    judged = fmt::format("; judged as a W4A4 deployment ({})", numerics_why);
+  else
+    judged = fmt::format("; judged as an f32 deployment ({})", numerics_why);
   all.detail = tot.failed ? fmt::format("{} of {} prompts fail (first: {}); {}", tot.failed, prompts.size(),
-                                        tot.first_failure, overall)
-                          : overall;
+                                        tot.first_failure, overall + judged)
+                          : overall + judged;
   all.latency_s = tot.dep_s;
   all.metrics = {{"api", api},
                  {"reference", ref->Describe()},
+                 {"judged_as", spec.numerics},
+                 {"judged_as_why", numerics_why},
                  {"reference_load_s", load_s},
                  {"deployment_s", tot.dep_s},
                  {"reference_s", tot.ref_s},

@@ -114,10 +114,11 @@ std::function<int()> RegisterCheck(CLI::App& sub, ReferenceLoader loader) {
   sub.add_option("--reference-model", n.reference.model_dir,
                  "numerics: run this checkpoint in process (tern's engine) as the reference");
   sub.add_option("--reference-numerics", n.reference.numerics,
-                 "numerics: the reference's activations: full (f32 everywhere, whatever the CPU), bf16 (GEMM "
-                 "inputs rounded to BF16 as on the amx path and on BF16 GPUs) or w4a4 (Blackwell's NVFP4 GEMM; FP8 "
-                 "layers W8A8)")
-      ->check(CLI::IsMember({"full", "bf16", "w4a4", "w4a16", "w8a8", "w8a16"}))
+                 "numerics: what the deployment's activations are, which sets the reference and the judging: auto "
+                 "(ask the deployment: tern says; others are judged as f32), full (f32: position by position), "
+                 "bf16 (rounded to BF16, as on GPUs and tern's amx/avx512-bf16 paths: judged against BF16-rounded "
+                 "references) or w4a4 (Blackwell's NVFP4 GEMM; FP8 layers W8A8)")
+      ->check(CLI::IsMember({"auto", "full", "bf16", "w4a4", "w4a16", "w8a8", "w8a16"}))
       ->capture_default_str();
   sub.add_option("--reference-threads", n.reference.threads, "numerics: threads of the reference (0: all cores)");
   sub.add_option("--reference-url", n.reference_url, "numerics: another deployment as the reference");

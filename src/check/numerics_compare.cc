@@ -135,6 +135,7 @@ SequenceComparison CompareSequence(std::span<const PositionLogprobs> ref, std::s
       }
       s.dep_rest_max = std::max(s.dep_rest_max, c.kl.dep_rest);
     }
+    s.divergent += !c.divergence.empty();
     if (!c.divergence.empty() && !s.first_divergence) s.first_divergence = std::move(c);
   }
   const int64_t finite = s.positions - s.nonfinite;
@@ -151,6 +152,26 @@ SequenceComparison CompareSequence(std::span<const PositionLogprobs> ref, std::s
     s.failure = fmt::format("mean KL {:.4g} > {}", s.kl_mean, th.kl_mean);
   }
   return s;
+}
+
+RoundingJudgement JudgeWithRoundedVariants(const SequenceComparison& dep, std::span<const SequenceComparison> variants,
+                                           const NumericsThresholds& th) {
+  RoundingJudgement j;
+  j.divergent = dep.divergent;
+  j.kl_mean = dep.kl_mean;
+  int64_t worst = 0;
+  double worst_kl = 0;
+  for (const SequenceComparison& v : variants) {
+    j.variant_divergent.push_back(v.divergent);
+    j.variant_kl_mean.push_back(v.kl_mean);
+    worst = std::max(worst, v.divergent);
+    worst_kl = std::max(worst_kl, v.kl_mean);
+  }
+  j.allowed_divergent = int64_t(std::floor(1.5 * double(worst))) + 2;
+  j.allowed_kl_mean = 1.5 * worst_kl + th.kl_mean;
+  j.within = !variants.empty() && dep.positions > 0 && dep.nonfinite == 0 && j.divergent <= j.allowed_divergent &&
+             j.kl_mean <= j.allowed_kl_mean;
+  return j;
 }
 
 }  // namespace tern::check

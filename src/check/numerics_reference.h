@@ -42,6 +42,19 @@ class LogprobReference {
   // another deployment only those in its own top-k).
   virtual Result<std::vector<PositionLogprobs>> Score(const std::vector<int32_t>& tokens, int64_t first, int top_k,
                                                       const std::vector<std::vector<int32_t>>& want) = 0;
+  // BF16-rounded variants of this reference (0: it has none): the same
+  // scoring with every GEMM input rounded to BF16 stochastically, variant v
+  // under its own seed (kernels/ops.h SetStochasticBf16Seed). Each is one
+  // deployment that rounds activations to BF16 as a GPU or tern's BF16 CPU
+  // paths do; together they show how far such rounding alone moves each
+  // position (--reference-numerics bf16: JudgeWithRoundedVariants).
+  virtual int RoundedVariants() const { return 0; }
+  virtual Result<std::vector<PositionLogprobs>> ScoreRounded(int variant, const std::vector<int32_t>& tokens,
+                                                             int64_t first, int top_k,
+                                                             const std::vector<std::vector<int32_t>>& want) {
+    (void)variant, (void)tokens, (void)first, (void)top_k, (void)want;
+    return Status::Error("this reference has no BF16-rounded variants");
+  }
   // A token's text for messages ("" when unknown).
   virtual std::string TokenText(int32_t id) const {
     (void)id;
@@ -51,7 +64,12 @@ class LogprobReference {
 
 struct ReferenceModelSpec {
   std::string model_dir;
-  std::string numerics = "full";  // "full" (activations at f32) or "w4a4" (Blackwell's NVFP4 GEMM)
+  // What the deployment computes, which sets the reference's numerics and
+  // how it is judged: "auto" (ask the deployment; see RunNumerics), "full"
+  // (f32 activations: a reference in f32, judged position by position),
+  // "bf16" (activations rounded to BF16: the reference in f32 and its
+  // BF16-rounded variants), "w4a4" (Blackwell's NVFP4 GEMM; w8a8 for FP8).
+  std::string numerics = "auto";
   size_t threads = 0;             // 0: all cores
 };
 

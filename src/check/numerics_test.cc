@@ -3,6 +3,7 @@
 // its prompts file.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <random>
@@ -137,6 +138,64 @@ TEST(NumericsCompare, MeanKlThresholdAloneFails) {
   SequenceComparison s = CompareSequence(ref, dep, th);
   EXPECT_FALSE(s.first_divergence.has_value());
   EXPECT_NE(s.failure.find("mean KL"), std::string::npos) << s.failure;
+}
+
+// Sequences of n positions of which the listed ones are just past the
+// thresholds (KL 0.051, a 1.1-nat gap on token 2).
+SequenceComparison OffAt(int n, std::vector<int> off) {
+  std::vector<PositionLogprobs> ref, dep;
+  for (int p = 1; p <= n; ++p) {
+    ref.push_back(Pos(p, {{1, 0.9}, {2, 0.05}}));
+    const bool bad = std::find(off.begin(), off.end(), p) != off.end();
+    dep.push_back(bad ? Pos(p, {{1, 0.8}, {2, 0.15}}) : Pos(p, {{1, 0.9}, {2, 0.05}}));
+  }
+  return CompareSequence(ref, dep, {});
+}
+
+TEST(NumericsCompare, DivergentPositionsAreCounted) {
+  EXPECT_EQ(OffAt(10, {}).divergent, 0);
+  EXPECT_EQ(OffAt(10, {2, 3, 9}).divergent, 3);
+}
+
+// A BF16 deployment passes while its positions past the thresholds and its
+// mean KL stay within 1.5x the worst rounded reference's (plus 2 positions
+// and the kl_mean threshold): with rounded references off at 4, 0 and 2 of
+// 100 positions, 8 = floor(1.5 * 4) + 2 passes and 9 fails.
+TEST(NumericsCompare, RoundedVariantsSetWhatABf16DeploymentMayMove) {
+  const NumericsThresholds th;
+  const auto off_at = [](int k) {
+    std::vector<int> v;
+    for (int i = 0; i < k; ++i) v.push_back(5 + 11 * i);
+    return v;
+  };
+  const std::vector<SequenceComparison> variants = {OffAt(100, off_at(4)), OffAt(100, {}), OffAt(100, off_at(2))};
+  const double per = 0.9 * std::log(0.9 / 0.8) + 0.05 * std::log(0.05 / 0.15);  // KL of an off position
+  RoundingJudgement j = JudgeWithRoundedVariants(OffAt(100, off_at(8)), variants, th);
+  EXPECT_EQ(j.divergent, 8);
+  EXPECT_EQ(j.variant_divergent, (std::vector<int64_t>{4, 0, 2}));
+  EXPECT_EQ(j.allowed_divergent, 8);
+  EXPECT_NEAR(j.allowed_kl_mean, 1.5 * 4 * per / 100 + th.kl_mean, 1e-12);
+  EXPECT_TRUE(j.within);
+  EXPECT_FALSE(JudgeWithRoundedVariants(OffAt(100, off_at(9)), variants, th).within);
+  // The mean KL alone: 8 positions, as many as allowed, but each far off (KL 2.5).
+  std::vector<PositionLogprobs> ref, dep;
+  for (int p = 1; p <= 100; ++p) {
+    ref.push_back(Pos(p, {{1, 0.9}, {2, 0.05}}));
+    dep.push_back(p % 12 == 0 ? Pos(p, {{1, 0.05}, {2, 0.9}}) : Pos(p, {{1, 0.9}, {2, 0.05}}));
+  }
+  const SequenceComparison far = CompareSequence(ref, dep, th);
+  ASSERT_EQ(far.divergent, 8);
+  EXPECT_GT(far.kl_mean, 1.5 * 4 * per / 100 + th.kl_mean);
+  EXPECT_FALSE(JudgeWithRoundedVariants(far, variants, th).within);
+  // Short prompts whose rounded references never diverge still allow 2 positions.
+  const std::vector<SequenceComparison> clean = {OffAt(30, {}), OffAt(30, {})};
+  EXPECT_TRUE(JudgeWithRoundedVariants(OffAt(30, {7, 8}), clean, th).within);
+  EXPECT_FALSE(JudgeWithRoundedVariants(OffAt(30, {7, 8, 9}), clean, th).within);
+  // No variants, or a NaN, never pass this way.
+  EXPECT_FALSE(JudgeWithRoundedVariants(OffAt(30, {7}), {}, th).within);
+  std::vector<PositionLogprobs> r1{Pos(1, {{1, 0.9}})}, d1 = r1;
+  d1[0].nonfinite = true;
+  EXPECT_FALSE(JudgeWithRoundedVariants(CompareSequence(r1, d1, th), clean, th).within);
 }
 
 TEST(NumericsCompare, NanFailsNamingIt) {

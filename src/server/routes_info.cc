@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "api/error_json.h"
+#include "kernels/cpu_features.h"
 #include "server/http_util.h"
 #include "server/metrics_text.h"
 #include "server/routes.h"
@@ -64,6 +65,10 @@ json ServerInfo(const ServerContext& ctx) {
           {"speculative_eagle_topk",
            o.speculative.algorithm == SpeculativeAlgorithm::kNextn ? json(o.speculative.eagle_topk) : json(nullptr)},
           {"internal_states", json::array({{{"avg_spec_accept_length", AcceptLength(ctx.engine->metrics())}}})},
+          // What the kernels compute (tern check --suite numerics reads "activations"): "bf16" where
+          // prefill GEMMs round their inputs to BF16 (the amx and avx512-bf16 paths), else "f32".
+          {"cpu_path", kernels::CpuPathName()},
+          {"activations", kernels::UseAmx() || kernels::UseBf16Dot() ? "bf16" : "f32"},
           {"version", "tern-0.1.0"}};
 }
 

@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kernels/cpu_features.h"
 #include "server/context.h"
 #include "server/http_routes.h"
 
@@ -151,6 +152,22 @@ TEST_F(RoutesTest, ModelsListTheServedModelWithItsContextLength) {
   EXPECT_EQ(info["served_model_name"], "demo");
   EXPECT_EQ(info["context_length"], config_["max_position_embeddings"]);
   EXPECT_EQ(info["model_type"], config_["model_type"]);
+}
+
+// tern check --suite numerics --reference-numerics auto reads "activations": "bf16" exactly when
+// the kernels round prefill GEMM inputs to BF16 (a CPU path with amx or avx512-bf16, activations not
+// forced to f32), else "f32".
+TEST_F(RoutesTest, ServerInfoSaysHowActivationsRound) {
+  const std::string best = kernels::AvailableCpuPaths().front();
+  const bool has_bf16_path = best == "amx" || best == "avx512-bf16";
+  ASSERT_TRUE(kernels::SetActivations("f32").ok());
+  json info = Json(Call(Request("GET", "/get_server_info")));
+  EXPECT_EQ(info["activations"], "f32");
+  ASSERT_TRUE(kernels::SetActivations("bf16").ok());
+  info = Json(Call(Request("GET", "/get_server_info")));
+  EXPECT_EQ(info["activations"], has_bf16_path ? "bf16" : "f32") << "best path " << best;
+  EXPECT_EQ(info["cpu_path"], kernels::CpuPathName());
+  ASSERT_TRUE(kernels::SetCpuPathFromEnvironment().ok());  // back to what the environment asked
 }
 
 TEST_F(RoutesTest, UnknownModelIs404ModelNotFound) {

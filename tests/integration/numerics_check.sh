@@ -7,8 +7,12 @@
 #   2. subtly wrong deployments (tests/integration/numerics_faults.py: one layer's weights off by 2%,
 #      one expert's NVFP4 block scales halved, rope theta off by 10%) still pass the smoke suite
 #      ("OK", 323 with and without thinking) yet fail --suite numerics with exit 1, and the report
-#      names the first diverging position of the failing prompts (table and JSON).
-# Usage: numerics_check.sh TERN WORKDIR
+#      names the first diverging position of the failing prompts (table and JSON); the same when the
+#      deployment is judged as a BF16 one (--reference-numerics bf16: against BF16-rounded references);
+#   3. where this CPU has a BF16 path (amx, avx512-bf16), tern serve in its default BF16-activation mode
+#      passes, judged as BF16 because its /get_server_info says so (--reference-numerics auto, the
+#      default); the f32 deployments above are judged as f32 the same way.
+# Usage: numerics_check.sh TERN WORKDIR (run with TERN_ACTIVATIONS=f32: the right deployment is an f32 one)
 set -euo pipefail
 tern=$1 work=$2/numerics_check
 here=$(cd "$(dirname "$0")" && pwd)
@@ -25,10 +29,11 @@ serve() {  # serve MODEL NAME [args]: starts tern serve in the background
   pid=$!
 }
 stop() { kill -TERM $pid; wait $pid || true; pid=; }
-numerics() {  # numerics NAME: runs the suite against the server, the table to NAME.txt, JSON to NAME.json; echo exit code
+numerics() {  # numerics NAME [args]: runs the suite against the server, the table to NAME.txt, JSON to NAME.json; echo exit code
+  local name=$1; shift
   set +e
   "$tern" check --url "http://127.0.0.1:$port" --wait 120 --suite numerics --reference-model "$demo" \
-    --reference-threads 2 --json "$work/$1.json" >"$work/$1.txt" 2>"$work/$1.err"
+    --reference-threads 2 --json "$work/$name.json" "$@" >"$work/$name.txt" 2>"$work/$name.err"
   local rc=$?
   set -e
   echo $rc
@@ -53,6 +58,8 @@ if m["top1_agreement"] != 1.0 or m["kl_max"] > kl_bound or m["nonfinite_position
     sys.exit(f"FAIL: agreement {m['top1_agreement']}, KL max {m['kl_max']} (bound {kl_bound})")
 if "/generate" not in m["api"] or m["positions"] < 1000:
     sys.exit(f"FAIL: api {m['api']}, {m['positions']} positions")
+if m["judged_as"] != "full" or "activations f32" not in m["judged_as_why"]:
+    sys.exit(f"FAIL: an f32 deployment judged as {m['judged_as']} ({m['judged_as_why']})")
 print(f"right deployment (KV {sys.argv[2]}): agreement 100%, KL max {m['kl_max']:.2e} over {m['positions']} positions")
 PY
 done
@@ -63,7 +70,12 @@ for fault in perturb block-scale rope; do
   "$tern" check --url "http://127.0.0.1:$port" --wait 120 --suite smoke >"$work/$fault.smoke.txt" ||
     { cat "$work/$fault.smoke.txt"; echo "FAIL: $fault: the smoke suite should still pass"; exit 1; }
   rc=$(numerics "$fault")
+  rc_bf16=$(numerics "$fault-bf16" --reference-numerics bf16)
   stop
+  cat "$work/$fault-bf16.txt"
+  [ "$rc_bf16" = 1 ] || { echo "FAIL: $fault: judged as BF16, --suite numerics exited $rc_bf16, expected 1"; exit 1; }
+  grep -q "more than BF16 rounding explains\|first diverges at position" "$work/$fault-bf16.txt" ||
+    { echo "FAIL: $fault: judged as BF16, the table says no why"; exit 1; }
   cat "$work/$fault.txt"
   [ "$rc" = 1 ] || { echo "FAIL: $fault: --suite numerics exited $rc, expected 1"; exit 1; }
   grep -q "first diverges at position" "$work/$fault.txt" ||
@@ -83,4 +95,32 @@ print(f"{sys.argv[2]}: smoke passes; numerics fails on {', '.join(c['name'] for 
                   for c in failed))
 PY
 done
+# 3. The default BF16-activation deployment, where this CPU has one.
+TERN_ACTIVATIONS=bf16 serve "$demo" right-bf16
+acts=$(/usr/bin/python3 - "$port" <<'PY'
+import json, sys, time, urllib.request
+for _ in range(240):
+    try:
+        print(json.load(urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/get_server_info"))["activations"])
+        break
+    except Exception:
+        time.sleep(0.5)
+PY
+)
+if [ "$acts" = bf16 ]; then
+  rc=$(numerics right-bf16)
+  stop
+  cat "$work/right-bf16.txt"
+  [ "$rc" = 0 ] || { echo "FAIL: the right BF16 deployment exited $rc"; cat "$work/right-bf16.err"; exit 1; }
+  /usr/bin/python3 - "$work/right-bf16.json" <<'PY'
+import json, sys
+m = {c["name"]: c for c in json.load(open(sys.argv[1]))["checks"]}["numerics"]["metrics"]
+if m["judged_as"] != "bf16" or "activations bf16" not in m["judged_as_why"]:
+    sys.exit(f"FAIL: the BF16 deployment judged as {m['judged_as']} ({m['judged_as_why']})")
+print(f"right deployment (BF16 activations): passes judged as BF16, KL max {m['kl_max']:.2e}")
+PY
+else
+  stop
+  echo "step 3 not run: this CPU has no BF16-activation path (/get_server_info activations: '$acts')"
+fi
 echo "numerics_check: ok"
