@@ -35,15 +35,22 @@ CheckResult Failed(std::string name, std::string detail) {
 // `why` says which and how it was decided.
 std::string ResolveNumerics(const HttpClient& http, std::string* why) {
   auto r = http.Get("/get_server_info");
-  std::optional<nlohmann::json> j;
-  if (r.ok() && r->status == 200) j = ParseJsonLenient(r->body);
-  if (j && j->is_object() && j->contains("activations") && (*j)["activations"].is_string()) {
+  std::string problem;
+  if (!r.ok()) {
+    problem = r.status().message();
+  } else if (r->status != 200) {
+    problem = fmt::format("/get_server_info answered {}", r->status);
+  } else if (auto j = ParseJsonLenient(r->body); j && j->is_object() && j->contains("activations") &&
+                                                  (*j)["activations"].is_string()) {
     const std::string a = (*j)["activations"].get<std::string>();
     *why = fmt::format("auto: the deployment's /get_server_info says activations {}", a);
     return a == "bf16" ? "bf16" : "full";
+  } else {
+    problem = "/get_server_info has no \"activations\"";
   }
-  *why = "auto: the deployment does not say how it rounds activations (/get_server_info \"activations\"); judged as "
-         "f32 (give --reference-numerics bf16 for a GPU deployment)";
+  *why = fmt::format("auto: the deployment does not say how it rounds activations ({}); judged as f32 (give "
+                     "--reference-numerics bf16 for a GPU deployment)",
+                     problem);
   return "full";
 }
 
@@ -157,22 +164,24 @@ std::vector<CheckResult> RunNumerics(CheckContext& ctx) {
     // A BF16 deployment past the thresholds: how far do BF16-rounded
     // references move from the reference on the same tokens (numerics_compare.h)?
     std::optional<RoundingJudgement> rounding;
-    if (bf16_judging && !cmp.failure.empty() && cmp.nonfinite == 0 && ref->RoundedVariants() > 0) {
+    std::string rounding_error;
+    if (bf16_judging && !cmp.failure.empty() && cmp.positions > 0 && cmp.nonfinite == 0 &&
+        first < int64_t(seq.size()) && ref->RoundedVariants() > 0) {
+      // Each rounded reference also reports the reference's top-k ids, so that
+      // it is compared with the reference over the reference's whole top-k.
+      std::vector<std::vector<int32_t>> want_v = want;
+      for (const PositionLogprobs& r : scored)
+        if (r.position >= first && size_t(r.position - first) < want_v.size())
+          for (const auto& [id, lp] : r.top) want_v[size_t(r.position - first)].push_back(id);
       std::vector<SequenceComparison> variants;
       const auto t0 = Clock::now();
-      std::string error;
-      for (int v = 0; v < ref->RoundedVariants() && error.empty(); ++v) {
-        auto r = ref->ScoreRounded(v, seq, first, n.top_logprobs, want);
-        if (!r.ok()) error = r.status().message();
-        else variants.push_back(CompareSequence(scored, *r, th));
+      for (int v = 0; v < ref->RoundedVariants() && rounding_error.empty(); ++v) {
+        auto r = ref->ScoreRounded(v, seq, first, n.top_logprobs, want_v);
+        if (!r.ok()) rounding_error = r.status().message();
+        else variants.push_back(CompareSequence(*r, scored, th));
       }
       ref_s += Since(t0);
-      if (!error.empty()) {
-        rows.push_back(Failed(row, "the reference's BF16-rounded variant: " + error));
-        ++tot.failed;
-        continue;
-      }
-      rounding = JudgeWithRoundedVariants(cmp, variants, th);
+      if (rounding_error.empty()) rounding = JudgeWithRoundedVariants(cmp, variants, th);
     }
     tot.ref_s += ref_s;
     CheckResult c;
@@ -202,18 +211,22 @@ std::vector<CheckResult> RunNumerics(CheckContext& ctx) {
                         {"reference_s", ref_s}};
     std::string rounding_text;
     if (rounding) {
-      m["bf16_rounding"] = {{"divergent_positions", rounding->divergent},
-                            {"rounded_references_divergent_positions", rounding->variant_divergent},
-                            {"rounded_references_kl_mean", rounding->variant_kl_mean},
-                            {"allowed_divergent_positions", rounding->allowed_divergent},
-                            {"allowed_kl_mean", rounding->allowed_kl_mean},
-                            {"within", rounding->within}};
-      rounding_text = fmt::format("{} of {} positions past the thresholds, mean KL {:.2e}; BF16-rounded references: "
-                                  "{} positions, mean KL up to {:.2e}; allowed {} and {:.2e}",
-                                  rounding->divergent, cmp.positions, rounding->kl_mean,
-                                  fmt::join(rounding->variant_divergent, ", "),
-                                  *std::max_element(rounding->variant_kl_mean.begin(), rounding->variant_kl_mean.end()),
-                                  rounding->allowed_divergent, rounding->allowed_kl_mean);
+      const RoundingJudgement& j = *rounding;
+      m["bf16_rounding"] = {{"divergent_positions", j.divergent},
+                            {"rounded_references_divergent_positions", j.variant_divergent},
+                            {"rounded_references_kl_mean_max", j.variant_kl_mean_max},
+                            {"rounded_references_kl_max", j.variant_kl_max},
+                            {"rounded_references_logprob_gap_max", j.variant_gap_max},
+                            {"allowed_divergent_positions", j.allowed_divergent},
+                            {"allowed_kl_mean", j.allowed_kl_mean},
+                            {"allowed_kl_max", j.allowed_kl_max},
+                            {"allowed_logprob_gap_max", j.allowed_gap_max},
+                            {"within", j.within}};
+      rounding_text = fmt::format(
+          "{} of {} positions past the thresholds, KL mean {:.2e} max {:.3g}, max |dlogprob| {:.3g}; {} "
+          "BF16-rounded references: {} positions, KL mean up to {:.2e} max {:.3g}, max |dlogprob| {:.3g}",
+          j.divergent, j.positions, j.kl_mean, j.kl_max, j.gap_max, j.variant_divergent.size(),
+          fmt::join(j.variant_divergent, ", "), j.variant_kl_mean_max, j.variant_kl_max, j.variant_gap_max);
     }
     if (cmp.first_divergence) {
       const PositionComparison& f = *cmp.first_divergence;
@@ -243,7 +256,10 @@ std::vector<CheckResult> RunNumerics(CheckContext& ctx) {
     } else {
       c.detail = cmp.failure + "; " + stats;
     }
-    if (rounding && !rounding->within) c.detail += fmt::format(" [more than BF16 rounding explains: {}]", rounding_text);
+    if (rounding && !rounding->within)
+      c.detail += fmt::format(" [more than BF16 rounding explains: {}; {}]", rounding->why, rounding_text);
+    if (!rounding_error.empty())
+      c.detail += fmt::format(" [judged position by position: the BF16-rounded references failed: {}]", rounding_error);
     if (run->nonfinite_json > 0 && c.detail.find("NaN") == std::string::npos)
       c.detail += fmt::format(" [{} NaN/Infinity values in the reply]", run->nonfinite_json);
     c.metrics = m;

@@ -157,20 +157,35 @@ SequenceComparison CompareSequence(std::span<const PositionLogprobs> ref, std::s
 RoundingJudgement JudgeWithRoundedVariants(const SequenceComparison& dep, std::span<const SequenceComparison> variants,
                                            const NumericsThresholds& th) {
   RoundingJudgement j;
+  j.positions = dep.positions;
   j.divergent = dep.divergent;
   j.kl_mean = dep.kl_mean;
-  int64_t worst = 0;
-  double worst_kl = 0;
+  j.kl_max = dep.kl_max;
+  j.gap_max = dep.gap_max;
   for (const SequenceComparison& v : variants) {
     j.variant_divergent.push_back(v.divergent);
-    j.variant_kl_mean.push_back(v.kl_mean);
-    worst = std::max(worst, v.divergent);
-    worst_kl = std::max(worst_kl, v.kl_mean);
+    j.variant_divergent_max = std::max(j.variant_divergent_max, v.divergent);
+    j.variant_kl_mean_max = std::max(j.variant_kl_mean_max, v.kl_mean);
+    j.variant_kl_max = std::max(j.variant_kl_max, v.kl_max);
+    j.variant_gap_max = std::max(j.variant_gap_max, v.gap_max);
   }
-  j.allowed_divergent = int64_t(std::floor(1.5 * double(worst))) + 2;
-  j.allowed_kl_mean = 1.5 * worst_kl + th.kl_mean;
-  j.within = !variants.empty() && dep.positions > 0 && dep.nonfinite == 0 && j.divergent <= j.allowed_divergent &&
-             j.kl_mean <= j.allowed_kl_mean;
+  const int64_t w = int64_t(std::floor(1.5 * double(j.variant_divergent_max)));
+  j.allowed_divergent = std::min(w + 2, std::max(w, dep.positions / 4));
+  j.allowed_kl_mean = 1.5 * j.variant_kl_mean_max + th.kl_mean;
+  j.allowed_kl_max = std::max(th.kl_max, 1.5 * j.variant_kl_max);
+  j.allowed_gap_max = std::max(th.gap_max, 1.5 * j.variant_gap_max);
+  if (variants.empty()) j.why = "no rounded reference";
+  else if (dep.positions == 0) j.why = "no position was scored by both sides";
+  else if (dep.nonfinite > 0) j.why = "NaN or infinite logprobs";
+  else if (j.divergent > j.allowed_divergent)
+    j.why = fmt::format("{} positions past the thresholds > {} allowed", j.divergent, j.allowed_divergent);
+  else if (j.kl_mean > j.allowed_kl_mean)
+    j.why = fmt::format("mean KL {:.3g} > {:.3g} allowed", j.kl_mean, j.allowed_kl_mean);
+  else if (j.kl_max > j.allowed_kl_max)
+    j.why = fmt::format("largest KL {:.3g} > {:.3g} allowed", j.kl_max, j.allowed_kl_max);
+  else if (j.gap_max > j.allowed_gap_max)
+    j.why = fmt::format("largest logprob gap {:.3g} > {:.3g} allowed", j.gap_max, j.allowed_gap_max);
+  j.within = j.why.empty();
   return j;
 }
 

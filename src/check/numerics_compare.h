@@ -122,30 +122,40 @@ SequenceComparison CompareSequence(std::span<const PositionLogprobs> ref, std::s
 // --reference-numerics bf16: a deployment that rounds activations to BF16 (a
 // GPU's, tern's amx and avx512-bf16 paths). That rounding moves a MoE
 // model's near-tied routing, and a flipped expert moves its position, and
-// some after it, past the thresholds above. Measured on the bundled MoE
-// model (models/demo), 6 prompts: a correct tern serve with BF16 activations
-// and its F16 KV cache had up to 36 of 1,036 positions of a long prompt past
-// them (11 of 52 of a short one), and references whose GEMM inputs were
-// rounded to BF16 stochastically (LogprobReference::ScoreRounded) 20-75 and
-// 0-12, where f32 activations with the same F16 cache had none. So such a
-// deployment is judged against what BF16 rounding does to this model and
-// this prompt: it passes when its positions past the thresholds and its mean
-// KL are within 1.5x of the worst of kBf16RoundedVariants rounded references
-// (plus 2 positions and the kl_mean threshold). On that model, faults that
-// move many positions still fail (one layer's weights off by 2%: 190
-// positions of the long prompt, 14 of the short; rope theta off by 10%:
-// 758), while one smaller than BF16 rounding itself passes (one expert's
-// block scales halved: 53, where a rounded reference reached 75); against
-// an f32 deployment, judge with "full".
+// some after it, past the thresholds above. Measured with the built-in
+// prompts on the bundled MoE model (models/demo): a correct tern serve with
+// BF16 activations (and its F16 KV cache) has 42 of the long prompt's 1,623
+// positions past them and 12 of code's 51; references whose GEMM inputs are
+// rounded to BF16 stochastically (LogprobReference::ScoreRounded, 8 seeds)
+// 33-85 and 0-13 (f32 activations with the F16 cache: none). So such a
+// deployment's prompt that crosses the thresholds is judged against what
+// BF16 rounding does to this model on these tokens: it passes when its
+// positions past them, its mean KL, its largest KL and its largest logprob
+// gap are all within what kBf16RoundedVariants rounded references reach:
+//   divergent <= min(floor(1.5 w) + 2, max(floor(1.5 w), positions / 4)),
+//   kl_mean <= 1.5 (worst mean) + th.kl_mean,
+//   kl_max <= max(th.kl_max, 1.5 (worst max)), the same for gap_max,
+// w the most positions a rounded reference has past the thresholds (each
+// compared with the reference as the deployment is; the 2 spare positions
+// never exceed a quarter of a short prompt). On that model the three faults
+// of tests/integration/numerics_faults.py still fail this way (one layer's
+// weights off by 2%: 190 positions of the long prompt; rope theta off by 10%:
+// 758; one expert's block scales halved: a 1.7-nat gap in multi_turn where
+// no rounded reference moves), but a fault no larger than BF16 rounding on a
+// prompt passes that prompt (the halved scales: 43 positions of the long
+// prompt, allowed 129). An f32 deployment is better judged with "full".
 inline constexpr int kBf16RoundedVariants = 8;
 struct RoundingJudgement {
-  int64_t divergent = 0;  // the deployment's positions past a threshold
-  double kl_mean = 0;
-  std::vector<int64_t> variant_divergent;  // each rounded reference's, compared with the reference as a deployment
-  std::vector<double> variant_kl_mean;
+  int64_t positions = 0, divergent = 0;  // the deployment's positions, and those past a threshold
+  double kl_mean = 0, kl_max = 0, gap_max = 0;
+  // The worst of the rounded references, each compared with the reference as the deployment is.
+  int64_t variant_divergent_max = 0;
+  double variant_kl_mean_max = 0, variant_kl_max = 0, variant_gap_max = 0;
+  std::vector<int64_t> variant_divergent;  // per rounded reference
   int64_t allowed_divergent = 0;
-  double allowed_kl_mean = 0;
+  double allowed_kl_mean = 0, allowed_kl_max = 0, allowed_gap_max = 0;
   bool within = false;  // the deployment passes
+  std::string why;      // when not within: which bound it crossed
 };
 RoundingJudgement JudgeWithRoundedVariants(const SequenceComparison& dep, std::span<const SequenceComparison> variants,
                                            const NumericsThresholds& th);

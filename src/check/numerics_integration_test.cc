@@ -19,18 +19,39 @@ namespace {
 
 using testing::MockServer;
 
-std::vector<double> ToyLogprobs(int32_t prev) {
+// skew: the second most likely token gets +1.5 (as the mock's numerics-skew).
+std::vector<double> ToyLogprobs(int32_t prev, bool skew = false) {
   std::vector<double> l(64);
   for (int t = 0; t < 64; ++t) l[size_t(t)] = -double((7 * t + 13 * prev) % 61) / 8;
+  if (skew) {
+    std::vector<int32_t> order(64);
+    for (int32_t i = 0; i < 64; ++i) order[size_t(i)] = i;
+    std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return l[size_t(a)] > l[size_t(b)]; });
+    l[size_t(order[1])] += 1.5;
+  }
   double mx = *std::max_element(l.begin(), l.end()), z = 0;
   for (double v : l) z += std::exp(v - mx);
   for (double& v : l) v -= mx + std::log(z);
   return l;
 }
 
+// The toy model; with `variants`, BF16-rounded variants that stand in for
+// rounding: variant v is skewed (as the mock's numerics-skew) at the
+// positions p with (7 p + v) % 29 == 0, about one in 29.
 class ToyReference : public LogprobReference {
  public:
+  explicit ToyReference(int variants = 0, bool variants_fail = false)
+      : variants_(variants), variants_fail_(variants_fail) {}
   std::string Describe() const override { return "the toy model"; }
+  int RoundedVariants() const override { return variants_; }
+  Result<std::vector<PositionLogprobs>> ScoreRounded(int variant, const std::vector<int32_t>& tokens, int64_t first,
+                                                     int top_k, const std::vector<std::vector<int32_t>>& want) override {
+    if (variants_fail_) return Status::Error("out of memory (test)");
+    skew_of_ = variant;
+    auto r = Score(tokens, first, top_k, want);
+    skew_of_ = -1;
+    return r;
+  }
   Result<std::vector<int32_t>> Tokenize(const NumericsPrompt& p) override {
     std::string text = p.messages.is_null() ? p.text : p.messages.back()["content"].get<std::string>();
     std::vector<int32_t> ids{1};
@@ -42,7 +63,7 @@ class ToyReference : public LogprobReference {
                                               const std::vector<std::vector<int32_t>>& want) override {
     std::vector<PositionLogprobs> out;
     for (int64_t p = first; p < int64_t(tokens.size()); ++p) {
-      const std::vector<double> lp = ToyLogprobs(tokens[size_t(p - 1)]);
+      const std::vector<double> lp = ToyLogprobs(tokens[size_t(p - 1)], skew_of_ >= 0 && (7 * p + skew_of_) % 29 == 0);
       PositionLogprobs pos{.position = p, .token = tokens[size_t(p)], .logprob = lp[size_t(tokens[size_t(p)])]};
       std::vector<int32_t> order(64);
       for (int32_t i = 0; i < 64; ++i) order[size_t(i)] = i;
@@ -56,6 +77,11 @@ class ToyReference : public LogprobReference {
   }
   std::string TokenText(int32_t id) const override { return "<" + std::to_string(id) + ">"; }
   static inline int scored = 0;
+
+ private:
+  int variants_;
+  bool variants_fail_;
+  int skew_of_ = -1;  // the variant being scored
 };
 
 CheckOptions Numerics(const std::string& url) {
@@ -130,6 +156,70 @@ TEST_F(NumericsIntegration, SkewedDeploymentFailsAtTheFirstDivergingPosition) {
   EXPECT_EQ(chat.metrics["first_divergence"]["position"].get<int>(), prompt_tokens + 5) << chat.detail;
   EXPECT_EQ(chat.metrics["first_divergence"]["in"], "output");
   EXPECT_EQ(rows["numerics"].outcome, Outcome::kFail);
+}
+
+CheckOptions WithVariants(const std::string& url, bool variants_fail = false) {
+  CheckOptions o = Numerics(url);
+  o.numerics.loader = [variants_fail](const ReferenceModelSpec& spec) -> Result<std::unique_ptr<LogprobReference>> {
+    EXPECT_NE(spec.numerics, "auto");  // resolved before the reference loads
+    return std::unique_ptr<LogprobReference>(new ToyReference(kBf16RoundedVariants, variants_fail));
+  };
+  return o;
+}
+
+// A deployment off at two output positions: judged as BF16 (auto: its
+// /get_server_info says so) it passes, as the rounded references move as
+// many; judged as f32 (it says f32, or nothing) it fails there.
+TEST_F(NumericsIntegration, Bf16DeploymentIsJudgedAgainstRoundedReferences) {
+  {
+    START_MOCK(mock, "sglang,numerics-flips,bf16-activations");
+    RunReport r = RunChecks(WithVariants(mock.url()));
+    EXPECT_EQ(r.exit_code, kExitPassed) << Dump(r);
+    auto rows = ByName(r);
+    const CheckResult& chat = rows["numerics.chat"];
+    EXPECT_NE(chat.detail.find("within BF16 rounding (2 of"), std::string::npos) << chat.detail;
+    EXPECT_TRUE(chat.metrics["bf16_rounding"]["within"].get<bool>());
+    EXPECT_EQ(chat.metrics["bf16_rounding"]["rounded_references_divergent_positions"].size(), size_t(kBf16RoundedVariants));
+    EXPECT_EQ(rows["numerics"].metrics["judged_as"], "bf16");
+    EXPECT_NE(rows["numerics"].detail.find("judged as a BF16 deployment"), std::string::npos) << rows["numerics"].detail;
+  }
+  for (const char* mode : {"sglang,numerics-flips,f32-activations", "sglang,numerics-flips"}) {
+    START_MOCK(mock, mode);
+    RunReport r = RunChecks(WithVariants(mock.url()));
+    EXPECT_EQ(r.exit_code, kExitFailed) << mode << Dump(r);
+    auto rows = ByName(r);
+    EXPECT_EQ(rows["numerics"].metrics["judged_as"], "full") << mode;
+    EXPECT_FALSE(rows["numerics.chat"].metrics.contains("bf16_rounding")) << mode;
+    const std::string why = rows["numerics"].metrics["judged_as_why"];
+    EXPECT_NE(why.find(std::string(mode).find("f32") != std::string::npos ? "says activations f32" : "does not say"),
+              std::string::npos)
+        << why;
+  }
+}
+
+// Judged as BF16, a deployment off from output token 5 on still fails (more
+// positions than the rounded references), and says why; when the rounded
+// references cannot run, the prompt is judged position by position.
+TEST_F(NumericsIntegration, Bf16JudgingStillFailsAWrongDeployment) {
+  {
+    START_MOCK(mock, "sglang,numerics-skew,bf16-activations");
+    RunReport r = RunChecks(WithVariants(mock.url()));
+    EXPECT_EQ(r.exit_code, kExitFailed) << Dump(r);
+    auto rows = ByName(r);
+    const CheckResult& chat = rows["numerics.chat"];
+    EXPECT_EQ(chat.outcome, Outcome::kFail);
+    EXPECT_NE(chat.detail.find("more than BF16 rounding explains"), std::string::npos) << chat.detail;
+    EXPECT_FALSE(chat.metrics["bf16_rounding"]["within"].get<bool>());
+  }
+  {
+    START_MOCK(mock, "sglang,numerics-flips,bf16-activations");
+    RunReport r = RunChecks(WithVariants(mock.url(), /*variants_fail=*/true));
+    EXPECT_EQ(r.exit_code, kExitFailed) << Dump(r);
+    auto rows = ByName(r);
+    const CheckResult& chat = rows["numerics.chat"];
+    EXPECT_NE(chat.detail.find("the BF16-rounded references failed: out of memory (test)"), std::string::npos)
+        << chat.detail;
+  }
 }
 
 TEST_F(NumericsIntegration, NanLogprobsFailNamingNan) {

@@ -44,9 +44,9 @@ class LogprobReference {
                                                       const std::vector<std::vector<int32_t>>& want) = 0;
   // BF16-rounded variants of this reference (0: it has none): the same
   // scoring with every GEMM input rounded to BF16 stochastically, variant v
-  // under its own seed (kernels/ops.h SetStochasticBf16Seed). Each is one
-  // deployment that rounds activations to BF16 as a GPU or tern's BF16 CPU
-  // paths do; together they show how far such rounding alone moves each
+  // under its own seed (kernels/ops.h SetStochasticBf16Seed). Each stands in
+  // for a deployment that rounds activations to BF16 as a GPU or tern's BF16
+  // CPU paths do; together they show how far such rounding alone moves each
   // position (--reference-numerics bf16: JudgeWithRoundedVariants).
   virtual int RoundedVariants() const { return 0; }
   virtual Result<std::vector<PositionLogprobs>> ScoreRounded(int variant, const std::vector<int32_t>& tokens,

@@ -157,10 +157,10 @@ TEST(NumericsCompare, DivergentPositionsAreCounted) {
   EXPECT_EQ(OffAt(10, {2, 3, 9}).divergent, 3);
 }
 
-// A BF16 deployment passes while its positions past the thresholds and its
-// mean KL stay within 1.5x the worst rounded reference's (plus 2 positions
-// and the kl_mean threshold): with rounded references off at 4, 0 and 2 of
-// 100 positions, 8 = floor(1.5 * 4) + 2 passes and 9 fails.
+// A BF16 deployment passes while its positions past the thresholds, mean KL,
+// largest KL and largest gap stay within what the rounded references reach
+// (numerics_compare.h): with references off at 4, 0 and 2 of 100 positions,
+// 8 = floor(1.5 * 4) + 2 positions pass and 9 fail.
 TEST(NumericsCompare, RoundedVariantsSetWhatABf16DeploymentMayMove) {
   const NumericsThresholds th;
   const auto off_at = [](int k) {
@@ -175,22 +175,44 @@ TEST(NumericsCompare, RoundedVariantsSetWhatABf16DeploymentMayMove) {
   EXPECT_EQ(j.variant_divergent, (std::vector<int64_t>{4, 0, 2}));
   EXPECT_EQ(j.allowed_divergent, 8);
   EXPECT_NEAR(j.allowed_kl_mean, 1.5 * 4 * per / 100 + th.kl_mean, 1e-12);
-  EXPECT_TRUE(j.within);
-  EXPECT_FALSE(JudgeWithRoundedVariants(OffAt(100, off_at(9)), variants, th).within);
-  // The mean KL alone: 8 positions, as many as allowed, but each far off (KL 2.5).
-  std::vector<PositionLogprobs> ref, dep;
-  for (int p = 1; p <= 100; ++p) {
-    ref.push_back(Pos(p, {{1, 0.9}, {2, 0.05}}));
-    dep.push_back(p % 12 == 0 ? Pos(p, {{1, 0.05}, {2, 0.9}}) : Pos(p, {{1, 0.9}, {2, 0.05}}));
-  }
-  const SequenceComparison far = CompareSequence(ref, dep, th);
-  ASSERT_EQ(far.divergent, 8);
-  EXPECT_GT(far.kl_mean, 1.5 * 4 * per / 100 + th.kl_mean);
-  EXPECT_FALSE(JudgeWithRoundedVariants(far, variants, th).within);
-  // Short prompts whose rounded references never diverge still allow 2 positions.
+  EXPECT_NEAR(j.allowed_kl_max, 1.5 * per, 1e-12);                    // above th.kl_max = 0.05
+  EXPECT_NEAR(j.allowed_gap_max, 1.5 * std::log(0.15 / 0.05), 1e-9);  // the gap on token 2
+  EXPECT_TRUE(j.within) << j.why;
+  j = JudgeWithRoundedVariants(OffAt(100, off_at(9)), variants, th);
+  EXPECT_FALSE(j.within);
+  EXPECT_NE(j.why.find("9 positions"), std::string::npos) << j.why;
+
+  // Positions far off (top-1 flipped, KL 2.5): 8 of 100 cross the mean KL; one of 1,000, the largest KL.
+  const auto flipped = [](int n, int every) {
+    std::vector<PositionLogprobs> ref, dep;
+    for (int p = 1; p <= n; ++p) {
+      ref.push_back(Pos(p, {{1, 0.9}, {2, 0.05}}));
+      dep.push_back(p % every == 0 ? Pos(p, {{1, 0.05}, {2, 0.9}}) : Pos(p, {{1, 0.9}, {2, 0.05}}));
+    }
+    return CompareSequence(ref, dep, NumericsThresholds{});
+  };
+  j = JudgeWithRoundedVariants(flipped(100, 12), variants, th);
+  EXPECT_EQ(j.divergent, 8);
+  EXPECT_FALSE(j.within);
+  EXPECT_NE(j.why.find("mean KL"), std::string::npos) << j.why;
+  const std::vector<SequenceComparison> long_variants = {OffAt(1000, off_at(4))};
+  j = JudgeWithRoundedVariants(flipped(1000, 1000), long_variants, th);
+  EXPECT_EQ(j.divergent, 1);
+  EXPECT_FALSE(j.within);
+  EXPECT_NE(j.why.find("largest KL"), std::string::npos) << j.why;
+  EXPECT_TRUE(JudgeWithRoundedVariants(OffAt(1000, {500}), long_variants, th).within);
+
+  // 2 spare positions, but never more than a quarter of a short prompt's: with a reference off at
+  // 1 of 8 positions, 2 pass (min(1 + 2, max(1, 8 / 4))) and 3 fail.
+  const std::vector<SequenceComparison> short_variants = {OffAt(8, {3})};
+  EXPECT_EQ(JudgeWithRoundedVariants(OffAt(8, {2, 5}), short_variants, th).allowed_divergent, 2);
+  EXPECT_TRUE(JudgeWithRoundedVariants(OffAt(8, {2, 5}), short_variants, th).within);
+  EXPECT_FALSE(JudgeWithRoundedVariants(OffAt(8, {2, 5, 7}), short_variants, th).within);
+  // Where the rounded references stay within the thresholds, so must the deployment.
   const std::vector<SequenceComparison> clean = {OffAt(30, {}), OffAt(30, {})};
-  EXPECT_TRUE(JudgeWithRoundedVariants(OffAt(30, {7, 8}), clean, th).within);
-  EXPECT_FALSE(JudgeWithRoundedVariants(OffAt(30, {7, 8, 9}), clean, th).within);
+  j = JudgeWithRoundedVariants(OffAt(30, {7}), clean, th);
+  EXPECT_FALSE(j.within);
+  EXPECT_NE(j.why.find("largest KL"), std::string::npos) << j.why;
   // No variants, or a NaN, never pass this way.
   EXPECT_FALSE(JudgeWithRoundedVariants(OffAt(30, {7}), {}, th).within);
   std::vector<PositionLogprobs> r1{Pos(1, {{1, 0.9}})}, d1 = r1;

@@ -71,9 +71,10 @@ void MatMulF32Activations(const float* x, int64_t M, int64_t ldx, const MatrixVi
 // with probability equal to its distance from the lower over the gap
 // (stochastic rounding: unbiased), then run the f32 kernels on any CPU path.
 // The draw is a hash of (seed, column, the element's bits), so a row gives
-// the same result in any batch, chunk or thread count. One seed is one
-// deployment that rounds activations to BF16; several spread over what such
-// deployments compute. Process-wide, like SetActivations (cpu_features.h):
+// the same result in any batch, chunk or thread count. Each seed stands in
+// for a deployment that rounds activations to BF16 (only GEMM inputs: not
+// routers, attention or the KV cache); several show how far such rounding
+// moves a model. Process-wide, like SetActivations (cpu_features.h):
 // set it only while no other work runs kernels. MatMulF32Activations is
 // never rounded (as on the BF16 paths). 0: off (the default).
 void SetStochasticBf16Seed(uint64_t seed);

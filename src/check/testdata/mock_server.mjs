@@ -43,6 +43,9 @@
 // prompt_logprobs and token_id:<id> names; llamacpp: /completion n_probs.
 //   numerics-skew         from output token 5 on, the second choice gets +1.5 (a subtly wrong kernel)
 //   numerics-skew-prompt  the same at every prompt position (a wrong reference deployment)
+//   numerics-flips        the same at output tokens 5 and 9 only (near-ties a rounding flipped)
+//   bf16-activations      /get_server_info says "activations": "bf16" (tern on a BF16 path);
+//   f32-activations       ... "f32"; without either there is no /get_server_info
 //   anonymous             /v1/models owned_by "someone" (an unknown OpenAI-compatible server)
 //   with nan-logprobs     output token 3's logprobs are NaN
 // Stop strings ("stop") cut the content before the first one, finish "stop".
@@ -350,7 +353,8 @@ function toyRun(ids, maxNew, k) {
   }
   const out = [];
   for (let i = 0; i < maxNew; i++) {
-    const lps = toyLogprobs(seq[seq.length - 1], flags.has('numerics-skew') && i >= 5);
+    const lps = toyLogprobs(seq[seq.length - 1],
+      (flags.has('numerics-skew') && i >= 5) || (flags.has('numerics-flips') && (i === 5 || i === 9)));
     const top = topOf(lps, k);
     const id = top[0][0];
     const nan = flags.has('nan-logprobs') && i === 3;
@@ -433,6 +437,9 @@ function route(req, res, body) {
   if (apiKey && req.headers.authorization !== `Bearer ${apiKey}`) {
     if (dialect === 'sglang') return send(res, 401, { error: 'Unauthorized' });
     return send(res, 401, { error: { message: 'Invalid API key', type: 'invalid_request_error', code: 401 } });
+  }
+  if (path === '/get_server_info' && (flags.has('bf16-activations') || flags.has('f32-activations'))) {
+    return send(res, 200, { model_path: MODEL, activations: flags.has('bf16-activations') ? 'bf16' : 'f32' });
   }
   if ((path === '/model_info' || path === '/get_model_info') && dialect === 'sglang') {
     return send(res, 200, { model_path: MODEL, tokenizer_path: MODEL, is_generation: true, preferred_sampling_params: null,
