@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <memory>
 #include <vector>
 
+#include "base/mapped_file.h"
 #include "kernels/bench_peak.h"
 #include "kernels/cpu_features.h"
 #include "kernels/matmul_amx.h"
@@ -12,9 +14,16 @@
 
 namespace tern::app {
 
-BandwidthResult MeasureReadBandwidth(ThreadPool& pool, int64_t bytes, int reps) {
+BandwidthResult MeasureReadBandwidth(ThreadPool& pool, int64_t bytes, int reps, bool huge_pages) {
   const size_t n = size_t(bytes) / sizeof(float);
-  std::vector<float> buf(n);
+  std::vector<float> plain;
+  std::shared_ptr<uint8_t> huge;
+  if (huge_pages) {
+    auto h = AllocateHugePages(n * sizeof(float));
+    if (h.ok()) huge = std::move(*h);
+  }
+  if (!huge) plain.resize(n);
+  float* const data = huge ? reinterpret_cast<float*>(huge.get()) : plain.data();
   // Slices of 4 MiB, taken dynamically: each thread streams long contiguous
   // runs (as the GEMV does with its W chunks), and a thread the OS does not
   // schedule in time leaves its slices to the others.
@@ -22,7 +31,7 @@ BandwidthResult MeasureReadBandwidth(ThreadPool& pool, int64_t bytes, int reps) 
   const size_t slices = (n + kSlice - 1) / kSlice;
   // Touch every page (first-touch by the threads that will read it).
   pool.Run(slices, [&](size_t s, size_t) {
-    std::fill(buf.data() + s * kSlice, buf.data() + std::min(n, (s + 1) * kSlice), 1.0f);
+    std::fill(data + s * kSlice, data + std::min(n, (s + 1) * kSlice), 1.0f);
   });
   std::vector<float> sums(pool.size() * 16, 0.0f);  // one cache line per thread
   std::vector<double> gbps;
@@ -32,7 +41,7 @@ BandwidthResult MeasureReadBandwidth(ThreadPool& pool, int64_t bytes, int reps) 
     // a scalar loop is compute-bound on one core and under-reports the bandwidth.
     pool.Run(slices, [&](size_t s, size_t thread) {
       const size_t b = s * kSlice, e = std::min(n, b + kSlice);
-      sums[thread * 16] += kernels::SumFloatsForBenchmark(buf.data() + b, e - b);
+      sums[thread * 16] += kernels::SumFloatsForBenchmark(data + b, e - b);
     });
     const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     gbps.push_back(double(n * sizeof(float)) / sec / 1e9);

@@ -13,8 +13,10 @@ struct BandwidthResult {
   double best_gbps = 0;
 };
 
-// Reads `bytes` (default 512 MiB) `reps` times with every thread of `pool`.
-BandwidthResult MeasureReadBandwidth(ThreadPool& pool, int64_t bytes = int64_t(512) << 20, int reps = 7);
+// Reads `bytes` (default 512 MiB) `reps` times with every thread of `pool`,
+// from huge pages when `huge_pages` (as the weights are held with --huge-pages).
+BandwidthResult MeasureReadBandwidth(ThreadPool& pool, int64_t bytes = int64_t(512) << 20, int reps = 7,
+                                     bool huge_pages = false);
 
 // The compute ceilings with every thread of `pool` (best of a few runs, 1e9
 // floating-point operations per second): independent f32 FMA chains on the

@@ -73,6 +73,7 @@ Command RegisterBench(CLI::App& app) {
     size_t threads = 0;
     int reps = 3;
     bool bandwidth_only = false;
+    bool huge_pages = false;
     int64_t allreduce_floats = 0;
   };
   auto o = std::make_shared<Opts>();
@@ -86,6 +87,8 @@ Command RegisterBench(CLI::App& app) {
   app.add_option("--reps", o->reps, "measured repetitions (medians are reported)")->default_val(3);
   app.add_option("--kv-cache-dtype", o->kv_dtype, "KV cache dtype: auto, f32, f16, bf16, fp8_e4m3")->default_val("auto");
   app.add_flag("--bandwidth", o->bandwidth_only, "only measure the memory read bandwidth");
+  app.add_flag("--huge-pages", o->huge_pages,
+               "hold the weights in huge pages (a copy; serve's --huge-pages), and measure the bandwidth from them");
   app.add_option("--allreduce", o->allreduce_floats,
                  "only measure the all-reduce of this many floats across the ranks of an mpirun job (a decode "
                  "step of a --tp model makes two per layer, of hidden_size floats per sequence)");
@@ -98,15 +101,17 @@ Command RegisterBench(CLI::App& app) {
       return RunShardWorker(o->model, {.threads = o->threads, .numerics = *num, .tp = par->tp, .ep = par->ep});
     if (o->bandwidth_only) {
       ThreadPool pool(o->threads);
-      BandwidthResult bw = MeasureReadBandwidth(pool);
-      fmt::print("memory read bandwidth ({} threads): median {:.1f} GB/s, best {:.1f} GB/s\n", pool.size(),
-                 bw.median_gbps, bw.best_gbps);
+      for (bool huge : {false, true}) {
+        BandwidthResult bw = MeasureReadBandwidth(pool, int64_t(512) << 20, 7, huge);
+        fmt::print("memory read bandwidth ({} threads, {}): median {:.1f} GB/s, best {:.1f} GB/s\n", pool.size(),
+                   huge ? "huge pages" : "4 KiB pages", bw.median_gbps, bw.best_gbps);
+      }
       return 0;
     }
     if (o->model.empty()) return Fail("bench: --model is required (or --bandwidth)");
     if (o->prompt_tokens <= 0 || o->gen_tokens <= 0 || o->reps <= 0 || o->chunk <= 0)
       return Fail("bench: --prompt-tokens, --gen-tokens, --prefill-chunk and --reps must be positive");
-    auto session = Session::Open(o->model, o->threads, /*need_tokenizer=*/false, *num, par->tp, par->ep);
+    auto session = Session::Open(o->model, o->threads, /*need_tokenizer=*/false, *num, par->tp, par->ep, o->huge_pages);
     if (!session.ok()) return Fail(session.status().message());
     Model& model = *(*session)->model;
     const ModelConfig& cfg = model.config();
@@ -126,7 +131,7 @@ Command RegisterBench(CLI::App& app) {
     auto warm = RunOnce(**engine, prompt, std::min<int64_t>(o->gen_tokens, 8));
     if (!warm.ok()) return Fail(warm.status().message());
     // (the engine is idle between runs: the bandwidth probe has the model's pool to itself)
-    BandwidthResult bw = MeasureReadBandwidth(model.pool());
+    BandwidthResult bw = MeasureReadBandwidth(model.pool(), int64_t(512) << 20, 7, o->huge_pages);
     std::vector<double> prefill, decode;
     for (int r = 0; r < o->reps; ++r) {
       auto t = RunOnce(**engine, prompt, o->gen_tokens);
@@ -134,7 +139,9 @@ Command RegisterBench(CLI::App& app) {
       prefill.push_back(double(o->prompt_tokens) / t->prefill_s);
       decode.push_back(double(o->gen_tokens) / t->decode_s);
     }
-    BandwidthResult bw2 = MeasureReadBandwidth(model.pool());
+    BandwidthResult bw2 = MeasureReadBandwidth(model.pool(), int64_t(512) << 20, 7, o->huge_pages);
+    // The other page size too: what the weights would see held the other way.
+    const BandwidthResult bw_other = MeasureReadBandwidth(model.pool(), int64_t(512) << 20, 7, !o->huge_pages);
     const ComputePeaks peaks = MeasureComputePeaks(model.pool());
     const double bw_gbps = Median({bw.median_gbps, bw2.median_gbps, std::max(bw.median_gbps, bw2.median_gbps)});
     const double prefill_tps = Median(prefill), decode_tps = Median(decode);
@@ -143,8 +150,9 @@ Command RegisterBench(CLI::App& app) {
     fmt::print("model            {} ({}, {} layers, hidden {}, {})\n", o->model, cfg.model_type, cfg.num_hidden_layers,
                cfg.hidden_size, cfg.torch_dtype.empty() ? "?" : cfg.torch_dtype);
     fmt::print("threads          {}   cpu path {}\n", model.pool().size(), kernels::CpuPathDescription());
-    fmt::print("memory           {:.1f} MB of weights held, {:.1f} MB resident after the runs\n",
-               double(model.WeightBytes()) / 1e6, double(ResidentBytes()) / 1e6);
+    fmt::print("memory           {:.1f} MB of weights held, {:.1f} MB resident after the runs{}\n",
+               double(model.WeightBytes()) / 1e6, double(ResidentBytes()) / 1e6,
+               o->huge_pages ? fmt::format(" ({:.1f} MB in huge pages)", double(AnonHugePageBytes()) / 1e6) : "");
     if (par->tp > 1 || par->ep > 1)  // (the other ranks print their own memory when they stop)
       fmt::print("ranks            tp {} ep {}: the figures above are rank 0's (weights/token: its share)\n", par->tp,
                  par->ep);
@@ -167,6 +175,9 @@ Command RegisterBench(CLI::App& app) {
     fmt::print("weights/token    {:.1f} MB read per decoded token\n", bytes_per_tok / 1e6);
     fmt::print("decode reads     {:.1f} GB/s = {:.0f}% of the measured bandwidth {:.1f} GB/s (roofline {:.1f} tokens/s)\n",
                read_gbps, 100.0 * read_gbps / bw_gbps, bw_gbps, bw_gbps * 1e9 / bytes_per_tok);
+    fmt::print("bandwidth        {:.1f} GB/s from {} (the weights'), {:.1f} GB/s from {}\n", bw_gbps,
+               o->huge_pages ? "huge pages" : "4 KiB pages", bw_other.median_gbps,
+               o->huge_pages ? "4 KiB pages" : "huge pages (--huge-pages)");
     // Per-sequence memory beside the weights: the fixed recurrent state of
     // linear-attention layers (conv + delta-rule state) and KV per token.
     const CacheSpec spec = model.cache_spec();
@@ -182,6 +193,7 @@ Command RegisterBench(CLI::App& app) {
                           {"gen_tokens", o->gen_tokens}, {"prefill_tokens_per_s", prefill_tps},
                           {"decode_tokens_per_s", decode_tps}, {"weight_bytes_per_token", bytes_per_tok},
                           {"bandwidth_gbps", bw_gbps}, {"decode_read_gbps", read_gbps},
+                          {"huge_pages", o->huge_pages}, {"bandwidth_other_pages_gbps", bw_other.median_gbps},
                           {"roofline_fraction", read_gbps / bw_gbps}, {"prefill_all", prefill}, {"decode_all", decode},
                           {"fma_peak_gflops", peaks.fma_gflops}, {"amx_peak_gflops", peaks.amx_gflops},
                           {"bf16dot_peak_gflops", peaks.bf16dot_gflops},

@@ -47,6 +47,9 @@ Command RegisterServe(CLI::App& app) {
   app.add_flag("--skip-server-warmup", o->skip_server_warmup, "report healthy without a warm-up generation");
   auto* strict = app.add_flag("--strict-weights", o->strict_weights,
                               "refuse to load weights that hold NaN or Inf (by default: a warning naming each tensor)");
+  app.add_flag("--huge-pages", o->huge_pages,
+               "hold the weights in huge pages: a copy in anonymous memory instead of the mapped files (decode "
+               "streams every weight each token; 4 KiB pages cost TLB misses; one process only)");
   app.add_flag("--skip-weight-check", o->skip_weight_check,
                "do not scan the weights for NaN/Inf at load (the scan reads every weight once)")
       ->excludes(strict);

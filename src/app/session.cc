@@ -10,7 +10,7 @@
 namespace tern::app {
 
 Result<std::unique_ptr<Session>> Session::Open(const std::string& dir, size_t threads, bool need_tokenizer,
-                                               ActivationNumerics numerics, int tp, int ep) {
+                                               ActivationNumerics numerics, int tp, int ep, bool huge_pages) {
   auto s = std::make_unique<Session>();
   s->dir = dir;
   std::error_code ec;
@@ -21,7 +21,7 @@ Result<std::unique_ptr<Session>> Session::Open(const std::string& dir, size_t th
     s->tokenizer.emplace(std::move(t));
   }
   TERN_ASSIGN_OR_RETURN(s->generation, LoadGenerationDefaults(dir));
-  TERN_ASSIGN_OR_RETURN(s->model, LoadModel(dir, LoadOptions{.threads = threads, .numerics = numerics, .tp = tp, .ep = ep}));
+  TERN_ASSIGN_OR_RETURN(s->model, LoadModel(dir, LoadOptions{.threads = threads, .numerics = numerics, .tp = tp, .ep = ep, .huge_pages = huge_pages}));
   if (s->tokenizer) TERN_RETURN_IF_ERROR(CheckTokenizerFitsModel(*s->tokenizer, s->model->config().vocab_size, dir));
   s->eos_token_ids = s->generation.eos_token_ids.empty() ? s->model->config().eos_token_ids : s->generation.eos_token_ids;
   return s;

@@ -25,7 +25,7 @@ struct Session {
   // need_tokenizer: fail when tokenizer.json is missing or bad (else load it if present).
   static Result<std::unique_ptr<Session>> Open(const std::string& dir, size_t threads, bool need_tokenizer,
                                                ActivationNumerics numerics = ActivationNumerics::kFull,
-                                               int tp = 1, int ep = 1);
+                                               int tp = 1, int ep = 1, bool huge_pages = false);
 
   // Sampling defaults from generation_config.json (greedy when it says do_sample false).
   SamplingParams DefaultSampling() const;

@@ -1,6 +1,9 @@
 #include "base/mapped_file.h"
 
+#include <fmt/format.h>
+
 #include <cerrno>
+#include <algorithm>
 #include <cstring>
 #include <fcntl.h>
 #include <fstream>
@@ -41,12 +44,54 @@ Result<int> OpenRegular(const std::string& path, struct stat* st) {
 
 }  // namespace
 
-Result<MappedFile> MappedFile::Open(const std::string& path) {
+Result<std::shared_ptr<uint8_t>> AllocateHugePages(size_t bytes) {
+  constexpr size_t kHuge = size_t(2) << 20;
+  const size_t len = (bytes + kHuge - 1) / kHuge * kHuge, region = len + kHuge;  // room to align the start
+  void* r = ::mmap(nullptr, region, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (r == MAP_FAILED) return Status::Errorf("cannot allocate {} bytes: {}", region, std::strerror(errno));
+  uint8_t* a = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(r) + kHuge - 1) / kHuge * kHuge);
+  (void)::madvise(a, len, MADV_HUGEPAGE);  // advice: refused (THP off) leaves 4 KiB pages
+  return std::shared_ptr<uint8_t>(a, [r, region](uint8_t*) { ::munmap(r, region); });
+}
+
+namespace {
+
+// Reads the whole file (`size` bytes) into huge pages; closes fd.
+Result<std::shared_ptr<uint8_t>> CopyIntoHugePages(int fd, const std::string& path, size_t size) {
+  auto mem = AllocateHugePages(size);
+  if (!mem.ok()) {
+    ::close(fd);
+    return Status::Errorf("a copy of {}: {}", path, mem.status().message());
+  }
+  uint8_t* a = mem->get();
+  size_t got = 0;
+  while (got < size) {
+    const ssize_t n = ::pread(fd, a + got, std::min(size - got, size_t(1) << 30), off_t(got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const std::string why = n < 0 ? std::strerror(errno) : fmt::format("the file ended at {} of {} bytes", got, size);
+      ::close(fd);
+      return Status::Errorf("reading {}: {}", path, why);
+    }
+    got += size_t(n);
+  }
+  ::close(fd);
+  return mem;
+}
+
+}  // namespace
+
+Result<MappedFile> MappedFile::Open(const std::string& path, Mode mode) {
   struct stat st {};
   TERN_ASSIGN_OR_RETURN(const int fd, OpenRegular(path, &st));
   MappedFile f;
   f.path_ = path;
   f.size_ = size_t(st.st_size);
+  if (f.size_ > 0 && mode == Mode::kHugePageCopy) {
+    TERN_ASSIGN_OR_RETURN(f.copy_, CopyIntoHugePages(fd, path, f.size_));
+    f.data_ = f.copy_.get();
+    return f;
+  }
   if (f.size_ > 0) {
     void* p = ::mmap(nullptr, f.size_, PROT_READ, MAP_PRIVATE, fd, 0);
     if (p == MAP_FAILED) {
@@ -62,21 +107,27 @@ Result<MappedFile> MappedFile::Open(const std::string& path) {
 
 MappedFile& MappedFile::operator=(MappedFile&& o) noexcept {
   if (this != &o) {
-    if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
+    Release();
     data_ = o.data_;
     size_ = o.size_;
     path_ = std::move(o.path_);
+    copy_ = std::move(o.copy_);
     o.data_ = nullptr;
     o.size_ = 0;
   }
   return *this;
 }
 
-MappedFile::~MappedFile() {
-  if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
+MappedFile::~MappedFile() { Release(); }
+
+void MappedFile::Release() {
+  if (copy_) copy_.reset();
+  else if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
+  data_ = nullptr;
 }
 
 void MappedFile::DropResidentPages() const {
+  if (copy_) return;  // a copy: dropping its pages would lose the data
   // A read-only private mapping never written: MADV_DONTNEED only unmaps the
   // pages from this process; the page cache keeps them and a later access
   // faults them in from the file again.

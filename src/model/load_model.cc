@@ -60,10 +60,13 @@ Result<std::unique_ptr<DecoderModel>> LoadPart(const std::string& dir, const Loa
     return Status::Errorf("{}/config.json: unknown architecture model_type \"{}\" (supported: {})", dir,
                           cfg.model_type, ArchitectureNames());
   LoadReport report(opts.report_progress, dir);
-  TERN_ASSIGN_OR_RETURN(TensorStore store, TensorStore::OpenDir(dir));
+  TERN_ASSIGN_OR_RETURN(TensorStore store,
+                        TensorStore::OpenDir(dir, opts.huge_pages ? MappedFile::Mode::kHugePageCopy
+                                                                  : MappedFile::Mode::kMap));
   int64_t mapped = 0;
   for (const auto& [name, t] : store.all()) mapped += int64_t(t.nbytes);
-  report.Phase("mapped", fmt::format("{} tensors, {:.2f} GB", store.all().size(), double(mapped) / 1e9));
+  report.Phase(opts.huge_pages ? "read into huge pages" : "mapped",
+               fmt::format("{} tensors, {:.2f} GB", store.all().size(), double(mapped) / 1e9));
   LoadOptions o = opts;
   if (o.threads == 0 && dist::LocalSize() > 1)  // ranks sharing a host share its cores
     o.threads = std::max<size_t>(1, std::thread::hardware_concurrency() / size_t(dist::LocalSize()));
@@ -107,6 +110,9 @@ Result<std::unique_ptr<DecoderModel>> LoadPart(const std::string& dir, const Loa
 }  // namespace
 
 Result<std::unique_ptr<Model>> LoadModel(const std::string& dir, const LoadOptions& opts) {
+  if (opts.huge_pages && dist::Launched())
+    return Status::Error("--huge-pages holds a copy of every weight file: one process only (under mpirun each rank "
+                         "copies out its own slices)");
   if (!dist::Launched()) {
     if (opts.tp > 1 || opts.ep > 1)
       return Status::Errorf("--tp {} --ep {} runs one process per rank: start it with mpirun -np {}{}", opts.tp,

@@ -90,15 +90,15 @@ Result<std::vector<TensorView>> SafetensorsFile::ParseHeader(const uint8_t* data
   return out;
 }
 
-Result<std::unique_ptr<SafetensorsFile>> SafetensorsFile::Open(const std::string& path) {
+Result<std::unique_ptr<SafetensorsFile>> SafetensorsFile::Open(const std::string& path, MappedFile::Mode mode) {
   auto f = std::make_unique<SafetensorsFile>();
-  TERN_ASSIGN_OR_RETURN(f->file_, MappedFile::Open(path));
+  TERN_ASSIGN_OR_RETURN(f->file_, MappedFile::Open(path, mode));
   TERN_ASSIGN_OR_RETURN(f->tensors_, ParseHeader(f->file_.data(), f->file_.size(), path));
   for (auto& t : f->tensors_) t.file = &f->file_.path();
   return f;
 }
 
-Result<TensorStore> TensorStore::OpenDir(const std::string& dir) {
+Result<TensorStore> TensorStore::OpenDir(const std::string& dir, MappedFile::Mode mode) {
   std::vector<std::string> files;
   const fs::path index = fs::path(dir) / "model.safetensors.index.json";
   std::error_code ec;
@@ -128,7 +128,7 @@ Result<TensorStore> TensorStore::OpenDir(const std::string& dir) {
 
   TensorStore store;
   for (const auto& path : files) {
-    TERN_ASSIGN_OR_RETURN(auto f, SafetensorsFile::Open(path));
+    TERN_ASSIGN_OR_RETURN(auto f, SafetensorsFile::Open(path, mode));
     for (const auto& t : f->tensors()) {
       if (store.by_name_.count(t.name))
         return Status::Errorf("tensor '{}' appears in both {} and {}", t.name, *store.by_name_[t.name].file, path);

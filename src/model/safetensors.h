@@ -44,7 +44,8 @@ inline constexpr uint64_t kMaxSafetensorsHeader = 100u << 20;
 // One .safetensors file, mapped and validated.
 class SafetensorsFile {
  public:
-  static Result<std::unique_ptr<SafetensorsFile>> Open(const std::string& path);
+  static Result<std::unique_ptr<SafetensorsFile>> Open(const std::string& path,
+                                                       MappedFile::Mode mode = MappedFile::Mode::kMap);
   // Validates an in-memory image (used by tests and by Open).
   static Result<std::vector<TensorView>> ParseHeader(const uint8_t* data, size_t size, const std::string& path);
 
@@ -61,7 +62,8 @@ class SafetensorsFile {
 // model.safetensors.index.json, or every *.safetensors file when neither exists.
 class TensorStore {
  public:
-  static Result<TensorStore> OpenDir(const std::string& dir);
+  // mode: how every file is held (MappedFile::Mode).
+  static Result<TensorStore> OpenDir(const std::string& dir, MappedFile::Mode mode = MappedFile::Mode::kMap);
 
   // nullptr when absent.
   const TensorView* Find(const std::string& name) const;

@@ -47,6 +47,7 @@ struct ServeOptions {
   ActivationNumerics quant_numerics = ActivationNumerics::kFull;  // --quant-numerics
   bool strict_weights = false;  // --strict-weights: NaN/Inf in the weights refuse the load (else a warning)
   bool skip_weight_check = false;  // --skip-weight-check: no load-time NaN/Inf scan (it reads every weight once)
+  bool huge_pages = false;  // --huge-pages: the weights copied into huge pages (LoadOptions::huge_pages)
   int tp = 1, ep = 1;  // --tp / --ep: ranks of an mpirun job (model/shard.h)
   SpeculativeOptions speculative;  // --speculative-*: off by default
   int64_t max_request_bytes = 32 << 20;  // a request body, decoded; more is 413

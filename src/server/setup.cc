@@ -115,7 +115,8 @@ Status LoadServerModel(ServerContext& ctx) {
                                                                                    : WeightCheck::kWarn,
                                                                .tp = ctx.opts.tp,
                                                                .ep = ctx.opts.ep,
-                                                               .report_progress = true}));
+                                                               .report_progress = true,
+                                                               .huge_pages = ctx.opts.huge_pages}));
   TERN_RETURN_IF_ERROR(CheckTokenizerFitsModel(*ctx.tokenizer, ctx.model->config().vocab_size, dir));
   ctx.eos_token_ids = ctx.generation.eos_token_ids.empty() ? ctx.model->config().eos_token_ids : ctx.generation.eos_token_ids;
   if (ctx.tokenizer_config.eos_token) {

@@ -3,7 +3,7 @@
 #   1. the right deployment passes: tern serve on models/demo (its default F16 KV cache) against
 #      --reference-model models/demo: every prompt passes, top-1 agreement 100%, KL below 1e-3 at
 #      every position (the KV cache's F16 rounding; 0 up to f32 rounding with --kv-cache-dtype f32,
-#      checked too: below 1e-6);
+#      checked too: below 1e-6; and with --huge-pages, the weights copied into huge pages);
 #   2. subtly wrong deployments (tests/integration/numerics_faults.py: one layer's weights off by 2%,
 #      one expert's NVFP4 block scales halved, rope theta off by 10%) still pass the smoke suite
 #      ("OK", 323 with and without thinking) yet fail --suite numerics with exit 1, and the report
@@ -39,8 +39,8 @@ numerics() {  # numerics NAME [args]: runs the suite against the server, the tab
   echo $rc
 }
 
-for kv in auto f32; do
-  serve "$demo" "right-$kv" --kv-cache-dtype $kv
+for kv in auto f32 huge; do  # huge: the default KV cache, the weights in huge pages (--huge-pages)
+  if [ $kv = huge ]; then serve "$demo" right-huge --huge-pages; else serve "$demo" "right-$kv" --kv-cache-dtype $kv; fi
   rc=$(numerics "right-$kv")
   stop
   cat "$work/right-$kv.txt"
@@ -48,7 +48,7 @@ for kv in auto f32; do
   /usr/bin/python3 - "$work/right-$kv.json" $kv <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
-kl_bound = 1e-3 if sys.argv[2] == "auto" else 1e-6
+kl_bound = 1e-6 if sys.argv[2] == "f32" else 1e-3
 rows = {c["name"]: c for c in r["checks"]}
 bad = [n for n, c in rows.items() if c["result"] != "pass"]
 m = rows["numerics"]["metrics"]

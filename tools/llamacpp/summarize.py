@@ -110,8 +110,9 @@ def main():
     for tag in ("before", "after"):
         f = res / f"bandwidth-{tag}.txt"
         if f.exists():
-            m = re.search(r"median ([0-9.]+) GB/s", f.read_text())
-            print(f"memory read bandwidth {tag}: {m.group(1) if m else '?'} GB/s")
+            found = re.findall(r"\(([^)]*)\): median ([0-9.]+) GB/s", f.read_text())
+            what = ", ".join(f"{g} GB/s ({k.split(', ')[-1]})" for k, g in found) if found else "?"
+            print(f"memory read bandwidth {tag}: {what}")
     if (res / "loadavg.txt").exists():
         loads = [l.split()[0] for l in res.joinpath("loadavg.txt").read_text().split("\n") if l.strip()]
         print(f"1-min load average when each benchmark started: {' '.join(loads)}")
