@@ -102,6 +102,7 @@ std::vector<CheckResult> RunNumerics(CheckContext& ctx) {
   auto made = MakeReference(o, spec);
   if (!made.ok()) return {Failed("numerics", "no reference: " + made.status().message())};
   std::unique_ptr<LogprobReference> ref = std::move(*made);
+  const int variants_to_run = std::min(ref->RoundedVariants(), std::max(0, n.rounded_references));
   const double load_s = Since(t_load);
   std::vector<NumericsPrompt> prompts;
   if (n.prompts_file.empty()) {
@@ -166,7 +167,7 @@ std::vector<CheckResult> RunNumerics(CheckContext& ctx) {
     std::optional<RoundingJudgement> rounding;
     std::string rounding_error;
     if (bf16_judging && !cmp.failure.empty() && cmp.positions > 0 && cmp.nonfinite == 0 &&
-        first < int64_t(seq.size()) && ref->RoundedVariants() > 0) {
+        first < int64_t(seq.size()) && variants_to_run > 0) {
       // Each rounded reference also reports the reference's top-k ids, so that
       // it is compared with the reference over the reference's whole top-k.
       std::vector<std::vector<int32_t>> want_v = want;
@@ -175,7 +176,7 @@ std::vector<CheckResult> RunNumerics(CheckContext& ctx) {
           for (const auto& [id, lp] : r.top) want_v[size_t(r.position - first)].push_back(id);
       std::vector<SequenceComparison> variants;
       const auto t0 = Clock::now();
-      for (int v = 0; v < ref->RoundedVariants() && rounding_error.empty(); ++v) {
+      for (int v = 0; v < variants_to_run && rounding_error.empty(); ++v) {
         auto r = ref->ScoreRounded(v, seq, first, n.top_logprobs, want_v);
         if (!r.ok()) rounding_error = r.status().message();
         else variants.push_back(CompareSequence(*r, scored, th));
@@ -287,10 +288,10 @@ std::vector<CheckResult> RunNumerics(CheckContext& ctx) {
       tot.gap_max, api, ref->Describe());
   std::string judged;
   if (bf16_judging)
-    judged = ref->RoundedVariants() > 0
+    judged = variants_to_run > 0
                  ? fmt::format("; judged as a BF16 deployment ({})", numerics_why)
                  : fmt::format("; judged position by position: a BF16 deployment ({}), but the reference has no "
-                               "BF16-rounded variants",
+                               "BF16-rounded variants (or --rounded-references 0)",
                                numerics_why);
   else if (spec.numerics == "w4a4" || spec.numerics == "w8a8")
     judged = fmt::format("; judged as a W4A4 deployment ({})", numerics_why);

@@ -120,6 +120,11 @@ std::function<int()> RegisterCheck(CLI::App& sub, ReferenceLoader loader) {
                  "references) or w4a4 (Blackwell's NVFP4 GEMM; FP8 layers W8A8)")
       ->check(CLI::IsMember({"auto", "full", "bf16", "w4a4", "w4a16", "w8a8", "w8a16"}))
       ->capture_default_str();
+  sub.add_option("--rounded-references", n.rounded_references,
+                 "numerics: BF16-rounded variants of the reference that judge a BF16 deployment's prompt past the "
+                 "thresholds (each one more scoring of it; 0: judge position by position)")
+      ->check(CLI::Range(0, kBf16RoundedVariants))
+      ->capture_default_str();
   sub.add_option("--reference-threads", n.reference.threads, "numerics: threads of the reference (0: all cores)");
   sub.add_option("--reference-url", n.reference_url, "numerics: another deployment as the reference");
   sub.add_option("--prompts", n.prompts_file,

@@ -183,6 +183,16 @@ TEST_F(NumericsIntegration, Bf16DeploymentIsJudgedAgainstRoundedReferences) {
     EXPECT_EQ(rows["numerics"].metrics["judged_as"], "bf16");
     EXPECT_NE(rows["numerics"].detail.find("judged as a BF16 deployment"), std::string::npos) << rows["numerics"].detail;
   }
+  {  // --rounded-references 0: judged position by position even as BF16
+    START_MOCK(mock, "sglang,numerics-flips,bf16-activations");
+    CheckOptions o = WithVariants(mock.url());
+    o.numerics.rounded_references = 0;
+    RunReport r = RunChecks(o);
+    EXPECT_EQ(r.exit_code, kExitFailed) << Dump(r);
+    auto rows = ByName(r);
+    EXPECT_FALSE(rows["numerics.chat"].metrics.contains("bf16_rounding"));
+    EXPECT_NE(rows["numerics"].detail.find("--rounded-references 0"), std::string::npos) << rows["numerics"].detail;
+  }
   for (const char* mode : {"sglang,numerics-flips,f32-activations", "sglang,numerics-flips"}) {
     START_MOCK(mock, mode);
     RunReport r = RunChecks(WithVariants(mock.url()));

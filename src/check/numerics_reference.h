@@ -83,6 +83,11 @@ struct NumericsOptions {
   std::string prompts_file;      // JSON lines or plain lines; empty: the built-in set
   int tokens = 128;              // greedy continuation per prompt
   int top_logprobs = 20;         // k of the deployment's top-k (OpenAI's and vLLM's maximum)
+  // BF16 judging: how many of the reference's BF16-rounded variants score a
+  // prompt that crosses the thresholds (at most kBf16RoundedVariants, whose
+  // number the rule was measured with; fewer cost less on a large model and
+  // see fewer of the near-ties a deployment may flip; 0: position by position).
+  int rounded_references = kBf16RoundedVariants;
   NumericsThresholds thresholds;
   ReferenceLoader loader;        // set by the tern binary; null in tern_check_driver
 };
