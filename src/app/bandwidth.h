@@ -11,10 +11,12 @@ namespace tern::app {
 struct BandwidthResult {
   double median_gbps = 0;  // 1e9 bytes per second
   double best_gbps = 0;
+  bool huge_pages = false;  // the kernel accepted MADV_HUGEPAGE for the buffer
 };
 
 // Reads `bytes` (default 512 MiB) `reps` times with every thread of `pool`,
-// from huge pages when `huge_pages` (as the weights are held with --huge-pages).
+// from huge pages when `huge_pages` (as the weights are held with
+// --huge-pages), else from 4 KiB pages (MADV_NOHUGEPAGE: as a file mapping).
 BandwidthResult MeasureReadBandwidth(ThreadPool& pool, int64_t bytes = int64_t(512) << 20, int reps = 7,
                                      bool huge_pages = false);
 

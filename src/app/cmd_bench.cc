@@ -11,8 +11,8 @@
 #include "app/commands.h"
 #include "app/parallel.h"
 #include "app/session.h"
-#include "dist/runtime.h"
 #include "base/mapped_file.h"
+#include "dist/runtime.h"
 #include "engine/run_to_completion.h"
 #include "kernels/cpu_features.h"
 #include "kernels/simd_target.h"
@@ -88,7 +88,8 @@ Command RegisterBench(CLI::App& app) {
   app.add_option("--kv-cache-dtype", o->kv_dtype, "KV cache dtype: auto, f32, f16, bf16, fp8_e4m3")->default_val("auto");
   app.add_flag("--bandwidth", o->bandwidth_only, "only measure the memory read bandwidth");
   app.add_flag("--huge-pages", o->huge_pages,
-               "hold the weights in huge pages (a copy; serve's --huge-pages), and measure the bandwidth from them");
+               "hold the weights in huge pages (serve's --huge-pages) and take decode's share of the bandwidth read "
+               "from huge pages (--bandwidth measures both page sizes either way)");
   app.add_option("--allreduce", o->allreduce_floats,
                  "only measure the all-reduce of this many floats across the ranks of an mpirun job (a decode "
                  "step of a --tp model makes two per layer, of hidden_size floats per sequence)");
@@ -104,7 +105,8 @@ Command RegisterBench(CLI::App& app) {
       for (bool huge : {false, true}) {
         BandwidthResult bw = MeasureReadBandwidth(pool, int64_t(512) << 20, 7, huge);
         fmt::print("memory read bandwidth ({} threads, {}): median {:.1f} GB/s, best {:.1f} GB/s\n", pool.size(),
-                   huge ? "huge pages" : "4 KiB pages", bw.median_gbps, bw.best_gbps);
+                   !huge ? "4 KiB pages" : bw.huge_pages ? "huge pages" : "huge pages refused: 4 KiB pages",
+                   bw.median_gbps, bw.best_gbps);
       }
       return 0;
     }
@@ -150,9 +152,12 @@ Command RegisterBench(CLI::App& app) {
     fmt::print("model            {} ({}, {} layers, hidden {}, {})\n", o->model, cfg.model_type, cfg.num_hidden_layers,
                cfg.hidden_size, cfg.torch_dtype.empty() ? "?" : cfg.torch_dtype);
     fmt::print("threads          {}   cpu path {}\n", model.pool().size(), kernels::CpuPathDescription());
+    const int64_t huge_bytes = AnonHugePageBytes();
     fmt::print("memory           {:.1f} MB of weights held, {:.1f} MB resident after the runs{}\n",
                double(model.WeightBytes()) / 1e6, double(ResidentBytes()) / 1e6,
-               o->huge_pages ? fmt::format(" ({:.1f} MB in huge pages)", double(AnonHugePageBytes()) / 1e6) : "");
+               !o->huge_pages     ? ""
+               : huge_bytes >= 0 ? fmt::format(" ({:.1f} MB in huge pages)", double(huge_bytes) / 1e6)
+                                 : std::string(" (huge pages: unknown)"));
     if (par->tp > 1 || par->ep > 1)  // (the other ranks print their own memory when they stop)
       fmt::print("ranks            tp {} ep {}: the figures above are rank 0's (weights/token: its share)\n", par->tp,
                  par->ep);
@@ -175,9 +180,11 @@ Command RegisterBench(CLI::App& app) {
     fmt::print("weights/token    {:.1f} MB read per decoded token\n", bytes_per_tok / 1e6);
     fmt::print("decode reads     {:.1f} GB/s = {:.0f}% of the measured bandwidth {:.1f} GB/s (roofline {:.1f} tokens/s)\n",
                read_gbps, 100.0 * read_gbps / bw_gbps, bw_gbps, bw_gbps * 1e9 / bytes_per_tok);
-    fmt::print("bandwidth        {:.1f} GB/s from {} (the weights'), {:.1f} GB/s from {}\n", bw_gbps,
-               o->huge_pages ? "huge pages" : "4 KiB pages", bw_other.median_gbps,
-               o->huge_pages ? "4 KiB pages" : "huge pages (--huge-pages)");
+    const bool other_huge = !o->huge_pages && bw_other.huge_pages;
+    fmt::print("bandwidth        {:.1f} GB/s from {} (the weights'; median of two probes), {:.1f} GB/s from {} (one)\n",
+               bw_gbps, !o->huge_pages ? "4 KiB pages" : bw.huge_pages ? "huge pages" : "4 KiB pages (huge refused)",
+               bw_other.median_gbps,
+               o->huge_pages ? "4 KiB pages" : other_huge ? "huge pages (--huge-pages)" : "4 KiB pages (huge refused)");
     // Per-sequence memory beside the weights: the fixed recurrent state of
     // linear-attention layers (conv + delta-rule state) and KV per token.
     const CacheSpec spec = model.cache_spec();
@@ -194,6 +201,7 @@ Command RegisterBench(CLI::App& app) {
                           {"decode_tokens_per_s", decode_tps}, {"weight_bytes_per_token", bytes_per_tok},
                           {"bandwidth_gbps", bw_gbps}, {"decode_read_gbps", read_gbps},
                           {"huge_pages", o->huge_pages}, {"bandwidth_other_pages_gbps", bw_other.median_gbps},
+                          {"anon_huge_page_bytes", huge_bytes},
                           {"roofline_fraction", read_gbps / bw_gbps}, {"prefill_all", prefill}, {"decode_all", decode},
                           {"fma_peak_gflops", peaks.fma_gflops}, {"amx_peak_gflops", peaks.amx_gflops},
                           {"bf16dot_peak_gflops", peaks.bf16dot_gflops},

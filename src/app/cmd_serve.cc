@@ -48,8 +48,8 @@ Command RegisterServe(CLI::App& app) {
   auto* strict = app.add_flag("--strict-weights", o->strict_weights,
                               "refuse to load weights that hold NaN or Inf (by default: a warning naming each tensor)");
   app.add_flag("--huge-pages", o->huge_pages,
-               "hold the weights in huge pages: a copy in anonymous memory instead of the mapped files (decode "
-               "streams every weight each token; 4 KiB pages cost TLB misses; one process only)");
+               "hold the weights in huge pages: the whole checkpoint copied into anonymous memory and resident "
+               "(decode streams every weight each token; each 4 KiB page costs a TLB miss); refused under mpirun");
   app.add_flag("--skip-weight-check", o->skip_weight_check,
                "do not scan the weights for NaN/Inf at load (the scan reads every weight once)")
       ->excludes(strict);

@@ -59,17 +59,6 @@ int64_t ResidentBytes() {
   return n == 2 ? int64_t(resident) * int64_t(sysconf(_SC_PAGESIZE)) : 0;
 }
 
-int64_t AnonHugePageBytes() {
-  std::FILE* f = std::fopen("/proc/self/smaps_rollup", "r");
-  if (f == nullptr) return 0;
-  char line[256];
-  long long kb = 0;
-  while (std::fgets(line, sizeof line, f) != nullptr)
-    if (std::sscanf(line, "AnonHugePages: %lld kB", &kb) == 1) break;
-  std::fclose(f);
-  return int64_t(kb) * 1024;
-}
-
 void FinishRanks(int exit_code) {
   if (!dist::Launched()) return;
   if (dist::WorldRank() == 0 && !dist::Agreed())

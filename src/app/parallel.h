@@ -28,9 +28,6 @@ int RunShardWorker(const std::string& dir, const LoadOptions& opts);
 
 // This process's resident memory (VmRSS), in bytes; 0 when unknown.
 int64_t ResidentBytes();
-// Of it, anonymous memory in transparent huge pages (AnonHugePages of
-// /proc/self/smaps_rollup), in bytes; 0 when unknown.
-int64_t AnonHugePageBytes();
 
 // End of main on every rank: rank 0 releases ranks still waiting for it (a
 // command that failed before loading the model), then MPI ends.

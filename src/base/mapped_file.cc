@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <algorithm>
 #include <cstring>
 #include <fcntl.h>
@@ -44,15 +45,37 @@ Result<int> OpenRegular(const std::string& path, struct stat* st) {
 
 }  // namespace
 
-Result<std::shared_ptr<uint8_t>> AllocateHugePages(size_t bytes) {
+Result<std::shared_ptr<uint8_t>> AllocatePages(size_t bytes, bool huge, bool* advised) {
   constexpr size_t kHuge = size_t(2) << 20;
+  if (bytes == 0 || bytes > (size_t(1) << 60)) return Status::Errorf("cannot allocate {} bytes", bytes);
   const size_t len = (bytes + kHuge - 1) / kHuge * kHuge, region = len + kHuge;  // room to align the start
   void* r = ::mmap(nullptr, region, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (r == MAP_FAILED) return Status::Errorf("cannot allocate {} bytes: {}", region, std::strerror(errno));
   uint8_t* a = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(r) + kHuge - 1) / kHuge * kHuge);
-  (void)::madvise(a, len, MADV_HUGEPAGE);  // advice: refused (THP off) leaves 4 KiB pages
+  const bool ok = ::madvise(a, len, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE) == 0;  // advice (THP off: refused)
+  if (advised) *advised = ok;
   return std::shared_ptr<uint8_t>(a, [r, region](uint8_t*) { ::munmap(r, region); });
 }
+
+namespace {
+
+// The number after `key` in a /proc file of "Key:   N kB" lines, in bytes; -1 when absent.
+int64_t ProcKilobytes(const char* path, const char* key) {
+  std::FILE* f = std::fopen(path, "r");
+  if (f == nullptr) return -1;
+  char line[256];
+  long long kb = -1;
+  const size_t n = std::strlen(key);
+  while (std::fgets(line, sizeof line, f) != nullptr)
+    if (std::strncmp(line, key, n) == 0 && std::sscanf(line + n, " %lld", &kb) == 1) break;
+  std::fclose(f);
+  return kb < 0 ? -1 : int64_t(kb) * 1024;
+}
+
+}  // namespace
+
+int64_t AnonHugePageBytes() { return ProcKilobytes("/proc/self/smaps_rollup", "AnonHugePages:"); }
+int64_t AvailableMemoryBytes() { return ProcKilobytes("/proc/meminfo", "MemAvailable:"); }
 
 namespace {
 
@@ -76,6 +99,10 @@ Result<std::shared_ptr<uint8_t>> CopyIntoHugePages(int fd, const std::string& pa
     got += size_t(n);
   }
   ::close(fd);
+  // Read-only from here on, as a mapping of the file is (a stray write faults
+  // instead of changing a weight); the whole aligned range, so no page splits.
+  constexpr size_t kHuge = size_t(2) << 20;
+  (void)::mprotect(a, (size + kHuge - 1) / kHuge * kHuge, PROT_READ);
   return mem;
 }
 

@@ -14,11 +14,11 @@ namespace tern {
 class MappedFile {
  public:
   // kMap: the file's pages, mapped (shared with the page cache, 4 KiB pages).
-  // kHugePageCopy: the file read into anonymous memory aligned to 2 MiB and
-  // madvised MADV_HUGEPAGE: decode streams every weight once a token, and
-  // with 4 KiB pages each page costs a TLB miss and stops the hardware
-  // prefetchers (1.02-1.18x decode measured: README "Huge pages"). Where the
-  // kernel refuses huge pages it is still a plain copy.
+  // kHugePageCopy: the file read into anonymous memory aligned to 2 MiB,
+  // madvised MADV_HUGEPAGE and then made read-only: decode streams every
+  // weight once a token, and with 4 KiB pages each page costs a TLB miss
+  // (README "Serve your own model", --huge-pages). Where the kernel refuses
+  // huge pages it is a plain copy.
   enum class Mode { kMap, kHugePageCopy };
 
   // Maps (or copies) `path` read-only. Only regular files: a FIFO, device or
@@ -53,9 +53,17 @@ class MappedFile {
 };
 
 // Anonymous read-write memory of `bytes` (> 0), zeroed, its start aligned to
-// 2 MiB and madvised MADV_HUGEPAGE (4 KiB pages where the kernel refuses);
-// the deleter unmaps it. An error names the size and the OS reason.
-Result<std::shared_ptr<uint8_t>> AllocateHugePages(size_t bytes);
+// 2 MiB and madvised MADV_HUGEPAGE when `huge` (4 KiB pages where the kernel
+// refuses: *advised says whether it accepted), MADV_NOHUGEPAGE when not (4
+// KiB pages as a file mapping has, even where THP is "always"); the deleter
+// unmaps it. An error names the size and the OS reason.
+Result<std::shared_ptr<uint8_t>> AllocatePages(size_t bytes, bool huge, bool* advised = nullptr);
+inline Result<std::shared_ptr<uint8_t>> AllocateHugePages(size_t bytes) { return AllocatePages(bytes, true); }
+// This process's anonymous memory in transparent huge pages (AnonHugePages of
+// /proc/self/smaps_rollup), in bytes; -1 when unknown.
+int64_t AnonHugePageBytes();
+// MemAvailable of /proc/meminfo, in bytes; -1 when unknown.
+int64_t AvailableMemoryBytes();
 
 // Reads a whole (small) regular file into a string; a FIFO, device or
 // directory, or a file over `max_bytes`, is an error naming the path.

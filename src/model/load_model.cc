@@ -1,9 +1,11 @@
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "base/mapped_file.h"
 #include "dist/runtime.h"
 #include "model/architecture.h"
 #include "model/lockstep.h"
@@ -53,6 +55,22 @@ class LoadReport {
 // Loads the whole model as views of the checkpoint, then (under mpirun) keeps
 // this rank's part of it; the weight check covers this rank's share of the
 // tensors.
+// --huge-pages copies every weight file into anonymous memory: refuse at once
+// what does not fit in MemAvailable (a mapping would page it in on demand; a
+// copy would be stopped by the OOM killer partway through).
+Status CheckHugePageCopyFits(const std::string& dir) {
+  std::error_code ec;
+  int64_t bytes = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec))
+    if (e.path().extension() == ".safetensors") bytes += int64_t(e.file_size(ec));
+  const int64_t avail = AvailableMemoryBytes();
+  if (avail >= 0 && bytes > avail)
+    return Status::Errorf("--huge-pages: the weight files of {} are {:.2f} GB and {:.2f} GB of memory is available: "
+                          "serve without it (the mapped files are paged in as used)",
+                          dir, double(bytes) / 1e9, double(avail) / 1e9);
+  return Status::Ok();
+}
+
 Result<std::unique_ptr<DecoderModel>> LoadPart(const std::string& dir, const LoadOptions& opts) {
   TERN_ASSIGN_OR_RETURN(ModelConfig cfg, LoadModelConfig(dir));
   const Architecture* arch = FindArchitecture(cfg.model_type);
@@ -60,13 +78,26 @@ Result<std::unique_ptr<DecoderModel>> LoadPart(const std::string& dir, const Loa
     return Status::Errorf("{}/config.json: unknown architecture model_type \"{}\" (supported: {})", dir,
                           cfg.model_type, ArchitectureNames());
   LoadReport report(opts.report_progress, dir);
+  if (opts.huge_pages) TERN_RETURN_IF_ERROR(CheckHugePageCopyFits(dir));
   TERN_ASSIGN_OR_RETURN(TensorStore store,
                         TensorStore::OpenDir(dir, opts.huge_pages ? MappedFile::Mode::kHugePageCopy
                                                                   : MappedFile::Mode::kMap));
   int64_t mapped = 0;
   for (const auto& [name, t] : store.all()) mapped += int64_t(t.nbytes);
-  report.Phase(opts.huge_pages ? "read into huge pages" : "mapped",
-               fmt::format("{} tensors, {:.2f} GB", store.all().size(), double(mapped) / 1e9));
+  if (opts.huge_pages) {
+    // What the kernel granted: MADV_HUGEPAGE is advice (THP "never", or memory too fragmented, leaves 4 KiB pages).
+    const int64_t huge = AnonHugePageBytes();
+    report.Phase("read into huge pages", fmt::format("{} tensors, {:.2f} GB; {} in huge pages", store.all().size(),
+                                                     double(mapped) / 1e9,
+                                                     huge < 0 ? std::string("unknown")
+                                                              : fmt::format("{:.2f} GB", double(huge) / 1e9)));
+    if (huge >= 0 && huge < mapped / 2)
+      fmt::print(stderr, "tern: warning: --huge-pages: only {:.2f} of {:.2f} GB of weights are in huge pages "
+                         "(/sys/kernel/mm/transparent_hugepage/enabled must be madvise or always)\n",
+                 double(huge) / 1e9, double(mapped) / 1e9);
+  } else {
+    report.Phase("mapped", fmt::format("{} tensors, {:.2f} GB", store.all().size(), double(mapped) / 1e9));
+  }
   LoadOptions o = opts;
   if (o.threads == 0 && dist::LocalSize() > 1)  // ranks sharing a host share its cores
     o.threads = std::max<size_t>(1, std::thread::hardware_concurrency() / size_t(dist::LocalSize()));
@@ -110,9 +141,9 @@ Result<std::unique_ptr<DecoderModel>> LoadPart(const std::string& dir, const Loa
 }  // namespace
 
 Result<std::unique_ptr<Model>> LoadModel(const std::string& dir, const LoadOptions& opts) {
-  if (opts.huge_pages && dist::Launched())
-    return Status::Error("--huge-pages holds a copy of every weight file: one process only (under mpirun each rank "
-                         "copies out its own slices)");
+  if (opts.huge_pages && (dist::WorldSize() > 1 || opts.tp > 1 || opts.ep > 1))
+    return Status::Error("--huge-pages holds a copy of every weight file: refused under mpirun with several ranks "
+                         "(each rank copies out its own slices of the mapped files)");
   if (!dist::Launched()) {
     if (opts.tp > 1 || opts.ep > 1)
       return Status::Errorf("--tp {} --ep {} runs one process per rank: start it with mpirun -np {}{}", opts.tp,

@@ -4,6 +4,7 @@
 
 #include <sys/stat.h>
 
+#include <cstring>
 #include <filesystem>
 
 #include <gtest/gtest.h>
@@ -95,6 +96,29 @@ TEST(Safetensors, WriterRoundTripsAndStoreChecksShapes) {
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.status().message().find("missing tensor 'nope'"), std::string::npos);
   EXPECT_EQ(store->Unused(), std::vector<std::string>{"b"});
+}
+
+// The same files held as copies in huge pages (--huge-pages): every tensor's
+// bytes equal the mapped ones', at the same offset within a 4 KiB page.
+TEST(Safetensors, HugePageCopyHoldsTheSameTensors) {
+  const std::string dir = ::testing::TempDir() + "/st_huge";
+  std::filesystem::create_directories(dir);
+  std::string big(3 << 20, '\0');
+  for (size_t i = 0; i < big.size(); ++i) big[i] = char(i * 7 + i / 1000);
+  std::vector<TensorToWrite> ts = {{"a", DType::kU8, {int64_t(big.size())}, big},
+                                   {"b", DType::kF32, {3}, std::string("\x00\x00\x80\x3f\x00\x00\x00\x40\x00\x00\x40\x40", 12)}};
+  ASSERT_TRUE(WriteSafetensors(dir + "/model.safetensors", ts).ok());
+  auto mapped = TensorStore::OpenDir(dir);
+  auto copied = TensorStore::OpenDir(dir, MappedFile::Mode::kHugePageCopy);
+  ASSERT_TRUE(mapped.ok() && copied.ok());
+  for (const auto& [name, want] : mapped->all()) {
+    const TensorView* got = copied->Find(name);
+    ASSERT_NE(got, nullptr) << name;
+    EXPECT_NE(got->data, want.data) << name;
+    ASSERT_EQ(got->nbytes, want.nbytes) << name;
+    EXPECT_EQ(std::memcmp(got->data, want.data, want.nbytes), 0) << name;
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(got->data) % 4096, reinterpret_cast<uintptr_t>(want.data) % 4096) << name;
+  }
 }
 
 // A FIFO (or any non-regular file) in the model folder once blocked loading

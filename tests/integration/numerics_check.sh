@@ -63,6 +63,15 @@ if m["judged_as"] != "full" or "activations f32" not in m["judged_as_why"]:
 print(f"right deployment (KV {sys.argv[2]}): agreement 100%, KL max {m['kl_max']:.2e} over {m['positions']} positions")
 PY
 done
+# The huge-page run held the weights that way, and computed what the mapped run did (the same bytes).
+grep -q "read into huge pages" "$work/right-huge.serve.log" ||
+  { echo "FAIL: --huge-pages: the load did not say it read the weights into huge pages"; cat "$work/right-huge.serve.log"; exit 1; }
+/usr/bin/python3 - "$work/right-auto.json" "$work/right-huge.json" <<'PY'
+import json, sys
+kl = [{c["name"]: c for c in json.load(open(f))["checks"]}["numerics"]["metrics"]["kl_max"] for f in sys.argv[1:]]
+if kl[0] != kl[1]:
+    sys.exit(f"FAIL: --huge-pages changed the numbers: KL max {kl[1]} against {kl[0]} mapped")
+PY
 
 for fault in perturb block-scale rope; do
   /usr/bin/python3 "$here/numerics_faults.py" --model "$demo" --out "$work/$fault" --fault $fault
