@@ -77,48 +77,12 @@ int64_t ProcKilobytes(const char* path, const char* key) {
 int64_t AnonHugePageBytes() { return ProcKilobytes("/proc/self/smaps_rollup", "AnonHugePages:"); }
 int64_t AvailableMemoryBytes() { return ProcKilobytes("/proc/meminfo", "MemAvailable:"); }
 
-namespace {
-
-// Reads the whole file (`size` bytes) into huge pages; closes fd.
-Result<std::shared_ptr<uint8_t>> CopyIntoHugePages(int fd, const std::string& path, size_t size) {
-  auto mem = AllocateHugePages(size);
-  if (!mem.ok()) {
-    ::close(fd);
-    return Status::Errorf("a copy of {}: {}", path, mem.status().message());
-  }
-  uint8_t* a = mem->get();
-  size_t got = 0;
-  while (got < size) {
-    const ssize_t n = ::pread(fd, a + got, std::min(size - got, size_t(1) << 30), off_t(got));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const std::string why = n < 0 ? std::strerror(errno) : fmt::format("the file ended at {} of {} bytes", got, size);
-      ::close(fd);
-      return Status::Errorf("reading {}: {}", path, why);
-    }
-    got += size_t(n);
-  }
-  ::close(fd);
-  // Read-only from here on, as a mapping of the file is (a stray write faults
-  // instead of changing a weight); the whole aligned range, so no page splits.
-  constexpr size_t kHuge = size_t(2) << 20;
-  (void)::mprotect(a, (size + kHuge - 1) / kHuge * kHuge, PROT_READ);
-  return mem;
-}
-
-}  // namespace
-
-Result<MappedFile> MappedFile::Open(const std::string& path, Mode mode) {
+Result<MappedFile> MappedFile::Open(const std::string& path) {
   struct stat st {};
   TERN_ASSIGN_OR_RETURN(const int fd, OpenRegular(path, &st));
   MappedFile f;
   f.path_ = path;
   f.size_ = size_t(st.st_size);
-  if (f.size_ > 0 && mode == Mode::kHugePageCopy) {
-    TERN_ASSIGN_OR_RETURN(f.copy_, CopyIntoHugePages(fd, path, f.size_));
-    f.data_ = f.copy_.get();
-    return f;
-  }
   if (f.size_ > 0) {
     void* p = ::mmap(nullptr, f.size_, PROT_READ, MAP_PRIVATE, fd, 0);
     if (p == MAP_FAILED) {
@@ -138,7 +102,6 @@ MappedFile& MappedFile::operator=(MappedFile&& o) noexcept {
     data_ = o.data_;
     size_ = o.size_;
     path_ = std::move(o.path_);
-    copy_ = std::move(o.copy_);
     o.data_ = nullptr;
     o.size_ = 0;
   }
@@ -148,13 +111,11 @@ MappedFile& MappedFile::operator=(MappedFile&& o) noexcept {
 MappedFile::~MappedFile() { Release(); }
 
 void MappedFile::Release() {
-  if (copy_) copy_.reset();
-  else if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
+  if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
   data_ = nullptr;
 }
 
 void MappedFile::DropResidentPages() const {
-  if (copy_) return;  // a copy: dropping its pages would lose the data
   // A read-only private mapping never written: MADV_DONTNEED only unmaps the
   // pages from this process; the page cache keeps them and a later access
   // faults them in from the file again.

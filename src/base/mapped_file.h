@@ -13,18 +13,9 @@ namespace tern {
 
 class MappedFile {
  public:
-  // kMap: the file's pages, mapped (shared with the page cache, 4 KiB pages).
-  // kHugePageCopy: the file read into anonymous memory aligned to 2 MiB,
-  // madvised MADV_HUGEPAGE and then made read-only: decode streams every
-  // weight once a token, and with 4 KiB pages each page costs a TLB miss
-  // (README "Serve your own model", --huge-pages). Where the kernel refuses
-  // huge pages it is a plain copy.
-  enum class Mode { kMap, kHugePageCopy };
-
-  // Maps (or copies) `path` read-only. Only regular files: a FIFO, device or
-  // directory is an error at once (never a blocking open). Errors name the
-  // path and the OS reason.
-  static Result<MappedFile> Open(const std::string& path, Mode mode = Mode::kMap);
+  // Maps `path` read-only. Only regular files: a FIFO, device or directory is
+  // an error at once (never a blocking open). Errors name the path and the OS reason.
+  static Result<MappedFile> Open(const std::string& path);
 
   MappedFile() = default;
   MappedFile(MappedFile&& o) noexcept { *this = std::move(o); }
@@ -39,16 +30,13 @@ class MappedFile {
   const std::string& path() const { return path_; }
   // Lets the OS drop the pages read so far from this process (they are read
   // again from the file when touched): a rank that copied out its slice of
-  // the weights keeps only what it uses resident. A kHugePageCopy keeps its
-  // copy (nothing to read it again from).
+  // the weights keeps only what it uses resident.
   void DropResidentPages() const;
-  bool huge_page_copy() const { return copy_ != nullptr; }
 
  private:
   const uint8_t* data_ = nullptr;
   size_t size_ = 0;
   std::string path_;
-  std::shared_ptr<uint8_t> copy_;  // kHugePageCopy: the memory holding data_
   void Release();
 };
 

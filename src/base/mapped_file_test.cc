@@ -61,44 +61,18 @@ TEST(MappedFile, ReadsRegularFilesAndEnforcesTheCap) {
   EXPECT_TRUE(e->empty());
 }
 
-// kHugePageCopy holds the file's bytes exactly (sizes below, at and past a
-// 2 MiB page, and empty), 2 MiB-aligned, and keeps them through
-// DropResidentPages (dropping an anonymous copy's pages would zero them);
-// moving it keeps the copy alive, the moved-from one is empty.
-TEST(MappedFile, HugePageCopyHoldsTheBytes) {
-  const std::string dir = FreshDir("mf_huge");
-  for (size_t size : {size_t(1), size_t(4097), size_t(2) << 20, (size_t(5) << 20) + 3}) {
-    SCOPED_TRACE(size);
-    std::string text(size, '\0');
-    for (size_t i = 0; i < size; ++i) text[i] = char((i * 131 + i / 4096) & 0xFF);
-    const std::string path = dir + "/w" + std::to_string(size);
-    ASSERT_TRUE(WriteStringToFile(path, text).ok());
-    auto m = MappedFile::Open(path, MappedFile::Mode::kHugePageCopy);
-    ASSERT_TRUE(m.ok()) << m.status().message();
-    EXPECT_TRUE(m->huge_page_copy());
-    ASSERT_EQ(m->size(), size);
-    EXPECT_EQ(reinterpret_cast<uintptr_t>(m->data()) % (size_t(2) << 20), 0u);
-    m->DropResidentPages();
-    EXPECT_EQ(std::string(reinterpret_cast<const char*>(m->data()), m->size()), text);
-    MappedFile moved = std::move(*m);
-    EXPECT_EQ(m->data(), nullptr);
-    EXPECT_EQ(std::string(reinterpret_cast<const char*>(moved.data()), moved.size()), text);
+// AllocatePages: 2 MiB-aligned, zeroed, writable to its last byte, for either
+// page size; 0 bytes is an error.
+TEST(MappedFile, AllocatePagesIsAlignedAndZeroed) {
+  for (bool huge : {true, false}) {
+    const size_t n = (size_t(3) << 20) + 5;
+    auto mem = AllocatePages(n, huge);
+    ASSERT_TRUE(mem.ok()) << mem.status().message();
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(mem->get()) % (size_t(2) << 20), 0u);
+    for (size_t i = 0; i < n; i += 4093) EXPECT_EQ(mem->get()[i], 0);
+    mem->get()[n - 1] = 7;
   }
-  ASSERT_TRUE(WriteStringToFile(dir + "/empty", "").ok());
-  auto e = MappedFile::Open(dir + "/empty", MappedFile::Mode::kHugePageCopy);
-  ASSERT_TRUE(e.ok());
-  EXPECT_EQ(e->size(), 0u);
-  ExpectErrorWith(MappedFile::Open(dir + "/absent", MappedFile::Mode::kHugePageCopy).status(), "cannot open");
-  auto plain = MappedFile::Open(dir + "/w4097");
-  ASSERT_TRUE(plain.ok());
-  EXPECT_FALSE(plain->huge_page_copy());
-}
-
-TEST(MappedFile, AllocateHugePagesIsAlignedAndZeroed) {
-  auto mem = AllocateHugePages((size_t(3) << 20) + 5);
-  ASSERT_TRUE(mem.ok()) << mem.status().message();
-  EXPECT_EQ(reinterpret_cast<uintptr_t>(mem->get()) % (size_t(2) << 20), 0u);
-  for (size_t i = 0; i < (size_t(3) << 20) + 5; i += 4093) EXPECT_EQ((*mem).get()[i], 0);
+  EXPECT_FALSE(AllocatePages(0, true).ok());
 }
 
 }  // namespace

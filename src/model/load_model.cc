@@ -80,8 +80,8 @@ Result<std::unique_ptr<DecoderModel>> LoadPart(const std::string& dir, const Loa
   LoadReport report(opts.report_progress, dir);
   if (opts.huge_pages) TERN_RETURN_IF_ERROR(CheckHugePageCopyFits(dir));
   TERN_ASSIGN_OR_RETURN(TensorStore store,
-                        TensorStore::OpenDir(dir, opts.huge_pages ? MappedFile::Mode::kHugePageCopy
-                                                                  : MappedFile::Mode::kMap));
+                        TensorStore::OpenDir(dir, opts.huge_pages ? TensorMemory::kHugePageCopy
+                                                                  : TensorMemory::kMapped));
   int64_t mapped = 0;
   for (const auto& [name, t] : store.all()) mapped += int64_t(t.nbytes);
   if (opts.huge_pages) {

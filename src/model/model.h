@@ -48,7 +48,7 @@ struct LoadOptions {
   // Print the load's phases on stderr (`tern serve`): a progress line every
   // few seconds of a long phase (bytes, ETA) and each phase's time at the end.
   bool report_progress = false;
-  // Hold the weights in huge pages (MappedFile::Mode::kHugePageCopy: a copy in
+  // Hold the weights in huge pages (TensorMemory::kHugePageCopy: a copy in
   // anonymous memory) instead of mapping the files; one process only (under
   // mpirun a rank copies out its slices from the mapped files).
   bool huge_pages = false;

@@ -1,6 +1,9 @@
 #include "model/safetensors.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <set>
 
@@ -90,15 +93,35 @@ Result<std::vector<TensorView>> SafetensorsFile::ParseHeader(const uint8_t* data
   return out;
 }
 
-Result<std::unique_ptr<SafetensorsFile>> SafetensorsFile::Open(const std::string& path, MappedFile::Mode mode) {
+Result<std::unique_ptr<SafetensorsFile>> SafetensorsFile::Open(const std::string& path, TensorMemory memory) {
   auto f = std::make_unique<SafetensorsFile>();
-  TERN_ASSIGN_OR_RETURN(f->file_, MappedFile::Open(path, mode));
+  TERN_ASSIGN_OR_RETURN(f->file_, MappedFile::Open(path));
   TERN_ASSIGN_OR_RETURN(f->tensors_, ParseHeader(f->file_.data(), f->file_.size(), path));
   for (auto& t : f->tensors_) t.file = &f->file_.path();
+  if (memory == TensorMemory::kHugePageCopy) {
+    constexpr size_t kAlign = 64;
+    size_t total = 0;
+    for (const TensorView& t : f->tensors_) total += (t.nbytes + kAlign - 1) / kAlign * kAlign;
+    if (total > 0) {
+      auto mem = AllocateHugePages(total);
+      if (!mem.ok()) return Status::Errorf("a copy of {}'s tensors: {}", path, mem.status().message());
+      f->copy_ = std::move(*mem);
+      size_t at = 0;
+      for (TensorView& t : f->tensors_) {
+        std::memcpy(f->copy_.get() + at, t.data, t.nbytes);
+        t.data = f->copy_.get() + at;
+        at += (t.nbytes + kAlign - 1) / kAlign * kAlign;
+      }
+      // Read-only from here on, as the mapping was (a stray write faults); whole 2 MiB pages.
+      constexpr size_t kHuge = size_t(2) << 20;
+      (void)::mprotect(f->copy_.get(), (total + kHuge - 1) / kHuge * kHuge, PROT_READ);
+      f->file_.DropResidentPages();  // nothing reads the mapped tensors now
+    }
+  }
   return f;
 }
 
-Result<TensorStore> TensorStore::OpenDir(const std::string& dir, MappedFile::Mode mode) {
+Result<TensorStore> TensorStore::OpenDir(const std::string& dir, TensorMemory memory) {
   std::vector<std::string> files;
   const fs::path index = fs::path(dir) / "model.safetensors.index.json";
   std::error_code ec;
@@ -128,7 +151,7 @@ Result<TensorStore> TensorStore::OpenDir(const std::string& dir, MappedFile::Mod
 
   TensorStore store;
   for (const auto& path : files) {
-    TERN_ASSIGN_OR_RETURN(auto f, SafetensorsFile::Open(path, mode));
+    TERN_ASSIGN_OR_RETURN(auto f, SafetensorsFile::Open(path, memory));
     for (const auto& t : f->tensors()) {
       if (store.by_name_.count(t.name))
         return Status::Errorf("tensor '{}' appears in both {} and {}", t.name, *store.by_name_[t.name].file, path);
