@@ -1,10 +1,7 @@
 #include "base/mapped_file.h"
 
-#include <fmt/format.h>
-
 #include <cerrno>
 #include <cstdio>
-#include <algorithm>
 #include <cstring>
 #include <fcntl.h>
 #include <fstream>
@@ -98,7 +95,7 @@ Result<MappedFile> MappedFile::Open(const std::string& path) {
 
 MappedFile& MappedFile::operator=(MappedFile&& o) noexcept {
   if (this != &o) {
-    Release();
+    if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
     data_ = o.data_;
     size_ = o.size_;
     path_ = std::move(o.path_);
@@ -108,11 +105,8 @@ MappedFile& MappedFile::operator=(MappedFile&& o) noexcept {
   return *this;
 }
 
-MappedFile::~MappedFile() { Release(); }
-
-void MappedFile::Release() {
+MappedFile::~MappedFile() {
   if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
-  data_ = nullptr;
 }
 
 void MappedFile::DropResidentPages() const {

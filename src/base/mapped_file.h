@@ -37,7 +37,6 @@ class MappedFile {
   const uint8_t* data_ = nullptr;
   size_t size_ = 0;
   std::string path_;
-  void Release();
 };
 
 // Anonymous read-write memory of `bytes` (> 0), zeroed, its start aligned to

@@ -52,17 +52,17 @@ class LoadReport {
   Clock::time_point start_ = Clock::now(), phase_start_ = start_, last_print_ = start_;
 };
 
-// Loads the whole model as views of the checkpoint, then (under mpirun) keeps
-// this rank's part of it; the weight check covers this rank's share of the
-// tensors.
-// --huge-pages copies every weight file into anonymous memory: refuse at once
-// what does not fit in MemAvailable (a mapping would page it in on demand; a
-// copy would be stopped by the OOM killer partway through).
+// --huge-pages copies every tensor into anonymous memory: refuse at once what
+// does not fit in MemAvailable (a mapping would page it in on demand; a copy
+// would be stopped by the OOM killer partway through).
 Status CheckHugePageCopyFits(const std::string& dir) {
   std::error_code ec;
   int64_t bytes = 0;
-  for (const auto& e : std::filesystem::directory_iterator(dir, ec))
-    if (e.path().extension() == ".safetensors") bytes += int64_t(e.file_size(ec));
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    std::error_code size_ec;
+    const uintmax_t size = e.file_size(size_ec);
+    if (e.path().extension() == ".safetensors" && !size_ec) bytes += int64_t(size);
+  }
   const int64_t avail = AvailableMemoryBytes();
   if (avail >= 0 && bytes > avail)
     return Status::Errorf("--huge-pages: the weight files of {} are {:.2f} GB and {:.2f} GB of memory is available: "
@@ -71,6 +71,9 @@ Status CheckHugePageCopyFits(const std::string& dir) {
   return Status::Ok();
 }
 
+// Loads the whole model as views of the checkpoint, then (under mpirun) keeps
+// this rank's part of it; the weight check covers this rank's share of the
+// tensors.
 Result<std::unique_ptr<DecoderModel>> LoadPart(const std::string& dir, const LoadOptions& opts) {
   TERN_ASSIGN_OR_RETURN(ModelConfig cfg, LoadModelConfig(dir));
   const Architecture* arch = FindArchitecture(cfg.model_type);
@@ -142,7 +145,7 @@ Result<std::unique_ptr<DecoderModel>> LoadPart(const std::string& dir, const Loa
 
 Result<std::unique_ptr<Model>> LoadModel(const std::string& dir, const LoadOptions& opts) {
   if (opts.huge_pages && (dist::WorldSize() > 1 || opts.tp > 1 || opts.ep > 1))
-    return Status::Error("--huge-pages holds a copy of every weight file: refused under mpirun with several ranks "
+    return Status::Error("--huge-pages holds a copy of every tensor: refused under mpirun with several ranks "
                          "(each rank copies out its own slices of the mapped files)");
   if (!dist::Launched()) {
     if (opts.tp > 1 || opts.ep > 1)
