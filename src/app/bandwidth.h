@@ -16,7 +16,8 @@ struct BandwidthResult {
 
 // Reads `bytes` (default 512 MiB) `reps` times with every thread of `pool`,
 // from huge pages when `huge_pages` (as the weights are held with
-// --huge-pages), else from 4 KiB pages (MADV_NOHUGEPAGE: as a file mapping).
+// --huge-pages, or mapped from a page cache of 2 MiB folios), else from 4 KiB
+// pages (MADV_NOHUGEPAGE: as a file mapping of a page cache of small pages).
 BandwidthResult MeasureReadBandwidth(ThreadPool& pool, int64_t bytes = int64_t(512) << 20, int reps = 7,
                                      bool huge_pages = false);
 

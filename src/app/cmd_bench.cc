@@ -132,8 +132,12 @@ Command RegisterBench(CLI::App& app) {
     fmt::print(stderr, "tern bench: warming up (pages in the weights)\n");
     auto warm = RunOnce(**engine, prompt, std::min<int64_t>(o->gen_tokens, 8));
     if (!warm.ok()) return Fail(warm.status().message());
+    // The weights have all been read: whether they came in huge pages (copied with --huge-pages, or mapped
+    // from a page cache that holds them in 2 MiB folios: MappedFile::Open), so the probe reads the same.
+    const int64_t huge_at_start = HugePageBytes();
+    const bool weights_huge = huge_at_start >= 0 && huge_at_start >= int64_t(model.WeightBytes()) / 2;
     // (the engine is idle between runs: the bandwidth probe has the model's pool to itself)
-    BandwidthResult bw = MeasureReadBandwidth(model.pool(), int64_t(512) << 20, 7, o->huge_pages);
+    BandwidthResult bw = MeasureReadBandwidth(model.pool(), int64_t(512) << 20, 7, weights_huge);
     std::vector<double> prefill, decode;
     for (int r = 0; r < o->reps; ++r) {
       auto t = RunOnce(**engine, prompt, o->gen_tokens);
@@ -141,9 +145,9 @@ Command RegisterBench(CLI::App& app) {
       prefill.push_back(double(o->prompt_tokens) / t->prefill_s);
       decode.push_back(double(o->gen_tokens) / t->decode_s);
     }
-    BandwidthResult bw2 = MeasureReadBandwidth(model.pool(), int64_t(512) << 20, 7, o->huge_pages);
+    BandwidthResult bw2 = MeasureReadBandwidth(model.pool(), int64_t(512) << 20, 7, weights_huge);
     // The other page size too: what the weights would see held the other way.
-    const BandwidthResult bw_other = MeasureReadBandwidth(model.pool(), int64_t(512) << 20, 7, !o->huge_pages);
+    const BandwidthResult bw_other = MeasureReadBandwidth(model.pool(), int64_t(512) << 20, 7, !weights_huge);
     const ComputePeaks peaks = MeasureComputePeaks(model.pool());
     const double bw_gbps = Median({bw.median_gbps, bw2.median_gbps, std::max(bw.median_gbps, bw2.median_gbps)});
     const double prefill_tps = Median(prefill), decode_tps = Median(decode);
@@ -152,12 +156,14 @@ Command RegisterBench(CLI::App& app) {
     fmt::print("model            {} ({}, {} layers, hidden {}, {})\n", o->model, cfg.model_type, cfg.num_hidden_layers,
                cfg.hidden_size, cfg.torch_dtype.empty() ? "?" : cfg.torch_dtype);
     fmt::print("threads          {}   cpu path {}\n", model.pool().size(), kernels::CpuPathDescription());
-    const int64_t huge_bytes = AnonHugePageBytes();
+    const int64_t huge_bytes = AnonHugePageBytes(), file_pmd_bytes = FilePmdMappedBytes();
     fmt::print("memory           {:.1f} MB of weights held, {:.1f} MB resident after the runs{}\n",
                double(model.WeightBytes()) / 1e6, double(ResidentBytes()) / 1e6,
-               !o->huge_pages     ? ""
-               : huge_bytes >= 0 ? fmt::format(" ({:.1f} MB in huge pages)", double(huge_bytes) / 1e6)
-                                 : std::string(" (huge pages: unknown)"));
+               huge_bytes < 0 || file_pmd_bytes < 0
+                   ? std::string(" (huge pages: unknown)")
+                   : fmt::format(" ({:.1f} MB in huge pages: {:.1f} copied, {:.1f} mapped from the files)",
+                                 double(huge_bytes + file_pmd_bytes) / 1e6, double(huge_bytes) / 1e6,
+                                 double(file_pmd_bytes) / 1e6));
     if (par->tp > 1 || par->ep > 1)  // (the other ranks print their own memory when they stop)
       fmt::print("ranks            tp {} ep {}: the figures above are rank 0's (weights/token: its share)\n", par->tp,
                  par->ep);
@@ -180,11 +186,11 @@ Command RegisterBench(CLI::App& app) {
     fmt::print("weights/token    {:.1f} MB read per decoded token\n", bytes_per_tok / 1e6);
     fmt::print("decode reads     {:.1f} GB/s = {:.0f}% of the measured bandwidth {:.1f} GB/s (roofline {:.1f} tokens/s)\n",
                read_gbps, 100.0 * read_gbps / bw_gbps, bw_gbps, bw_gbps * 1e9 / bytes_per_tok);
-    const bool other_huge = !o->huge_pages && bw_other.huge_pages;
+    const bool other_huge = !weights_huge && bw_other.huge_pages;
     fmt::print("bandwidth        {:.1f} GB/s from {} (the weights'; median of two probes), {:.1f} GB/s from {} (one)\n",
-               bw_gbps, !o->huge_pages ? "4 KiB pages" : bw.huge_pages ? "huge pages" : "4 KiB pages (huge refused)",
+               bw_gbps, !weights_huge ? "4 KiB pages" : bw.huge_pages ? "huge pages" : "4 KiB pages (huge refused)",
                bw_other.median_gbps,
-               o->huge_pages ? "4 KiB pages" : other_huge ? "huge pages (--huge-pages)" : "4 KiB pages (huge refused)");
+               weights_huge ? "4 KiB pages" : other_huge ? "huge pages (--huge-pages)" : "4 KiB pages (huge refused)");
     // Per-sequence memory beside the weights: the fixed recurrent state of
     // linear-attention layers (conv + delta-rule state) and KV per token.
     const CacheSpec spec = model.cache_spec();
@@ -201,7 +207,8 @@ Command RegisterBench(CLI::App& app) {
                           {"decode_tokens_per_s", decode_tps}, {"weight_bytes_per_token", bytes_per_tok},
                           {"bandwidth_gbps", bw_gbps}, {"decode_read_gbps", read_gbps},
                           {"huge_pages", o->huge_pages}, {"bandwidth_other_pages_gbps", bw_other.median_gbps},
-                          {"anon_huge_page_bytes", huge_bytes},
+                          {"anon_huge_page_bytes", huge_bytes}, {"file_pmd_mapped_bytes", file_pmd_bytes},
+                          {"weights_in_huge_pages", weights_huge},
                           {"roofline_fraction", read_gbps / bw_gbps}, {"prefill_all", prefill}, {"decode_all", decode},
                           {"fma_peak_gflops", peaks.fma_gflops}, {"amx_peak_gflops", peaks.amx_gflops},
                           {"bf16dot_peak_gflops", peaks.bf16dot_gflops},

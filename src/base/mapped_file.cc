@@ -72,6 +72,11 @@ int64_t ProcKilobytes(const char* path, const char* key) {
 }  // namespace
 
 int64_t AnonHugePageBytes() { return ProcKilobytes("/proc/self/smaps_rollup", "AnonHugePages:"); }
+int64_t FilePmdMappedBytes() { return ProcKilobytes("/proc/self/smaps_rollup", "FilePmdMapped:"); }
+int64_t HugePageBytes() {
+  const int64_t anon = AnonHugePageBytes(), file = FilePmdMappedBytes();
+  return anon < 0 || file < 0 ? -1 : anon + file;
+}
 int64_t AvailableMemoryBytes() { return ProcKilobytes("/proc/meminfo", "MemAvailable:"); }
 
 Result<MappedFile> MappedFile::Open(const std::string& path) {
@@ -88,6 +93,8 @@ Result<MappedFile> MappedFile::Open(const std::string& path) {
       return Status::Errorf("cannot map {}: {}", path, std::strerror(err));
     }
     f.data_ = static_cast<const uint8_t*>(p);
+    // Advice: refused where THP is "never" or the kernel predates it for files, which changes nothing else.
+    ::madvise(p, f.size_, MADV_HUGEPAGE);
   }
   ::close(fd);
   return f;

@@ -15,6 +15,11 @@ class MappedFile {
  public:
   // Maps `path` read-only. Only regular files: a FIFO, device or directory is
   // an error at once (never a blocking open). Errors name the path and the OS reason.
+  // The mapping is advised MADV_HUGEPAGE: where the filesystem keeps large
+  // folios in the page cache (ext4 and xfs on recent kernels), pages read in
+  // through it come in 2 MiB folios mapped whole, which decode, streaming
+  // every weight once per token, reads faster (FilePmdMappedBytes says how
+  // much it got; pages the cache already holds small stay small).
   static Result<MappedFile> Open(const std::string& path);
 
   MappedFile() = default;
@@ -49,6 +54,11 @@ inline Result<std::shared_ptr<uint8_t>> AllocateHugePages(size_t bytes) { return
 // This process's anonymous memory in transparent huge pages (AnonHugePages of
 // /proc/self/smaps_rollup), in bytes; -1 when unknown.
 int64_t AnonHugePageBytes();
+// This process's file mappings held by 2 MiB page-table entries
+// (FilePmdMapped of /proc/self/smaps_rollup), in bytes; -1 when unknown.
+int64_t FilePmdMappedBytes();
+// Both: the memory this process reads through huge pages.
+int64_t HugePageBytes();
 // MemAvailable of /proc/meminfo, in bytes; -1 when unknown.
 int64_t AvailableMemoryBytes();
 

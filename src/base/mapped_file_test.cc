@@ -6,7 +6,9 @@
 
 #include <sys/stat.h>
 
+#include <cstdio>
 #include <filesystem>
+#include <fstream>
 
 #include <gtest/gtest.h>
 
@@ -73,6 +75,38 @@ TEST(MappedFile, AllocatePagesIsAlignedAndZeroed) {
     mem->get()[n - 1] = 7;
   }
   EXPECT_FALSE(AllocatePages(0, true).ok());
+}
+
+// The VmFlags of the mapping holding `p` in /proc/self/smaps ("" if none).
+std::string VmFlagsOf(const void* p) {
+  std::ifstream smaps("/proc/self/smaps");
+  std::string line;
+  bool in = false;
+  const auto a = reinterpret_cast<uintptr_t>(p);
+  while (std::getline(smaps, line)) {
+    unsigned long lo = 0, hi = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx ", &lo, &hi) == 2 && line.find(':') > line.find(' ')) in = a >= lo && a < hi;
+    if (in && line.rfind("VmFlags:", 0) == 0) return line;
+  }
+  return "";
+}
+
+// A weight file's mapping is advised MADV_HUGEPAGE ("hg" in its VmFlags), so
+// that where the page cache keeps large folios it is read in 2 MiB pages, and
+// FilePmdMappedBytes/HugePageBytes read what the kernel reports.
+TEST(MappedFile, MappingIsAdvisedHugePages) {
+  if (!std::filesystem::exists("/sys/kernel/mm/transparent_hugepage/enabled"))
+    GTEST_SKIP() << "this kernel has no transparent huge pages: MADV_HUGEPAGE is refused";
+  const std::string dir = FreshDir("mf_huge");
+  const std::string path = dir + "/w.safetensors";
+  ASSERT_TRUE(WriteStringToFile(path, std::string(size_t(4) << 20, 'w')).ok());
+  auto m = MappedFile::Open(path);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  const std::string flags = VmFlagsOf(m->data());
+  ASSERT_FALSE(flags.empty()) << "no /proc/self/smaps entry for the mapping";
+  EXPECT_NE((flags + " ").find(" hg "), std::string::npos) << flags;
+  EXPECT_GE(FilePmdMappedBytes(), 0);
+  EXPECT_GE(HugePageBytes(), FilePmdMappedBytes());
 }
 
 }  // namespace

@@ -176,17 +176,22 @@ BENCHMARK(BM_MatMul<DType::kBF16, MatMulSmallBatch>)->Apply(LmHeadBatchShapes)->
 // like BM_MatMul. GB/s counts codes and scales.
 // With kCached, one copy only: a W that fits in L2 (N * K / 2 bytes <= 256
 // KiB or so) then measures the kernel's arithmetic alone, not memory.
-template <MatMulFn kFn = MatMul, bool kCached = false>
+template <MatMulFn kFn = MatMul, bool kCached = false, bool kPlaced = false>
 void BM_Nvfp4(benchmark::State& state) {
   const int64_t M = state.range(0), N = state.range(1), K = state.range(2);
   const size_t code_bytes = size_t(N * K / 2), scale_bytes = size_t(N * K / kNvfp4Block);
   const size_t copies = kCached ? 1 : CopiesFor(M, code_bytes + scale_bytes);
-  std::vector<uint8_t> codes(code_bytes * copies), scales(scale_bytes * copies);
+  // With kPlaced, the codes start state.range(3) bytes past a 64-byte
+  // boundary (safetensors places tensors 8-byte aligned); else where the
+  // allocator puts them (glibc: 16 bytes past a page for large blocks).
+  std::vector<uint8_t> storage(code_bytes * copies + (kPlaced ? 64 : 0)), scales(scale_bytes * copies);
+  uint8_t* codes = storage.data();
+  if constexpr (kPlaced) codes += (64 - reinterpret_cast<uintptr_t>(codes) % 64) % 64 + size_t(state.range(3));
   uint32_t lcg = 12345;
-  for (uint8_t& b : codes) b = uint8_t((lcg = lcg * 1664525u + 1013904223u) >> 24);
+  for (size_t i = 0; i < code_bytes * copies; ++i) codes[i] = uint8_t((lcg = lcg * 1664525u + 1013904223u) >> 24);
   for (size_t i = 0; i < scales.size(); ++i) scales[i] = uint8_t(0x30 + i % 16);  // E4M3 0.5 .. 1.0
   TimeMatMul(state, kFn, code_bytes + scale_bytes, copies, [&](size_t c) {
-    return MatrixView{.dtype = DType::kU8, .data = codes.data() + c * code_bytes, .rows = N, .cols = K,
+    return MatrixView{.dtype = DType::kU8, .data = codes + c * code_bytes, .rows = N, .cols = K,
                       .row_stride = K, .format = WeightFormat::kNvfp4, .scales = scales.data() + c * scale_bytes,
                       .scale_stride = K / kNvfp4Block, .global_scale = 0.01f};
   });
@@ -201,6 +206,11 @@ BENCHMARK(BM_Nvfp4<MatMul>)->Apply(DecodeShapes)->Name("BM_MatMul<NVFP4>");
 // multiple of the 128-element step), where per-call and per-row costs show.
 BENCHMARK(BM_Nvfp4<MatMul, true>)->Args({1, 256, 2048})->Args({1, 512, 1024})->Args({1, 192, 192})
     ->Args({1, 768, 192})->Args({4, 192, 192})->Apply(BenchTiming)->Name("BM_MatMul<NVFP4,L2>");
+// Codes at 0 and 16 bytes past a 64-byte boundary (the fourth argument).
+BENCHMARK(BM_Nvfp4<MatMul, false, true>)->ArgsProduct({{1}, {2048, 151936}, {1024}, {0, 16}})->ArgsProduct({{1}, {1024}, {3072}, {0, 16}})
+    ->Apply(BenchTiming)->Unit(benchmark::kMicrosecond)->Name("BM_MatMul<NVFP4,placed>");
+BENCHMARK(BM_Nvfp4<MatMul, true, true>)->ArgsProduct({{1}, {256}, {2048}, {0, 16}})->ArgsProduct({{1}, {512}, {1024}, {0, 16}})
+    ->Apply(BenchTiming)->Name("BM_MatMul<NVFP4,L2,placed>");
 BENCHMARK(BM_Nvfp4<MatMul>)->Apply(Nvfp4BatchShapes)->Name("BM_MatMul<NVFP4>");
 BENCHMARK(BM_Nvfp4<MatMulGemv>)->Apply(Nvfp4BatchShapes)->Name("BM_Gemv<NVFP4>");
 BENCHMARK(BM_Nvfp4<MatMulGemm>)->Apply(Nvfp4BatchShapes)->Name("BM_Gemm<NVFP4>");

@@ -269,6 +269,48 @@ TEST(MatMulTest, Nvfp4DecodeRoundsXPerBlock) {
   });
 }
 
+// NVFP4 decode gives the same bits wherever W sits in memory (a kernel that
+// reads rows differently by their alignment must still sum in one order):
+// codes placed at every byte offset of a cache line and scales at another,
+// for rows of a multiple of 64 bytes (one alignment per matrix), of 8-byte
+// multiples (alignments cycling row to row), a row of one partial 128-element
+// step and rows of whole and partial pairs of steps, equal the placement at
+// offset 0 bit for bit, and that one the reference within the decode bound.
+TEST(MatMulTest, Nvfp4DecodeSameAtEveryAlignment) {
+  uint32_t seed = 750;
+  ForEachSimdTarget([&] {
+    ThreadPool pool(2);
+    for (const Case& c : {Case{.M = 1, .N = 9, .K = 2048}, Case{.M = 1, .N = 13, .K = 16},
+                          Case{.M = 2, .N = 11, .K = 112}, Case{.M = 3, .N = 17, .K = 192},
+                          Case{.M = 1, .N = 10, .K = 240}, Case{.M = 8, .N = 7, .K = 256},
+                          Case{.M = 5, .N = 12, .K = 400}, Case{.M = 1, .N = 21, .K = 1024, .stride_pad = 1}}) {
+      SCOPED_TRACE(::testing::Message() << "M=" << c.M << " N=" << c.N << " K=" << c.K);
+      std::mt19937 rng(seed++);
+      const std::vector<float> x = RandomFloats(rng, size_t(c.M * c.K));
+      testing::QuantTestMatrix w(rng, WeightFormat::kNvfp4, false, c.N, c.K, c.stride_pad);
+      CheckAgainstReference(c, w.view, x, pool);
+      const size_t code_bytes = size_t(c.N * w.view.row_stride / 2), scale_bytes = size_t(c.N * w.view.scale_stride);
+      std::vector<float> want(size_t(c.M * c.N)), got(want.size());
+      std::vector<uint8_t> storage(code_bytes + scale_bytes + 4 * 64);
+      uint8_t* line = storage.data() + (64 - reinterpret_cast<uintptr_t>(storage.data()) % 64) % 64;
+      for (size_t offset = 0; offset < 64; ++offset) {
+        SCOPED_TRACE(::testing::Message() << "codes at " << offset << " bytes past a 64-byte boundary");
+        uint8_t* codes = line + offset;
+        uint8_t* scales = line + (code_bytes + 127) / 64 * 64 + (offset * 24 + 8) % 64;
+        std::memcpy(codes, w.codes.data(), code_bytes);
+        std::memcpy(scales, w.scale_bytes.data(), scale_bytes);
+        MatrixView placed = w.view;
+        placed.data = codes;
+        placed.scales = scales;
+        MatMul(x.data(), c.M, c.K, placed, (offset == 0 ? want : got).data(), c.N, pool);
+        if (offset != 0) {
+          EXPECT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float)));
+        }
+      }
+    }
+  });
+}
+
 // A NaN or infinity in x makes every output non-finite, as f32 arithmetic does:
 // in either step of a pair of 128-element steps (the VNNI kernel's unit) and
 // in either step of a masked last pair (K = 144: 128 + 16).
