@@ -69,7 +69,7 @@ constexpr size_t kStep = 128;
 // follow (a software prefetch that misses the TLB may be dropped). qwen3-0.6b
 // NVFP4 decode (`tern bench`, 2 threads, Zen 5, seven interleaved pairs, the
 // weights mapped from 4 KiB and from 2 MiB pages): 1.06x median (0.82-1.11,
-// the 0.82 under another tenant's load); moe-small NVFP4 1.01-1.04x.
+// the 0.82 under another tenant's load); moe-small NVFP4 0.99-1.04x.
 constexpr size_t kPrefetchBytes = 4096;
 constexpr double kXMax = 8355711.0;  // 127 * 65793: the largest 3-digit balanced base-256 value
 
