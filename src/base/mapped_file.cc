@@ -77,6 +77,28 @@ int64_t HugePageBytes() {
   const int64_t anon = AnonHugePageBytes(), file = FilePmdMappedBytes();
   return anon < 0 || file < 0 ? -1 : anon + file;
 }
+ResidentPages FileMappingPages(std::string_view suffix) {
+  std::FILE* f = std::fopen("/proc/self/smaps", "r");
+  if (f == nullptr) return {};
+  ResidentPages r{0, 0};
+  bool counted = false;  // the current mapping is one of the files
+  char line[4096];
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    std::string_view l(line);
+    while (!l.empty() && (l.back() == '\n' || l.back() == ' ')) l.remove_suffix(1);
+    unsigned long lo = 0, hi = 0;
+    const size_t colon = l.find(':'), space = l.find(' ');
+    if (std::sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && space != std::string_view::npos && colon > space) {
+      counted = l.size() >= suffix.size() && l.substr(l.size() - suffix.size()) == suffix;  // a mapping's header
+      continue;
+    }
+    long long kb = 0;
+    if (counted && std::sscanf(line, "Rss: %lld kB", &kb) == 1) r.resident += int64_t(kb) * 1024;
+    if (counted && std::sscanf(line, "FilePmdMapped: %lld kB", &kb) == 1) r.huge += int64_t(kb) * 1024;
+  }
+  std::fclose(f);
+  return r;
+}
 int64_t AvailableMemoryBytes() { return ProcKilobytes("/proc/meminfo", "MemAvailable:"); }
 
 Result<MappedFile> MappedFile::Open(const std::string& path) {

@@ -6,6 +6,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "base/status.h"
 
@@ -59,6 +60,13 @@ int64_t AnonHugePageBytes();
 int64_t FilePmdMappedBytes();
 // Both: the memory this process reads through huge pages.
 int64_t HugePageBytes();
+// The resident bytes of this process's mappings of files whose names end in
+// `suffix`, and how many of them are mapped by 2 MiB page-table entries
+// (Rss and FilePmdMapped of /proc/self/smaps); both -1 when unknown.
+struct ResidentPages {
+  int64_t resident = -1, huge = -1;
+};
+ResidentPages FileMappingPages(std::string_view suffix);
 // MemAvailable of /proc/meminfo, in bytes; -1 when unknown.
 int64_t AvailableMemoryBytes();
 

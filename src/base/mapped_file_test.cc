@@ -107,6 +107,15 @@ TEST(MappedFile, MappingIsAdvisedHugePages) {
   EXPECT_NE((flags + " ").find(" hg "), std::string::npos) << flags;
   EXPECT_GE(FilePmdMappedBytes(), 0);
   EXPECT_GE(HugePageBytes(), FilePmdMappedBytes());
+  // Once read, all 4 MiB are resident and counted under the file's suffix, no other file's.
+  unsigned sum = 0;
+  for (size_t i = 0; i < m->size(); i += 4096) sum += m->data()[i];
+  EXPECT_EQ(sum, unsigned('w') * unsigned(m->size() / 4096));
+  const ResidentPages pages = FileMappingPages("/w.safetensors");
+  EXPECT_EQ(pages.resident, int64_t(4) << 20);
+  EXPECT_GE(pages.huge, 0);
+  EXPECT_LE(pages.huge, pages.resident);
+  EXPECT_EQ(FileMappingPages("/no-such-file.safetensors").resident, 0);
 }
 
 }  // namespace

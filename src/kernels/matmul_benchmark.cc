@@ -207,9 +207,13 @@ BENCHMARK(BM_Nvfp4<MatMul>)->Apply(DecodeShapes)->Name("BM_MatMul<NVFP4>");
 BENCHMARK(BM_Nvfp4<MatMul, true>)->Args({1, 256, 2048})->Args({1, 512, 1024})->Args({1, 192, 192})
     ->Args({1, 768, 192})->Args({4, 192, 192})->Apply(BenchTiming)->Name("BM_MatMul<NVFP4,L2>");
 // Codes at 0 and 16 bytes past a 64-byte boundary (the fourth argument).
-BENCHMARK(BM_Nvfp4<MatMul, false, true>)->ArgsProduct({{1}, {2048, 151936}, {1024}, {0, 16}})->ArgsProduct({{1}, {1024}, {3072}, {0, 16}})
+BENCHMARK(BM_Nvfp4<MatMul, false, true>)
+    ->ArgsProduct({{1}, {2048, 151936}, {1024}, {0, 16}})
+    ->ArgsProduct({{1}, {1024}, {3072}, {0, 16}})
     ->Apply(BenchTiming)->Unit(benchmark::kMicrosecond)->Name("BM_MatMul<NVFP4,placed>");
-BENCHMARK(BM_Nvfp4<MatMul, true, true>)->ArgsProduct({{1}, {256}, {2048}, {0, 16}})->ArgsProduct({{1}, {512}, {1024}, {0, 16}})
+BENCHMARK(BM_Nvfp4<MatMul, true, true>)
+    ->ArgsProduct({{1}, {256}, {2048}, {0, 16}})
+    ->ArgsProduct({{1}, {512}, {1024}, {0, 16}})
     ->Apply(BenchTiming)->Name("BM_MatMul<NVFP4,L2,placed>");
 BENCHMARK(BM_Nvfp4<MatMul>)->Apply(Nvfp4BatchShapes)->Name("BM_MatMul<NVFP4>");
 BENCHMARK(BM_Nvfp4<MatMulGemv>)->Apply(Nvfp4BatchShapes)->Name("BM_Gemv<NVFP4>");

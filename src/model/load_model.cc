@@ -120,20 +120,21 @@ Result<std::unique_ptr<DecoderModel>> LoadPart(const std::string& dir, const Loa
     const std::vector<NonFiniteTensor> bad = FindNonFiniteWeights(
         m->store(), m->pool(), rank, world,
         [&](int64_t done, int64_t total) { report.Progress("checking the weights for NaN/Inf:", done, total); });
-    // Every weight has now been read through its mapping: what came in huge pages (MappedFile::Open). (A rank of
-    // several has read only its share.)
-    const int64_t huge = opts.huge_pages || world > 1 ? -1 : FilePmdMappedBytes();
+    // The weights read so far (the check reads every float tensor; the pages around them come in with them):
+    // how many are in huge pages (MappedFile::Open). (A rank of several has read only its share.)
+    const ResidentPages pages =
+        opts.huge_pages || world > 1 ? ResidentPages{} : FileMappingPages(".safetensors");
     std::string check = world > 1 ? fmt::format("this rank's 1/{} of the tensors", world) : "";
-    if (huge >= 0)
-      check += fmt::format("{}{:.2f} of {:.2f} GB mapped in huge pages", check.empty() ? "" : "; ",
-                           double(std::min(huge, mapped)) / 1e9, double(mapped) / 1e9);
+    if (pages.resident > 0)
+      check += fmt::format("{}{:.2f} of the {:.2f} GB of weights read in huge pages", check.empty() ? "" : "; ",
+                           double(pages.huge) / 1e9, double(pages.resident) / 1e9);
     report.Phase("weight check", check);
-    if (huge >= 0 && huge < mapped / 2 && mapped >= (int64_t(256) << 20))
+    if (pages.resident >= (int64_t(256) << 20) && pages.huge < pages.resident / 2)
       fmt::print(stderr,
-                 "tern: note: {:.2f} of {:.2f} GB of the weights are mapped in huge pages (the page cache holds the "
-                 "files in small pages); decode reads huge pages faster: --huge-pages copies the weights into them, or "
-                 "evict the files from the page cache before loading\n",
-                 double(huge) / 1e9, double(mapped) / 1e9);
+                 "tern: note: {:.2f} of the {:.2f} GB of weights read are mapped in huge pages (the page cache holds "
+                 "the files in small pages); decode reads huge pages faster: --huge-pages copies the weights into "
+                 "them, or evict the files from the page cache before loading\n",
+                 double(pages.huge) / 1e9, double(pages.resident) / 1e9);
     if (!bad.empty() && opts.weight_check == WeightCheck::kError)
       return Status::Errorf("loading {}: weights hold NaN or Inf: {}", dir, DescribeNonFinite(bad));
     if (!bad.empty())
