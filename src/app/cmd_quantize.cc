@@ -13,7 +13,8 @@ std::function<Result<ActivationNumerics>()> AddQuantNumericsOption(CLI::App& app
   auto choice = std::make_shared<std::string>("w4a16");
   app.add_option("--quant-numerics", *choice,
                  "quantized layers: w4a16 (exact weights, activations at f32 precision; Hopper/Marlin take BF16) or "
-                 "w4a4 (activations quantized as Blackwell's NVFP4 GEMM, FP8 layers W8A8)")
+                 "w4a4 (activations quantized to NVFP4 as Blackwell's NVFP4 GEMM does, FP8 layers W8A8; NVFP4 decode then "
+                 "multiplies 4-bit codes as integers where the CPU has AVX-512 VNNI, the faster decode)")
       ->default_val("w4a16");
   return [choice]() -> Result<ActivationNumerics> {
     if (*choice == "w4a16" || *choice == "w8a16") return ActivationNumerics::kFull;

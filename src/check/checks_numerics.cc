@@ -31,7 +31,8 @@ CheckResult Failed(std::string name, std::string detail) {
 }
 
 // --reference-numerics auto: "bf16" when the deployment says it rounds
-// activations to BF16 (tern's /get_server_info "activations"), else "full";
+// activations to BF16 (tern's /get_server_info "activations"), "w4a4" when it
+// says it quantizes them as Blackwell's NVFP4 GEMM does, else "full";
 // `why` says which and how it was decided.
 std::string ResolveNumerics(const HttpClient& http, std::string* why) {
   auto r = http.Get("/get_server_info");
@@ -44,7 +45,7 @@ std::string ResolveNumerics(const HttpClient& http, std::string* why) {
                                                   (*j)["activations"].is_string()) {
     const std::string a = (*j)["activations"].get<std::string>();
     *why = fmt::format("auto: the deployment's /get_server_info says activations {}", a);
-    return a == "bf16" ? "bf16" : "full";
+    return a == "bf16" || a == "w4a4" ? a : "full";
   } else {
     problem = "/get_server_info has no \"activations\"";
   }

@@ -217,6 +217,23 @@ BENCHMARK(BM_Nvfp4<MatMul, true, true>)
     ->Apply(BenchTiming)->Name("BM_MatMul<NVFP4,L2,placed>");
 BENCHMARK(BM_Nvfp4<MatMul>)->Apply(Nvfp4BatchShapes)->Name("BM_MatMul<NVFP4>");
 BENCHMARK(BM_Nvfp4<MatMulGemv>)->Apply(Nvfp4BatchShapes)->Name("BM_Gemv<NVFP4>");
+// W4A4 (NVFP4 activations, ops.h MatMulW4A4) against the W4A16 GEMV above:
+// decode shapes, and 1-8 rows of x at qwen3-0.6b's gate/up shape (K = 1024,
+// where 8 rows of W4A16's prepared x still fit in L1) and at 2048 x 2048.
+void W4A4Fn(const float* x, int64_t M, int64_t ldx, const MatrixView& w, float* y, int64_t ldy, ThreadPool& pool) {
+  const MatMulTarget t{.w = w, .y = y, .ldy = ldy};
+  MatMulW4A4(x, M, ldx, 0.05f, {&t, 1}, pool);
+}
+void Nvfp4SmallBatchShapes(benchmark::internal::Benchmark* b) {
+  b->ArgsProduct({{1, 2, 4, 8}, {3072}, {1024}})->ArgsProduct({{8}, {2048}, {2048}});
+  BenchTiming(b);
+  b->Unit(benchmark::kMicrosecond);
+}
+BENCHMARK(BM_Nvfp4<MatMulGemv>)->Apply(Nvfp4SmallBatchShapes)->Name("BM_Gemv<NVFP4>");
+BENCHMARK(BM_Nvfp4<W4A4Fn>)->Apply(DecodeShapes)->Name("BM_W4A4<NVFP4>");
+BENCHMARK(BM_Nvfp4<W4A4Fn>)->Apply(Nvfp4SmallBatchShapes)->Name("BM_W4A4<NVFP4>");
+BENCHMARK(BM_Nvfp4<W4A4Fn, true>)->Args({1, 256, 2048})->Args({1, 512, 1024})->Apply(BenchTiming)
+    ->Name("BM_W4A4<NVFP4,L2>");
 BENCHMARK(BM_Nvfp4<MatMulGemm>)->Apply(Nvfp4BatchShapes)->Name("BM_Gemm<NVFP4>");
 BENCHMARK(BM_Nvfp4<MatMul>)->Args({512, 2048, 2048})->Apply(BenchTiming)->Unit(benchmark::kMillisecond);
 

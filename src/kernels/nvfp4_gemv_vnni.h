@@ -1,5 +1,6 @@
 // NVFP4 decode with AVX-512 VNNI (nvfp4_gemv_vnni.cc): the integer dot
-// products of nvfp4_gemv_int-inl.h on 512-bit vpdpbusd. Called only when
+// products of nvfp4_gemv_int-inl.h on 512-bit vpdpbusd; and the W4A4
+// product (NVFP4 activations) the same way (nvfp4_w4a4_vnni.cc). Called only when
 // UseAvx512Vnni() (cpu_features.h) says the CPU has it and it is allowed.
 #pragma once
 
@@ -22,5 +23,17 @@ inline constexpr size_t kMaxRows = 8;
 // 2^-24 * 1.004 of the block's largest magnitude), W exact, block sums in
 // i32, f32 across blocks. A non-finite x makes its row's outputs NaN.
 void Nvfp4MatMul(const float* x, size_t M, size_t ldx, std::span<const MatMulTarget> targets, ThreadPool& pool);
+
+// W4A4 (nvfp4_w4a4_vnni.cc): ops.h MatMulW4A4 for 1 to kMaxRows rows of x and
+// the targets nvfp4_int::Supports takes: every block's term exact (integer
+// sums, scale products exact in f32), f32 across blocks.
+void Nvfp4W4A4MatMul(const float* x, size_t M, size_t ldx, float input_scale, std::span<const MatMulTarget> targets,
+                     ThreadPool& pool);
+
+// out[m, k] = the NVFP4 value of x[m, k] as ops.h QuantizeNvfp4Activations
+// quantizes it (E2M1 value times its block's scale, exact in f32 and in
+// BF16), NaN for every element of a block with a NaN or an infinity. K % 16 == 0.
+void QuantizeNvfp4ActivationValues(const float* x, size_t M, size_t ldx, size_t K, float input_scale, float* out,
+                                   size_t ldo);
 
 }  // namespace tern::kernels::vnni

@@ -98,6 +98,34 @@ struct MatMulTarget {
 // or another y.
 void MatMulMany(const float* x, int64_t M, int64_t ldx, std::span<const MatMulTarget> targets, ThreadPool& pool);
 
+// --- W4A4: NVFP4 activations ------------------------------------------------
+// What Blackwell's NVFP4 GEMM computes for a ModelOpt NVFP4 layer (spec §4.5),
+// the product SGLang serves such checkpoints with there: x quantized to NVFP4
+// under the layer's static input_scale, times W's NVFP4 values.
+
+// out[m, k] = x[m, k] quantized as an NVFP4 activation, without input_scale:
+// per block of 16 elements along K (K % 16 == 0), in these f32 operations
+// with g = 1 / input_scale,
+//   s   = e4m3(min(g * amax / 6, 448))   (F32ToE4M3: nearest, ties to even)
+//   out = e2m1(x * g / s) * s            (F32ToE2M1: ModelOpt's boundaries;
+//                                         0 where s == 0)
+// so that x ~ out * input_scale. Each out is exact in f32 and in BF16 (an
+// E2M1 value has 2 significant bits, an E4M3 one 4). A block with a NaN or
+// an infinity is NaN throughout. out: row stride ldo (may equal x when
+// ldo == ldx).
+void QuantizeNvfp4Activations(const float* x, int64_t M, int64_t ldx, int64_t K, float input_scale, float* out,
+                              int64_t ldo);
+
+// The W4A4 product for each target (NVFP4 W, one K): y[M, N] =
+// (Q(x) · W^T) * input_scale, Q = QuantizeNvfp4Activations. Numerics: with
+// AVX-512 VNNI and M <= 8 (decode), every block's term Q(x)-block · W-block
+// is exact and f32 adds the K / 16 of them (nvfp4_w4a4_vnni.cc); otherwise
+// MatMulMany of Q(x) with input_scale folded into W's global scale (MatMul's
+// numerics; BF16 rounding leaves Q(x) unchanged). No y may alias x or
+// another y.
+void MatMulW4A4(const float* x, int64_t M, int64_t ldx, float input_scale, std::span<const MatMulTarget> targets,
+                ThreadPool& pool);
+
 // out[r, :] = x[r, :] / sqrt(mean(x[r, :]^2) + eps) * weight   for r in [0, rows).
 // x and out: [rows, dim] contiguous (out may equal x); weight: [dim] f32.
 void RmsNorm(const float* x, const float* weight, int64_t rows, int64_t dim, float eps, float* out);

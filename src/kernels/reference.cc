@@ -1,5 +1,6 @@
 #include "kernels/reference.h"
 
+#include <algorithm>
 #include <cassert>
 #include <cmath>
 #include <cstring>
@@ -80,6 +81,32 @@ void MatMul(const float* x, int64_t M, int64_t ldx, const MatrixView& w, float* 
       double acc = 0;
       for (int64_t k = 0; k < w.cols; ++k) acc += double(x[m * ldx + k]) * double(MatrixAt(w, n, k));
       y[m * ldy + n] = float(acc);
+    }
+}
+
+void QuantizeNvfp4Activations(const float* x, int64_t M, int64_t ldx, int64_t K, float input_scale, float* out,
+                              int64_t ldo) {
+  const float g = 1.0f / input_scale;
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t b = 0; b < K; b += kNvfp4Block) {
+      const float* xb = x + m * ldx + b;
+      float* ob = out + m * ldo + b;
+      float amax = 0.0f;
+      bool finite = true;
+      for (int64_t i = 0; i < kNvfp4Block; ++i) {
+        finite = finite && std::isfinite(xb[i]);
+        amax = std::max(amax, std::fabs(xb[i]));
+      }
+      const float s = E4M3ToF32(F32ToE4M3(std::min(g * amax / 6.0f, 448.0f)));
+      for (int64_t i = 0; i < kNvfp4Block; ++i) {
+        if (!finite) {
+          ob[i] = NAN;
+        } else if (s == 0.0f) {
+          ob[i] = 0.0f;
+        } else {
+          ob[i] = E2M1ToF32(F32ToE2M1(xb[i] * g / s)) * s;
+        }
+      }
     }
 }
 

@@ -19,6 +19,7 @@ enum class ScratchSlot {
   kGemvDequant,
   kAttention,
   kAttentionPartials,
+  kW4A4X,  // MatMulW4A4's quantized x around a MatMulMany (which uses kMatMulX)
   kCount
 };
 

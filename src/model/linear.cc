@@ -33,6 +33,18 @@ int64_t Linear::bytes() const {
   return 0;
 }
 
+namespace {
+
+// A layer ForwardLinears may run with others through one kernel call.
+bool PlainLayer(const Linear& l) {
+  return l.bias.empty() && l.observer == nullptr && !l.quantize_input && !l.f32_activations;
+}
+bool W4A4Layer(const Linear& l) {
+  return l.bias.empty() && l.observer == nullptr && l.quantize_input && l.format == QuantFormat::kNvfp4;
+}
+
+}  // namespace
+
 void Linear::Forward(const float* x, int64_t M, float* y, ThreadPool& pool) const {
   const int64_t K = w.cols;
   if (observer != nullptr) {
@@ -40,20 +52,22 @@ void Linear::Forward(const float* x, int64_t M, float* y, ThreadPool& pool) cons
     for (int64_t i = 0; i < M * K; ++i) amax = std::max(amax, std::fabs(x[i]));
     observer->amax = amax;
   }
-  if (quantize_input) {
-    std::vector<float>& q = InputCopy();
-    q.assign(x, x + M * K);
-    if (format == QuantFormat::kNvfp4) {
-      FakeQuantizeNvfp4Activations(q.data(), M, K, input_scale);
-    } else {
-      FakeQuantizeFp8Activations(q.data(), M * K, input_scale);
-    }
-    x = q.data();
-  }
-  if (f32_activations) {
-    kernels::MatMulF32Activations(x, M, K, w, y, w.rows, pool);
+  if (quantize_input && format == QuantFormat::kNvfp4) {
+    // (Its quantized values are exact in BF16: f32_activations changes nothing.)
+    const kernels::MatMulTarget t{.w = w, .y = y, .ldy = w.rows};
+    kernels::MatMulW4A4(x, M, K, input_scale, {&t, 1}, pool);
   } else {
-    kernels::MatMul(x, M, K, w, y, w.rows, pool);
+    if (quantize_input) {
+      std::vector<float>& q = InputCopy();
+      q.assign(x, x + M * K);
+      FakeQuantizeFp8Activations(q.data(), M * K, input_scale);
+      x = q.data();
+    }
+    if (f32_activations) {
+      kernels::MatMulF32Activations(x, M, K, w, y, w.rows, pool);
+    } else {
+      kernels::MatMul(x, M, K, w, y, w.rows, pool);
+    }
   }
   if (!bias.empty())
     for (int64_t m = 0; m < M; ++m) kernels::AddInPlace(y + m * w.rows, bias.data(), w.rows);
@@ -61,42 +75,41 @@ void Linear::Forward(const float* x, int64_t M, float* y, ThreadPool& pool) cons
 
 void ForwardLinears(std::span<const Linear* const> layers, const float* x, int64_t M, std::span<float* const> ys,
                     ThreadPool& pool) {
-  // Plain layers in groups of up to kGroup, on the stack (a decode hot path).
+  // Plain layers in groups of up to kGroup, on the stack (a decode hot path);
+  // W4A4 layers likewise, a group per input_scale (in order of appearance).
   constexpr size_t kGroup = 8;
-  kernels::MatMulTarget plain[kGroup];
+  kernels::MatMulTarget plain[kGroup], w4a4[kGroup];
   size_t n = 0;
   for (size_t i = 0; i < layers.size(); ++i) {
     const Linear& l = *layers[i];
-    if (l.bias.empty() && l.observer == nullptr && !l.quantize_input && !l.f32_activations) {
+    if (PlainLayer(l)) {
       plain[n++] = {.w = l.w, .y = ys[i], .ldy = l.w.rows};
       if (n == kGroup) {
         kernels::MatMulMany(x, M, l.in(), {plain, n}, pool);
         n = 0;
       }
-    } else {
+    } else if (!W4A4Layer(l)) {
       l.Forward(x, M, ys[i], pool);
     }
   }
   if (n > 0) kernels::MatMulMany(x, M, layers[0]->in(), {plain, n}, pool);
-}
-
-void FakeQuantizeNvfp4Activations(float* x, int64_t M, int64_t K, float input_scale) {
-  const float gs = 1.0f / input_scale;  // "input_global_scale_inv"
-  for (int64_t m = 0; m < M; ++m)
-    for (int64_t b = 0; b < K; b += kernels::kNvfp4Block) {
-      float* xb = x + m * K + b;
-      float amax = 0.0f;
-      for (int64_t i = 0; i < kernels::kNvfp4Block; ++i) amax = std::max(amax, std::fabs(xb[i]));
-      const float s = E4M3ToF32(F32ToE4M3(std::min(gs * amax / 6.0f, 448.0f)));
-      if (s == 0.0f) {
-        std::fill(xb, xb + kernels::kNvfp4Block, 0.0f);
-        continue;
-      }
-      for (int64_t i = 0; i < kernels::kNvfp4Block; ++i) {
-        const float q = E2M1ToF32(F32ToE2M1(std::clamp(xb[i] * gs / s, -6.0f, 6.0f)));
-        xb[i] = q * s * input_scale;
+  for (size_t i = 0; i < layers.size(); ++i) {
+    if (!W4A4Layer(*layers[i])) continue;
+    const float scale = layers[i]->input_scale;
+    bool seen = false;  // an earlier layer with this scale ran layer i with its group
+    for (size_t j = 0; j < i && !seen; ++j) seen = W4A4Layer(*layers[j]) && layers[j]->input_scale == scale;
+    if (seen) continue;
+    size_t m = 0;
+    for (size_t j = i; j < layers.size(); ++j) {
+      if (!W4A4Layer(*layers[j]) || layers[j]->input_scale != scale) continue;
+      w4a4[m++] = {.w = layers[j]->w, .y = ys[j], .ldy = layers[j]->w.rows};
+      if (m == kGroup) {
+        kernels::MatMulW4A4(x, M, layers[0]->in(), scale, {w4a4, m}, pool);
+        m = 0;
       }
     }
+    if (m > 0) kernels::MatMulW4A4(x, M, layers[0]->in(), scale, {w4a4, m}, pool);
+  }
 }
 
 void FakeQuantizeFp8Activations(float* x, int64_t n, float input_scale) {

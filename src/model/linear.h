@@ -41,7 +41,9 @@ struct Linear {
   std::vector<float> bias;  // empty when the layer has none
   QuantFormat format = QuantFormat::kNone;
   float input_scale = 0.0f;       // static activation scale of a quantized layer (0: none in the file)
-  bool quantize_input = false;    // ActivationNumerics::kGpuQuantized applies to this layer
+  // ActivationNumerics::kGpuQuantized applies to this layer: NVFP4 through
+  // kernels::MatMulW4A4, FP8 by quantizing x to E4M3 first.
+  bool quantize_input = false;
   // Never BF16-rounded input (kernels::MatMulF32Activations): routers and
   // gates, whose outputs feed a discontinuous choice (top-k experts).
   bool f32_activations = false;
@@ -60,7 +62,9 @@ struct Linear {
 
 // y_i = Linear_i(x) for layers that share their input (q/k/v, gate/up):
 // exactly what each Forward computes, with plain layers (no bias, observer
-// or input quantization) run together by kernels::MatMulMany. x: [M, in];
+// or input quantization) run together by kernels::MatMulMany, and NVFP4
+// layers that quantize their input under one input_scale (W4A4) together by
+// kernels::MatMulW4A4. x: [M, in];
 // ys[i]: [M, layers[i]->out()] contiguous.
 void ForwardLinears(std::span<const Linear* const> layers, const float* x, int64_t M, std::span<float* const> ys,
                     ThreadPool& pool);
@@ -105,11 +109,6 @@ class WeightLoader {
   ActivationNumerics numerics_;
 };
 
-// Blackwell-style NVFP4 activation quantization (spec §4.5), in place:
-// each 16-element block b of each row of x [M, K] becomes
-// e2m1(x / (s_b * input_scale)) * s_b * input_scale with the dynamic block scale
-// s_b = e4m3(max|x_b| / (6 * input_scale)). K % 16 == 0.
-void FakeQuantizeNvfp4Activations(float* x, int64_t M, int64_t K, float input_scale);
 // FP8 W8A8 with a static scale: x = e4m3(x / input_scale) * input_scale, in place.
 void FakeQuantizeFp8Activations(float* x, int64_t n, float input_scale);
 

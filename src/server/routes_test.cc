@@ -156,7 +156,7 @@ TEST_F(RoutesTest, ModelsListTheServedModelWithItsContextLength) {
 
 // tern check --suite numerics --reference-numerics auto reads "activations": "bf16" exactly when
 // the kernels round prefill GEMM inputs to BF16 (a CPU path with amx or avx512-bf16, activations not
-// forced to f32), else "f32".
+// forced to f32), "w4a4" under --quant-numerics w4a4, else "f32".
 TEST_F(RoutesTest, ServerInfoSaysHowActivationsRound) {
   struct Restore {  // what the environment asked, however the test ends
     ~Restore() { (void)kernels::SetCpuPathFromEnvironment(); }
@@ -170,6 +170,10 @@ TEST_F(RoutesTest, ServerInfoSaysHowActivationsRound) {
   info = Json(Call(Request("GET", "/get_server_info")));
   EXPECT_EQ(info["activations"], bf16_path ? "bf16" : "f32") << "path " << path;
   EXPECT_EQ(info["cpu_path"], path);
+  ctx_->opts.quant_numerics = ActivationNumerics::kGpuQuantized;  // --quant-numerics w4a4
+  info = Json(Call(Request("GET", "/get_server_info")));
+  ctx_->opts.quant_numerics = ActivationNumerics::kFull;
+  EXPECT_EQ(info["activations"], "w4a4");
 }
 
 TEST_F(RoutesTest, UnknownModelIs404ModelNotFound) {

@@ -1,0 +1,91 @@
+// W4A4: NVFP4 activations (ops.h QuantizeNvfp4Activations, MatMulW4A4).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "base/dtype.h"
+#include "kernels/cpu_features.h"
+#include "kernels/matmul_internal.h"
+#include "kernels/nvfp4_gemv_vnni.h"
+#include "kernels/ops.h"
+#include "kernels/scratch.h"
+#include "kernels/simd_target.h"
+
+namespace tern::kernels {
+namespace {
+
+// The AVX-512 VNNI kernels (nvfp4_w4a4_vnni.cc) may run: Highway's AVX3 target
+// (a test forcing AVX2 must not reach AVX-512 code) and the VNNI path allowed.
+bool VnniAllowed() { return std::strcmp(SimdTargetName(), "AVX3") == 0 && UseAvx512Vnni(); }
+
+// One block of 16 elements (the portable version of nvfp4_w4a4_vnni.cc's
+// QuantizeBlock): the E2M1 magnitude index as the count of ModelOpt's
+// boundaries passed, no branches per element.
+void QuantizeBlock(const float* x, float inv_scale, float* out) {
+  float amax = 0.0f;
+  bool finite = true;
+  for (int i = 0; i < 16; ++i) {
+    finite = finite && std::isfinite(x[i]);
+    amax = std::fabs(x[i]) > amax ? std::fabs(x[i]) : amax;
+  }
+  if (!finite) {
+    for (int i = 0; i < 16; ++i) out[i] = std::numeric_limits<float>::quiet_NaN();
+    return;
+  }
+  const float wanted = inv_scale * amax / 6.0f;
+  const float s = E4M3Values()[F32ToE4M3(wanted < 448.0f ? wanted : 448.0f)];
+  static constexpr float kMagnitude[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
+  for (int i = 0; i < 16; ++i) {
+    if (s == 0.0f) {
+      out[i] = 0.0f;
+      continue;
+    }
+    const float t = x[i] * inv_scale / s, a = std::fabs(t);
+    const int m = (a > 0.25f) + (a >= 0.75f) + (a > 1.25f) + (a >= 1.75f) + (a > 2.5f) + (a >= 3.5f) + (a > 5.0f);
+    out[i] = (t < 0.0f ? -kMagnitude[m] : kMagnitude[m]) * s;
+  }
+}
+
+}  // namespace
+
+void QuantizeNvfp4Activations(const float* x, int64_t M, int64_t ldx, int64_t K, float input_scale, float* out,
+                              int64_t ldo) {
+  if (VnniAllowed())
+    return vnni::QuantizeNvfp4ActivationValues(x, size_t(M), size_t(ldx), size_t(K), input_scale, out, size_t(ldo));
+  const float inv_scale = 1.0f / input_scale;
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t k = 0; k < K; k += kNvfp4Block) QuantizeBlock(x + m * ldx + k, inv_scale, out + m * ldo + k);
+}
+
+void MatMulW4A4(const float* x, int64_t M, int64_t ldx, float input_scale, std::span<const MatMulTarget> targets,
+                ThreadPool& pool) {
+  if (M <= 0 || targets.empty()) return;
+  const int64_t K = targets[0].w.cols;
+  bool integer = VnniAllowed() && size_t(M) <= vnni::kMaxRows && targets.size() <= kMaxGemvTargets;
+  for (const MatMulTarget& t : targets)
+    integer = integer && t.w.format == WeightFormat::kNvfp4 && t.w.cols == K && t.w.cols % kNvfp4Block == 0 &&
+              t.w.row_stride % 2 == 0;
+  if (integer) return vnni::Nvfp4W4A4MatMul(x, size_t(M), size_t(ldx), input_scale, targets, pool);
+  // Otherwise the quantized values (exact in BF16, so the BF16 GEMMs take
+  // them without rounding; rows quantized in parallel) through MatMulMany,
+  // with input_scale folded into each W's global scale.
+  float* q = ThreadScratch(ScratchSlot::kW4A4X, size_t(M * K));
+  constexpr int64_t kRowsPerTask = 4;
+  pool.Run(size_t((M + kRowsPerTask - 1) / kRowsPerTask), [&](size_t task, size_t) {
+    const int64_t m0 = int64_t(task) * kRowsPerTask, rows = std::min(kRowsPerTask, M - m0);
+    QuantizeNvfp4Activations(x + m0 * ldx, rows, ldx, K, input_scale, q + m0 * K, K);
+  });
+  MatMulTarget scaled[kMaxGemvTargets];
+  for (size_t i = 0; i < targets.size(); i += kMaxGemvTargets) {
+    const size_t n = std::min(kMaxGemvTargets, targets.size() - i);
+    for (size_t j = 0; j < n; ++j) {
+      scaled[j] = targets[i + j];
+      scaled[j].w.global_scale *= input_scale;
+    }
+    MatMulMany(q, M, K, {scaled, n}, pool);
+  }
+}
+
+}  // namespace tern::kernels

@@ -1,0 +1,200 @@
+// W4A4 with AVX-512 VNNI: NVFP4 weights times NVFP4 activations, the product
+// Blackwell's NVFP4 GEMM computes (ModelOpt checkpoints' input_scale; spec
+// §4.5), as integers. Contract: nvfp4_gemv_vnni.h; the quantization of x:
+// ops.h QuantizeNvfp4Activations.
+//
+// Why: the W4A16 kernel (nvfp4_gemv_vnni.cc) carries x as three signed-byte
+// digits, 6 vpdpbusd a step and row; an E2M1 activation is one byte (twice its
+// value, an integer in [-12, 12]), 2 a step. With W's decoding shared (W side:
+// nvfp4_vnni_w-inl.h), a pair of steps (256 weights) costs ~25 vector
+// operations for one row instead of ~39, and each further row of x ~10
+// instead of ~26; the prepared x is 2 bytes an element instead of 4.
+//
+// Numerics. u = 2v + 12 in [0, 24] is W's code as an unsigned byte, q2 = 2q
+// in [-12, 12] x's as a signed one; sum u * q2 - 12 * sum q2 = sum 2v * 2q,
+// with |.| <= 16 * 12 * 12 = 2304 per block: exact in i32 and in f32. W's and
+// x's block scales are E4M3 values (4 significant bits each), so their
+// product times x's 1/4 is exact in f32, and so is that times the block's sum
+// (12 + 8 significant bits): every block's term is exact, and the only
+// rounding is f32's in adding the K / 16 terms (16 lanes, then across them)
+// and the final products by W's global scale and the input scale.
+//
+// Compiled for AVX-512 VNNI by a target pragma, not -m flags (see
+// nvfp4_gemv_vnni.cc).
+#include <immintrin.h>
+
+#include <cstring>
+#include <limits>
+
+#include "kernels/matmul_internal.h"
+#include "kernels/nvfp4_gemv_vnni.h"
+#include "kernels/scratch.h"
+
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+#include "kernels/nvfp4_vnni_w-inl.h"
+
+namespace tern::kernels::vnni {
+namespace {
+
+// e4m3(f) as f32 for 0 <= f <= 448: base/dtype.h F32ToE4M3 then E4M3ToF32,
+// inline (a call and a table per block cost more than the block's other work).
+// Normals: the f32 mantissa rounded to 3 bits, ties to even; below 2^-6,
+// E4M3's subnormals, multiples of 2^-9.
+inline float RoundToE4M3(float f) {
+  if (f < 0x1p-6f) {
+    const __m128 r = _mm_round_ss(_mm_setzero_ps(), _mm_set_ss(f * 512.0f), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    return _mm_cvtss_f32(r) * 0x1p-9f;
+  }
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  u = (u + 0x7ffffu + ((u >> 20) & 1u)) & 0xfff00000u;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+// One block of 16 elements of x, quantized as ops.h QuantizeNvfp4Activations
+// says: q2 = twice each element's E2M1 value (i32 lanes) and the block scale
+// s (0 for an all-zero block). Returns false for a block with a NaN or an
+// infinity.
+inline bool QuantizeBlock(__m512 v, float inv_scale, __m512i& q2, float& s) {
+  if (_mm512_fpclass_ps_mask(v, 0x99) != 0) return false;  // QNaN, SNaN, +inf, -inf
+  const float amax = _mm512_reduce_max_ps(_mm512_abs_ps(v));
+  const float wanted = inv_scale * amax / 6.0f;  // (no std::min: see nvfp4_gemv_vnni.cc on inline functions)
+  s = RoundToE4M3(wanted < 448.0f ? wanted : 448.0f);
+  if (s == 0.0f) {
+    q2 = _mm512_setzero_si512();
+    return true;
+  }
+  // t = x / input_scale / s, in the same f32 operations as the scalar definition.
+  const __m512 t = _mm512_div_ps(_mm512_mul_ps(v, _mm512_set1_ps(inv_scale)), _mm512_set1_ps(s));
+  const __m512 a = _mm512_abs_ps(t);
+  // E2M1 magnitude index: the boundaries of ModelOpt's _cast_fp4 (base/dtype.h
+  // F32ToE2M1), ties to the even mantissa; 5 or more saturates to 6.
+  const __m512i one = _mm512_set1_epi32(1);
+  __m512i m = _mm512_setzero_si512();
+  m = _mm512_mask_add_epi32(m, _mm512_cmp_ps_mask(a, _mm512_set1_ps(0.25f), _CMP_GT_OQ), m, one);
+  m = _mm512_mask_add_epi32(m, _mm512_cmp_ps_mask(a, _mm512_set1_ps(0.75f), _CMP_GE_OQ), m, one);
+  m = _mm512_mask_add_epi32(m, _mm512_cmp_ps_mask(a, _mm512_set1_ps(1.25f), _CMP_GT_OQ), m, one);
+  m = _mm512_mask_add_epi32(m, _mm512_cmp_ps_mask(a, _mm512_set1_ps(1.75f), _CMP_GE_OQ), m, one);
+  m = _mm512_mask_add_epi32(m, _mm512_cmp_ps_mask(a, _mm512_set1_ps(2.5f), _CMP_GT_OQ), m, one);
+  m = _mm512_mask_add_epi32(m, _mm512_cmp_ps_mask(a, _mm512_set1_ps(3.5f), _CMP_GE_OQ), m, one);
+  m = _mm512_mask_add_epi32(m, _mm512_cmp_ps_mask(a, _mm512_set1_ps(5.0f), _CMP_GT_OQ), m, one);
+  // Twice the magnitudes 0, 0.5, 1, 1.5, 2, 3, 4, 6; negative where t < 0 (-0 is +0).
+  const __m512i twice = _mm512_setr_epi32(0, 1, 2, 3, 4, 6, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0);
+  q2 = _mm512_permutexvar_epi32(m, twice);
+  const __mmask16 neg = _mm512_cmp_ps_mask(t, _mm512_setzero_ps(), _CMP_LT_OQ);
+  q2 = _mm512_mask_sub_epi32(q2, neg, _mm512_setzero_si512(), q2);
+  return true;
+}
+
+// x for one step: q2 of the even elements, then of the odd ones (W's byte
+// order); minus 12 * the sum of q2 over each lane's 8 elements; and, in the
+// pair's even step, the block scales / 4 (block j of step s in lane 2j, of
+// s + 1 in lane 2j + 1; the odd step's are unused).
+struct alignas(64) Step4 {
+  int8_t x[2][64];  // [even, odd][byte]
+  int32_t nc[16];   // [lane]
+  float scale[16];  // [lane], in the pair's even step
+};
+static_assert(sizeof(Step4) == 256);
+
+// Quantizes x[0, K) (K a multiple of 16) into PaddedSteps(K) steps, the last
+// ones zero-padded. A block with a NaN or an infinity gets a NaN scale: the
+// row's outputs are NaN.
+void Prepare4(const float* x, size_t K, float inv_scale, Step4* steps) {
+  const size_t num_steps = PaddedSteps(K);
+  const __m128i deinterleave = _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
+  for (size_t s = 0; s < num_steps; ++s) {
+    Step4& p = steps[s];
+    std::memset(&p, 0, sizeof(p));
+    float* pair_scale = steps[s & ~size_t(1)].scale + (s & 1);
+    for (size_t b = 0; b < 8 && s * kStep + b * 16 < K; ++b) {
+      __m512i q2;
+      float bs;
+      if (!QuantizeBlock(_mm512_loadu_ps(x + s * kStep + b * 16), inv_scale, q2, bs)) {
+        pair_scale[2 * b] = std::numeric_limits<float>::quiet_NaN();
+        continue;
+      }
+      pair_scale[2 * b] = bs * 0.25f;  // (2v)(2q) / 4 = vq
+      const __m128i bytes = _mm_shuffle_epi8(_mm512_cvtepi32_epi8(q2), deinterleave);
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(&p.x[0][8 * b]), bytes);
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(&p.x[1][8 * b]), _mm_unpackhi_epi64(bytes, bytes));
+    }
+    // nc = -12 * each lane's sum of q2: its 4 even and 4 odd bytes.
+    const __m512i ones = _mm512_set1_epi8(1);
+    const __m512i sum = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, _mm512_load_si512(p.x[0])),
+                                            ones, _mm512_load_si512(p.x[1]));
+    _mm512_store_si512(p.nc, _mm512_mullo_epi32(sum, _mm512_set1_epi32(-12)));
+  }
+}
+
+// The NVFP4 x side for RowGroup (nvfp4_vnni_w-inl.h).
+struct X4 {
+  using Step = Step4;
+
+  // Lane l: sum over the lane's 8 elements of 2v * 2q for one step.
+  static __m512i StepSum(__m512i ue, __m512i uo, const Step4& p) {
+    const __m512i* x = reinterpret_cast<const __m512i*>(p.x);
+    return _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_load_si512(p.nc), ue, x[0]), uo, x[1]);
+  }
+
+  // acc[j] + one pair of steps (p[0], p[1]) of one row of x against NW rows
+  // of W, the block sums paired into one vector as in nvfp4_gemv_vnni.cc.
+  template <size_t NW>
+  static void PairDot(const Consts& c, const WPair (&w)[NW], const Step4* p, __m512 (&acc)[NW]) {
+    const __m512 xs = _mm512_load_ps(p[0].scale);
+    for (size_t j = 0; j < NW; ++j) {
+      const __m512i d0 = StepSum(w[j].ue[0], w[j].uo[0], p[0]);
+      const __m512i d1 = StepSum(w[j].ue[1], w[j].uo[1], p[1]);
+      const __m512i blocks =
+          _mm512_add_epi32(_mm512_mask_blend_epi32(0xAAAA, d0, d1), _mm512_permutex2var_epi32(d0, c.pair_other, d1));
+      acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(blocks), _mm512_mul_ps(w[j].scale, xs), acc[j]);
+    }
+  }
+};
+
+}  // namespace
+
+void Nvfp4W4A4MatMul(const float* x, size_t M, size_t ldx, float input_scale, std::span<const MatMulTarget> targets,
+                     ThreadPool& pool) {
+  const size_t K = size_t(targets[0].w.cols);
+  const size_t num_steps = PaddedSteps(K);
+  const float inv_scale = 1.0f / input_scale;
+  auto* steps = reinterpret_cast<Step4*>(
+      ThreadScratch(ScratchSlot::kMatMulX, M * num_steps * sizeof(Step4) / sizeof(float)));
+  for (size_t m = 0; m < M; ++m) Prepare4(x + m * ldx, K, inv_scale, steps + m * num_steps);
+  const Nvfp4Chunks chunks = PlanNvfp4Chunks(targets, pool.size());
+  static const Consts consts;
+  pool.Run(chunks.first[targets.size()], [&](size_t chunk, size_t) {
+    size_t n0, n1;
+    const MatMulTarget& t = chunks.Locate(targets, chunk, n0, n1);
+    RowsOfM<X4>(M, consts, steps, num_steps, t.w, n0, n1, t.y, size_t(t.ldy), input_scale);
+  });
+}
+
+void QuantizeNvfp4ActivationValues(const float* x, size_t M, size_t ldx, size_t K, float input_scale, float* out,
+                                   size_t ldo) {
+  const float inv_scale = 1.0f / input_scale;
+  for (size_t m = 0; m < M; ++m)
+    for (size_t k = 0; k < K; k += 16) {
+      __m512i q2;
+      float s;
+      __m512 v;
+      if (QuantizeBlock(_mm512_loadu_ps(x + m * ldx + k), inv_scale, q2, s)) {
+        v = _mm512_mul_ps(_mm512_cvtepi32_ps(q2), _mm512_set1_ps(s * 0.5f));  // exact: q * s
+      } else {
+        v = _mm512_set1_ps(std::numeric_limits<float>::quiet_NaN());
+      }
+      _mm512_storeu_ps(out + m * ldo + k, v);
+    }
+}
+
+}  // namespace tern::kernels::vnni
+
+#pragma GCC diagnostic pop
+#pragma GCC pop_options
