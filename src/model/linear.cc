@@ -152,8 +152,10 @@ Result<Linear> WeightLoader::LoadNvfp4(const std::string& prefix, const TensorVi
                             .format = kernels::WeightFormat::kNvfp4, .scales = scales->data,
                             .scale_stride = in / kernels::kNvfp4Block, .global_scale = *global};
   if (input_scale) {
-    if (!ValidScale(*input_scale))
-      return Status::Errorf("{}: '{}.input_scale' is {}; expected a positive finite scale", file, prefix, *input_scale);
+    // (W4A4 divides by it: a subnormal scale would make 1 / input_scale infinite.)
+    if (!ValidScale(*input_scale) || !std::isfinite(1.0f / *input_scale))
+      return Status::Errorf("{}: '{}.input_scale' is {}; expected a positive finite scale with a finite reciprocal",
+                            file, prefix, *input_scale);
     l.input_scale = *input_scale;
   }
   if (numerics_ == ActivationNumerics::kGpuQuantized) {
@@ -191,8 +193,10 @@ Result<Linear> WeightLoader::LoadFp8(const std::string& prefix, const TensorView
   }
   TERN_ASSIGN_OR_RETURN(std::optional<float> input_scale, Scalar(prefix + ".input_scale"));
   if (input_scale) {
-    if (!ValidScale(*input_scale))
-      return Status::Errorf("{}: '{}.input_scale' is {}; expected a positive finite scale", file, prefix, *input_scale);
+    // (W4A4 divides by it: a subnormal scale would make 1 / input_scale infinite.)
+    if (!ValidScale(*input_scale) || !std::isfinite(1.0f / *input_scale))
+      return Status::Errorf("{}: '{}.input_scale' is {}; expected a positive finite scale with a finite reciprocal",
+                            file, prefix, *input_scale);
     l.input_scale = *input_scale;
     l.quantize_input = numerics_ == ActivationNumerics::kGpuQuantized;
   }

@@ -137,6 +137,12 @@ TEST_F(LoaderTest, Nvfp4ErrorsNameTheTensor) {
                 QuantConfig{}, 4, 32, ActivationNumerics::kGpuQuantized);
   ASSERT_FALSE(d.ok());
   EXPECT_NE(d.status().message().find("input_scale"), std::string::npos) << d.status().message();
+  // An input_scale whose reciprocal is infinite (subnormal): W4A4 divides by it.
+  auto f = Load({T("layer.weight", DType::kU8, {4, 16}), T("layer.weight_scale", DType::kF8E4M3, {4, 2}),
+                 Scalar("layer.weight_scale_2", 0.5f), Scalar("layer.input_scale", 1e-40f)},
+                QuantConfig{}, 4, 32);
+  ASSERT_FALSE(f.ok());
+  EXPECT_NE(f.status().message().find("layer.input_scale"), std::string::npos) << f.status().message();
   // Quantized but listed as excluded.
   QuantConfig q;
   q.quant_algo = "NVFP4";
