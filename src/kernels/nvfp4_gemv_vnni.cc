@@ -116,22 +116,6 @@ struct X24 {
     const __m512i lo = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_load_si512(p.nc), ue, x[0]), uo, x[3]);
     return _mm512_add_epi32(_mm512_slli_epi32(hm, 8), lo);
   }
-
-  // acc[j] + one pair of steps (p[0], p[1]) of one row of x against NW rows of
-  // W. The two lanes of each block are added across the pair, so that the 16
-  // block sums fill one vector (lane 2j: block j of the first step, 2j + 1: of
-  // the second) and take one conversion, scale and FMA.
-  template <size_t NW>
-  static void PairDot(const Consts& c, const WPair (&w)[NW], const PreparedStep* p, __m512 (&acc)[NW]) {
-    const __m512 xs = _mm512_load_ps(p[0].step);
-    for (size_t j = 0; j < NW; ++j) {
-      const __m512i d0 = StepSum(w[j].ue[0], w[j].uo[0], p[0]);
-      const __m512i d1 = StepSum(w[j].ue[1], w[j].uo[1], p[1]);
-      const __m512i blocks =
-          _mm512_add_epi32(_mm512_mask_blend_epi32(0xAAAA, d0, d1), _mm512_permutex2var_epi32(d0, c.pair_other, d1));
-      acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(blocks), _mm512_mul_ps(w[j].scale, xs), acc[j]);
-    }
-  }
 };
 
 }  // namespace

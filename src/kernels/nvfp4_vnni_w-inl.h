@@ -1,7 +1,7 @@
 // The W side of the AVX-512 VNNI NVFP4 kernels, shared by nvfp4_gemv_vnni.cc
 // (x as 24-bit fixed point) and nvfp4_w4a4_vnni.cc (x as NVFP4): W's codes
 // as unsigned bytes for vpdpbusd, its block scales, and the loop that streams
-// W's rows and hands each pair of steps to the x side's PairDot.
+// W's rows and multiplies each pair of steps by the x side's StepSum.
 //
 // Include only between `#pragma GCC target(...avx512vnni)` push and pop (see
 // nvfp4_gemv_vnni.cc: no -m flags on these files), and only from those two
@@ -113,9 +113,28 @@ inline WPair LoadLastPair(const Consts& c, const uint8_t* row, const uint8_t* sc
   return p;
 }
 
+// acc[j] + one pair of steps (p[0], p[1]) of one row of x against NW rows of
+// W, for an x side X whose StepSum(ue, uo, step) gives each lane's exact
+// integer sum over its 8 elements and whose pair's even step holds the x
+// block multipliers in `step` (lane 2j: block j of the first step, 2j + 1:
+// of the second). The two lanes of each block are added across the pair, so
+// that the 16 block sums fill one vector and take one conversion, scale and
+// FMA.
+template <class X, size_t NW>
+inline void PairDot(const Consts& c, const WPair (&w)[NW], const typename X::Step* p, __m512 (&acc)[NW]) {
+  const __m512 xs = _mm512_load_ps(p[0].step);
+  for (size_t j = 0; j < NW; ++j) {
+    const __m512i d0 = X::StepSum(w[j].ue[0], w[j].uo[0], p[0]);
+    const __m512i d1 = X::StepSum(w[j].ue[1], w[j].uo[1], p[1]);
+    const __m512i blocks =
+        _mm512_add_epi32(_mm512_mask_blend_epi32(0xAAAA, d0, d1), _mm512_permutex2var_epi32(d0, c.pair_other, d1));
+    acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(blocks), _mm512_mul_ps(w[j].scale, xs), acc[j]);
+  }
+}
+
 // y[r][n .. n + NW) = (x[r] · W[n + j]) * global_scale * out_scale for NW
 // consecutive rows of w from n and the R rows of x (X's prepared steps,
-// steps[r * stride + s]; X::PairDot takes a pair of them). Each W row is read as one sequential stream,
+// steps[r * stride + s]; PairDot<X> takes a pair of them). Each W row is read as one sequential stream,
 // prefetched kPrefetchBytes ahead while that stays inside the task's rows
 // (before row n1: past it, another task's or no matrix's bytes).
 template <class X, size_t R, size_t NW>
@@ -149,12 +168,12 @@ void RowGroup(const Consts& c, const typename X::Step* steps, size_t stride, con
       }
       wp[j] = LoadPair(c, r[j] + s * (kStep / 2), sr[j] + s * 8);
     }
-    for (size_t i = 0; i < R; ++i) X::PairDot(c, wp, steps + i * stride + s, acc[i]);
+    for (size_t i = 0; i < R; ++i) PairDot<X>(c, wp, steps + i * stride + s, acc[i]);
   }
   if (s * kStep < K) {  // one or two partial steps are left
     const size_t e0 = std::min(K - s * kStep, kStep), e1 = K - s * kStep - e0;
     for (size_t j = 0; j < NW; ++j) wp[j] = LoadLastPair(c, r[j] + s * (kStep / 2), sr[j] + s * 8, e0, e1);
-    for (size_t i = 0; i < R; ++i) X::PairDot(c, wp, steps + i * stride + s, acc[i]);
+    for (size_t i = 0; i < R; ++i) PairDot<X>(c, wp, steps + i * stride + s, acc[i]);
   }
   for (size_t i = 0; i < R; ++i)
     for (size_t j = 0; j < NW; ++j) y[i * ldy + n + j] = _mm512_reduce_add_ps(acc[i][j]) * w.global_scale * out_scale;

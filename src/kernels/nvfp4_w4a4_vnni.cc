@@ -99,7 +99,7 @@ inline bool QuantizeBlock(__m512 v, float inv_scale, __m512i& q2, float& s) {
 struct alignas(64) Step4 {
   int8_t x[2][64];  // [even, odd][byte]
   int32_t nc[16];   // [lane]
-  float scale[16];  // [lane], in the pair's even step
+  float step[16];   // [lane], in the pair's even step: the block scale / 4
 };
 static_assert(sizeof(Step4) == 256);
 
@@ -112,15 +112,15 @@ void Prepare4(const float* x, size_t K, float inv_scale, Step4* steps) {
   for (size_t s = 0; s < num_steps; ++s) {
     Step4& p = steps[s];
     std::memset(&p, 0, sizeof(p));
-    float* pair_scale = steps[s & ~size_t(1)].scale + (s & 1);
+    float* pair_step = steps[s & ~size_t(1)].step + (s & 1);
     for (size_t b = 0; b < 8 && s * kStep + b * 16 < K; ++b) {
       __m512i q2;
       float bs;
       if (!QuantizeBlock(_mm512_loadu_ps(x + s * kStep + b * 16), inv_scale, q2, bs)) {
-        pair_scale[2 * b] = std::numeric_limits<float>::quiet_NaN();
+        pair_step[2 * b] = std::numeric_limits<float>::quiet_NaN();
         continue;
       }
-      pair_scale[2 * b] = bs * 0.25f;  // (2v)(2q) / 4 = vq
+      pair_step[2 * b] = bs * 0.25f;  // (2v)(2q) / 4 = vq
       const __m128i bytes = _mm_shuffle_epi8(_mm512_cvtepi32_epi8(q2), deinterleave);
       _mm_storel_epi64(reinterpret_cast<__m128i*>(&p.x[0][8 * b]), bytes);
       _mm_storel_epi64(reinterpret_cast<__m128i*>(&p.x[1][8 * b]), _mm_unpackhi_epi64(bytes, bytes));
@@ -141,20 +141,6 @@ struct X4 {
   static __m512i StepSum(__m512i ue, __m512i uo, const Step4& p) {
     const __m512i* x = reinterpret_cast<const __m512i*>(p.x);
     return _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_load_si512(p.nc), ue, x[0]), uo, x[1]);
-  }
-
-  // acc[j] + one pair of steps (p[0], p[1]) of one row of x against NW rows
-  // of W, the block sums paired into one vector as in nvfp4_gemv_vnni.cc.
-  template <size_t NW>
-  static void PairDot(const Consts& c, const WPair (&w)[NW], const Step4* p, __m512 (&acc)[NW]) {
-    const __m512 xs = _mm512_load_ps(p[0].scale);
-    for (size_t j = 0; j < NW; ++j) {
-      const __m512i d0 = StepSum(w[j].ue[0], w[j].uo[0], p[0]);
-      const __m512i d1 = StepSum(w[j].ue[1], w[j].uo[1], p[1]);
-      const __m512i blocks =
-          _mm512_add_epi32(_mm512_mask_blend_epi32(0xAAAA, d0, d1), _mm512_permutex2var_epi32(d0, c.pair_other, d1));
-      acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(blocks), _mm512_mul_ps(w[j].scale, xs), acc[j]);
-    }
   }
 };
 
