@@ -3,7 +3,6 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <vector>
 
 #include "base/dtype.h"
 #include "kernels/cpu_features.h"
