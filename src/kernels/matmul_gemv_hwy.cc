@@ -417,7 +417,7 @@ void MatMulManyImpl(const float* x, int64_t M, int64_t ldx, const MatMulTarget* 
     return;
   }
   const Fmt fmt = wload::FmtOf(all[0].w);
-  if (size_t(M) <= nvfp4_int::MaxRows() && fmt == Fmt::kNvfp4 && nvfp4_int::kAvailable &&
+  if (size_t(M) <= nvfp4_int::kMaxRows && fmt == Fmt::kNvfp4 && nvfp4_int::kAvailable &&
       std::all_of(all.begin(), all.end(), [](const MatMulTarget& t) { return nvfp4_int::Supports(t.w); })) {
     return nvfp4_int::MatMul(x, size_t(M), size_t(ldx), all, pool);
   }

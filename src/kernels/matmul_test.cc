@@ -227,7 +227,7 @@ TEST(MatMulTest, QuantizedWeightsMatchReference) {
   });
 }
 
-// NVFP4 decode (1 to 3 rows of x, 8 on the VNNI kernel) rounds x per block of 16, never per row or
+// NVFP4 decode (1 to 8 rows of x) rounds x per block of 16, never per row or
 // across rows: blocks whose magnitudes differ by up to 10^8 each stay within
 // 2^-23 of their own max (a per-row scale would lose the small blocks
 // entirely), and rows 10^3 apart keep their own blocks. Shapes cover several
@@ -245,7 +245,7 @@ TEST(MatMulTest, Nvfp4DecodeRoundsXPerBlock) {
                           Case{.M = 2, .N = 45, .K = 1072, .ldx_pad = 5, .stride_pad = 2, .ldy_pad = 1, .w_byte_offset = 1},
                           Case{.M = 3, .N = 19, .K = 400, .ldx_pad = 16, .x_offset = 3},
                           Case{.M = 3, .N = 70, .K = 2048, .ldy_pad = 7},
-                          // (The VNNI kernel's rows: up to 8.)
+                          // (The integer kernels' rows: up to 8.)
                           Case{.M = 5, .N = 33, .K = 1072, .ldx_pad = 2, .stride_pad = 2, .w_byte_offset = 1},
                           Case{.M = 8, .N = 40, .K = 656, .ldy_pad = 3, .x_offset = 2},
                           // Partial last steps of 96 and 112 (the masked loads' widest tails).

@@ -8,6 +8,7 @@
 #include "kernels/cpu_features.h"
 #include "kernels/matmul_internal.h"
 #include "kernels/nvfp4_gemv_vnni.h"
+#include "kernels/nvfp4_w4a4_int.h"
 #include "kernels/ops.h"
 #include "kernels/scratch.h"
 #include "kernels/simd_target.h"
@@ -53,6 +54,7 @@ void QuantizeNvfp4Activations(const float* x, int64_t M, int64_t ldx, int64_t K,
                               int64_t ldo) {
   if (VnniAllowed())
     return vnni::QuantizeNvfp4ActivationValues(x, size_t(M), size_t(ldx), size_t(K), input_scale, out, size_t(ldo));
+  if (w4a4_int::Quantize(x, size_t(M), size_t(ldx), size_t(K), input_scale, out, size_t(ldo))) return;
   const float inv_scale = 1.0f / input_scale;
   for (int64_t m = 0; m < M; ++m)
     for (int64_t k = 0; k < K; k += kNvfp4Block) QuantizeBlock(x + m * ldx + k, inv_scale, out + m * ldo + k);
@@ -62,11 +64,18 @@ void MatMulW4A4(const float* x, int64_t M, int64_t ldx, float input_scale, std::
                 ThreadPool& pool) {
   if (M <= 0 || targets.empty()) return;
   const int64_t K = targets[0].w.cols;
-  bool integer = VnniAllowed() && size_t(M) <= vnni::kMaxRows && targets.size() <= kMaxGemvTargets;
+  // The integer kernels take NVFP4 targets of one K, whole scale blocks,
+  // rows starting on a byte: AVX-512 VNNI up to vnni::kMaxRows rows, else
+  // AVX2 (where the target has it) up to w4a4_int::kMaxRows.
+  bool integer = targets.size() <= kMaxGemvTargets;
   for (const MatMulTarget& t : targets)
     integer = integer && t.w.format == WeightFormat::kNvfp4 && t.w.cols == K && t.w.cols % kNvfp4Block == 0 &&
               t.w.row_stride % 2 == 0;
-  if (integer) return vnni::Nvfp4W4A4MatMul(x, size_t(M), size_t(ldx), input_scale, targets, pool);
+  if (integer && VnniAllowed()) {
+    if (size_t(M) <= vnni::kMaxRows) return vnni::Nvfp4W4A4MatMul(x, size_t(M), size_t(ldx), input_scale, targets, pool);
+  } else if (integer && size_t(M) <= w4a4_int::kMaxRows) {
+    if (w4a4_int::MatMul(x, size_t(M), size_t(ldx), input_scale, targets, pool)) return;
+  }
   // Otherwise the quantized values (exact in BF16, so the BF16 GEMMs take
   // them without rounding; rows quantized in parallel) through MatMulMany,
   // with input_scale folded into each W's global scale.

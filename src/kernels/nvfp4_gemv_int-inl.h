@@ -226,20 +226,15 @@ inline float HorizontalSum(__m256 v) {
   return _mm_cvtss_f32(_mm_add_ss(t, _mm_movehdup_ps(t)));
 }
 
-// Rows of x per call: each W step is decoded once for all of them. Measured
-// against the f32 tile (which decodes once per tile for all its rows), one
-// thread, 2048 x 2048 (src/kernels/README.md): 1.24x at 2 rows, 1.17x at
-// 3, even at 4.
-inline constexpr size_t kMaxRows = 3;
-
-// The rows MatMul sends here: kMaxRows, or vnni::kMaxRows where the VNNI
-// kernel runs (AVX3 with UseAvx512Vnni(): its digits cost less per row).
-inline size_t MaxRows() {
-#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
-  if (UseAvx512Vnni()) return vnni::kMaxRows;
-#endif
-  return kMaxRows;
-}
+// Rows of x per call: each W step is decoded once for all of them. Up to 8
+// (the VNNI kernel's count): against what MatMul otherwise runs for 4 to 8
+// rows (the f32 tile decoding W in registers), BM_Gemv<NVFP4> on the avx2
+// path (AMD Zen 5, 2 threads, min of 3, two rounds) 3072 x 1024: 4 rows
+// 282-297 us against 535-574, 6 rows 409-501 / 1114-1153, 8 rows 471-550 /
+// 1157-1185; 2048 x 2048, 8 rows 817-954 / 1506-1625 (and the chunk-
+// dequantizing f32 tile MatMul takes from 9 rows: 12 rows 1000-1131). (An
+// older one-thread measurement, 2048 x 2048: 1.24x at 2 rows, 1.17x at 3.)
+inline constexpr size_t kMaxRows = 8;
 
 // y[r][n] for rows [n0, n1) of w and the R rows of x (steps[r * stride + s]),
 // one W row at a time so that the chunk is read as one sequential stream
@@ -286,18 +281,17 @@ inline bool Supports(const MatrixView& w) {
   return w.format == WeightFormat::kNvfp4 && w.cols % kNvfp4Block == 0 && w.row_stride % 2 == 0;
 }
 
-// y_i[m][0, N_i) = x[m] · W_i^T for every target and the M (1 to MaxRows())
+// y_i[m][0, N_i) = x[m] · W_i^T for every target and the M (1 to kMaxRows)
 // rows of x [M, ldx]: x prepared once, threads claim chunks of W rows across
 // all targets.
 inline void MatMul(const float* x, size_t M, size_t ldx, std::span<const MatMulTarget> targets, ThreadPool& pool) {
-  HWY_DASSERT(M >= 1 && M <= MaxRows());
+  HWY_DASSERT(M >= 1 && M <= kMaxRows);
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
   // AVX-512 VNNI: the same contract (Supports() included) on 512-bit vpdpbusd
-  // (nvfp4_gemv_vnni.cc), for up to MaxRows() rows.
-  static_assert(vnni::kMaxRows >= kMaxRows);
+  // (nvfp4_gemv_vnni.cc), for as many rows.
+  static_assert(vnni::kMaxRows == kMaxRows);
   if (UseAvx512Vnni()) return vnni::Nvfp4MatMul(x, M, ldx, targets, pool);
 #endif
-  HWY_DASSERT(M <= kMaxRows);
   const size_t K = size_t(targets[0].w.cols);
   const size_t num_steps = (K + kStep - 1) / kStep;
   auto* steps = reinterpret_cast<PreparedStep*>(
@@ -312,7 +306,12 @@ inline void MatMul(const float* x, size_t M, size_t ldx, std::span<const MatMulT
     switch (M) {
       case 1: return Rows<1>(consts, steps, num_steps, t.w, n0, n1, t.y, ldy);
       case 2: return Rows<2>(consts, steps, num_steps, t.w, n0, n1, t.y, ldy);
-      default: return Rows<3>(consts, steps, num_steps, t.w, n0, n1, t.y, ldy);
+      case 3: return Rows<3>(consts, steps, num_steps, t.w, n0, n1, t.y, ldy);
+      case 4: return Rows<4>(consts, steps, num_steps, t.w, n0, n1, t.y, ldy);
+      case 5: return Rows<5>(consts, steps, num_steps, t.w, n0, n1, t.y, ldy);
+      case 6: return Rows<6>(consts, steps, num_steps, t.w, n0, n1, t.y, ldy);
+      case 7: return Rows<7>(consts, steps, num_steps, t.w, n0, n1, t.y, ldy);
+      default: return Rows<8>(consts, steps, num_steps, t.w, n0, n1, t.y, ldy);
     }
   });
 }
@@ -320,7 +319,6 @@ inline void MatMul(const float* x, size_t M, size_t ldx, std::span<const MatMulT
 #else
 inline constexpr bool kAvailable = false;
 inline constexpr size_t kMaxRows = 0;
-inline size_t MaxRows() { return 0; }
 inline bool Supports(const MatrixView&) { return false; }
 inline void MatMul(const float*, size_t, size_t, std::span<const MatMulTarget>, ThreadPool&) {
   HWY_ABORT("nvfp4_int::MatMul called on a target without it (check kAvailable)");

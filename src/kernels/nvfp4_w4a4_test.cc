@@ -1,7 +1,7 @@
 // W4A4 (ops.h QuantizeNvfp4Activations, MatMulW4A4) against the scalar
 // reference quantizer and a float64 product, on every SIMD target and CPU
-// path this machine has (the AVX-512 VNNI integer kernel, the portable
-// quantizer and MatMulMany fallback).
+// path this machine has (the AVX-512 VNNI and AVX2 integer kernels, the
+// portable quantizer and MatMulMany fallback).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -12,6 +12,8 @@
 #include "base/dtype.h"
 #include "base/thread_pool.h"
 #include "kernels/cpu_features.h"
+#include "kernels/nvfp4_gemv_vnni.h"
+#include "kernels/nvfp4_w4a4_int.h"
 #include "kernels/ops.h"
 #include "kernels/reference.h"
 #include "kernels/simd_target.h"
@@ -22,6 +24,12 @@ namespace {
 
 using testing::ForEachSimdTarget;
 using testing::QuantTestMatrix;
+
+#if defined(__x86_64__)
+constexpr bool kX86 = true;
+#else
+constexpr bool kX86 = false;
+#endif
 
 // Rows of x that exercise every rounding boundary: for a block scale s, the
 // values t * s * input_scale for t on and beside each of ModelOpt's E2M1
@@ -113,7 +121,7 @@ TEST(W4A4Test, MatMulMatchesFloat64) {
   };
   const Shape shapes[] = {{16, {5}}, {48, {33}}, {192, {192, 7}}, {272, {40}}, {1040, {65, 17, 3}}, {2048, {24}}};
   for (const Shape& sh : shapes)
-    for (int64_t M : {1, 2, 3, 5, 8, 9, 13}) {
+    for (int64_t M : {1, 2, 3, 5, 6, 7, 8, 9, 13}) {
       std::vector<QuantTestMatrix> ws;
       for (int64_t n : sh.N) ws.emplace_back(rng, WeightFormat::kNvfp4, false, n, sh.K, /*stride_pad=*/n % 2);
       std::vector<float> x = testing::RandomFloats(rng, size_t(M * sh.K), -2.0f, 2.0f);
@@ -122,10 +130,14 @@ TEST(W4A4Test, MatMulMatchesFloat64) {
       std::vector<float> q(x.size());
       ref::QuantizeNvfp4Activations(x.data(), M, sh.K, sh.K, input_scale, q.data(), sh.K);
       ForEachSimdTarget([&] {
-        // The VNNI kernel: every block's term exact, f32 adding K / 16 of
-        // them; otherwise MatMul's numerics on Q(x) (the AVX2 integer GEMV
-        // rounds each element to 2^-23 of its block's largest magnitude).
-        const bool integer = std::string(SimdTargetName()) == "AVX3" && UseAvx512Vnni() && M <= 8;
+        // The integer kernels (AVX-512 VNNI; AVX2 on x86's AVX2 and AVX3
+        // targets): every block's term exact, f32 adding K / 16 of them;
+        // otherwise MatMul's numerics on Q(x) (the AVX2 W4A16 GEMV rounds
+        // each element to 2^-23 of its block's largest magnitude).
+        const std::string target = SimdTargetName();
+        const bool vnni = target == "AVX3" && UseAvx512Vnni();
+        const bool integer = vnni ? size_t(M) <= vnni::kMaxRows
+                                  : kX86 && (target == "AVX2" || target == "AVX3") && size_t(M) <= w4a4_int::kMaxRows;
         std::vector<std::vector<float>> ys;
         std::vector<MatMulTarget> targets;
         for (const QuantTestMatrix& w : ws) {
@@ -142,7 +154,7 @@ TEST(W4A4Test, MatMulMatchesFloat64) {
                                            : (2.0 * double(sh.K) + 16) * 0x1p-24 * mag + 0x1p-22 * block_mag + 1e-30;
               const float got = ys[t][size_t(m * targets[t].ldy + n)];
               ASSERT_NEAR(got, want, bound) << "K " << sh.K << " M " << M << " target " << t << " row " << m
-                                            << " n " << n << (integer ? " (VNNI)" : "");
+                                            << " n " << n << (integer ? " (integer kernel)" : "");
             }
       });
     }

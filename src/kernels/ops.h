@@ -117,12 +117,12 @@ void QuantizeNvfp4Activations(const float* x, int64_t M, int64_t ldx, int64_t K,
                               int64_t ldo);
 
 // The W4A4 product for each target (NVFP4 W, one K): y[M, N] =
-// (Q(x) · W^T) * input_scale, Q = QuantizeNvfp4Activations. Numerics: with
-// AVX-512 VNNI and M <= 8 (decode), every block's term Q(x)-block · W-block
-// is exact and f32 adds the K / 16 of them (nvfp4_w4a4_vnni.cc); otherwise
-// MatMulMany of Q(x) with input_scale folded into W's global scale (MatMul's
-// numerics; BF16 rounding leaves Q(x) unchanged). No y may alias x or
-// another y.
+// (Q(x) · W^T) * input_scale, Q = QuantizeNvfp4Activations. Numerics: for
+// M <= 8 (decode) on x86 with AVX-512 VNNI (nvfp4_w4a4_vnni.cc) or AVX2
+// (nvfp4_w4a4_hwy.cc), every block's term Q(x)-block · W-block is exact and
+// f32 adds the K / 16 of them; otherwise MatMulMany of Q(x) with input_scale
+// folded into W's global scale (MatMul's numerics; BF16 rounding leaves Q(x)
+// unchanged). No y may alias x or another y.
 void MatMulW4A4(const float* x, int64_t M, int64_t ldx, float input_scale, std::span<const MatMulTarget> targets,
                 ThreadPool& pool);
 

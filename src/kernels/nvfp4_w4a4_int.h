@@ -1,0 +1,33 @@
+// W4A4 on AVX2 integers (nvfp4_w4a4_hwy.cc): ops.h MatMulW4A4 and
+// QuantizeNvfp4Activations where the AVX-512 VNNI kernels
+// (nvfp4_w4a4_vnni.cc) do not run — AVX2 CPUs, AVX-512 ones without VNNI, a
+// forced lower path. Both answer false where the dispatched SIMD target has
+// no such code (not x86, or below AVX2); the caller then takes the portable
+// route.
+#pragma once
+
+#include <cstddef>
+#include <span>
+
+#include "base/thread_pool.h"
+#include "kernels/ops.h"
+
+namespace tern::kernels::w4a4_int {
+
+// Rows of x per call (each W step is decoded once for all of them).
+inline constexpr size_t kMaxRows = 8;
+
+// y_i[m][0, N_i) = (Q(x[m]) · W_i^T) * input_scale for 1 to kMaxRows rows of
+// x [M, ldx] and 1 to kMaxGemvTargets targets that nvfp4_int::Supports takes
+// (NVFP4, one K with whole scale blocks, rows starting on a byte): x
+// quantized as QuantizeNvfp4Activations, every block's term exact (integer
+// sums by vpmaddubsw, scale products exact in f32), f32 across blocks.
+// Returns false, having done nothing, where the target lacks the kernel.
+bool MatMul(const float* x, size_t M, size_t ldx, float input_scale, std::span<const MatMulTarget> targets,
+            ThreadPool& pool);
+
+// ops.h QuantizeNvfp4Activations on 256-bit vectors, bit for bit (K % 16 == 0).
+// Returns false, having done nothing, where the target lacks it.
+bool Quantize(const float* x, size_t M, size_t ldx, size_t K, float input_scale, float* out, size_t ldo);
+
+}  // namespace tern::kernels::w4a4_int
