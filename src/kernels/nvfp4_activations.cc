@@ -35,7 +35,7 @@ void QuantizeBlock(const float* x, float inv_scale, float* out) {
     return;
   }
   const float wanted = inv_scale * amax / 6.0f;
-  const float s = E4M3Values()[F32ToE4M3(wanted < 448.0f ? wanted : 448.0f)];
+  const float s = E4M3Values()[F32ToE4M3(std::min(wanted, 448.0f))];
   static constexpr float kMagnitude[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
   for (int i = 0; i < 16; ++i) {
     if (s == 0.0f) {

@@ -95,10 +95,10 @@ HWY_INLINE bool QuantizeBlock(const float* x, float inv_scale, __m256i& q0, __m2
   __m128 m = _mm_max_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
   m = _mm_max_ps(m, _mm_movehl_ps(m, m));
   m = _mm_max_ss(m, _mm_movehdup_ps(m));
-  // min(g * amax / 6, 448) in the reference's f32 operations (_mm_min_ss
-  // returns its second operand unless the first is less, as `<` would).
+  // std::min(g * amax / 6, 448) in the reference's f32 operations
+  // (_mm_min_ss(a, b) is `a < b ? a : b`, std::min(b, a) exactly).
   const __m128 wanted = _mm_div_ss(_mm_mul_ss(_mm_set_ss(inv_scale), m), _mm_set_ss(6.0f));
-  s = _mm256_cvtss_f32(RoundToE4M3(_mm256_castps128_ps256(_mm_min_ss(wanted, _mm_set_ss(448.0f)))));
+  s = _mm256_cvtss_f32(RoundToE4M3(_mm256_castps128_ps256(_mm_min_ss(_mm_set_ss(448.0f), wanted))));
   if (s == 0.0f) {
     q0 = q1 = _mm256_setzero_si256();
     return true;
@@ -218,7 +218,9 @@ void Rows(const Consts& c, const Step4* steps, size_t stride, const MatrixView& 
 bool MatMul(const float* x, size_t M, size_t ldx, float input_scale, std::span<const MatMulTarget> targets,
             ThreadPool& pool) {
   static_assert(w4a4_int::kMaxRows == 8);  // the switch below
+  HWY_DASSERT(M >= 1 && M <= w4a4_int::kMaxRows && !targets.empty() && targets.size() <= kMaxGemvTargets);
   const size_t K = size_t(targets[0].w.cols);
+  for (const MatMulTarget& t : targets) HWY_DASSERT(nvfp4_int::Supports(t.w) && size_t(t.w.cols) == K);
   const size_t num_steps = (K + kStep - 1) / kStep;
   const float inv_scale = 1.0f / input_scale;
   auto* steps =

@@ -26,7 +26,9 @@ inline constexpr size_t kMaxRows = 8;
 bool MatMul(const float* x, size_t M, size_t ldx, float input_scale, std::span<const MatMulTarget> targets,
             ThreadPool& pool);
 
-// ops.h QuantizeNvfp4Activations on 256-bit vectors, bit for bit (K % 16 == 0).
+// ops.h QuantizeNvfp4Activations on 256-bit vectors, equal to the reference
+// (a negative element that rounds to zero is +0 here, -0 there) for K % 16
+// == 0 and an input_scale the loader accepts (positive, finite reciprocal).
 // Returns false, having done nothing, where the target lacks it.
 bool Quantize(const float* x, size_t M, size_t ldx, size_t K, float input_scale, float* out, size_t ldo);
 

@@ -57,7 +57,7 @@ std::vector<float> BoundaryRows(int64_t K, float input_scale, std::mt19937& rng)
   return x;
 }
 
-TEST(W4A4Test, QuantizeMatchesReferenceBitForBit) {
+TEST(W4A4Test, QuantizeMatchesReference) {
   std::mt19937 rng(11);
   const int64_t M = 3, K = 768;
   const float input_scale = 0.0173f;
@@ -73,6 +73,39 @@ TEST(W4A4Test, QuantizeMatchesReferenceBitForBit) {
     std::fill(got.begin(), got.end(), -1.0f);
     QuantizeNvfp4Activations(x.data(), M, K, K, input_scale, got.data(), K);
     for (int64_t i = 0; i < M * K; ++i) ASSERT_EQ(got[size_t(i)], want[size_t(i)]) << "element " << i << " x " << x[size_t(i)];
+  });
+}
+
+// The block scale's E4M3 rounding: blocks whose wanted scale (amax / 6
+// with input_scale 1) sits on every midpoint between two E4M3 values —
+// normal ones (ties to the even mantissa) and subnormal ones (multiples of
+// 2^-9) — and just beside it, at the subnormal/normal edge 2^-6 and at the
+// top (448, past it). The block's largest element then quantizes to 6 * s,
+// which shows s.
+TEST(W4A4Test, QuantizeRoundsBlockScalesAsE4M3) {
+  std::vector<float> wanted = {7.5f * 0x1p-9f, std::nextafter(0x1p-6f, 0.0f), 0x1p-6f, 440.0f,
+                               std::nextafter(448.0f, 0.0f), 448.0f, 464.0f, 1e6f};
+  const float* e4m3 = E4M3Values();
+  for (int code = 0; code < 0x7e; ++code) {
+    const float mid = (e4m3[code] + e4m3[code + 1]) / 2.0f;  // exact: at most 5 significant bits
+    for (float f : {mid * (1.0f - 0x1p-16f), mid, mid * (1.0f + 0x1p-16f)}) wanted.push_back(f);
+  }
+  std::mt19937 rng(21);
+  std::uniform_real_distribution<float> frac(-1.0f, 1.0f);
+  const int64_t K = int64_t(wanted.size()) * 16;
+  std::vector<float> x(static_cast<size_t>(K)), want(x.size()), got(x.size());
+  for (size_t b = 0; b < wanted.size(); ++b) {
+    for (size_t i = 1; i < 16; ++i) x[16 * b + i] = frac(rng) * 6.0f * wanted[b];
+    x[16 * b] = (b % 2 ? -6.0f : 6.0f) * wanted[b];  // amax: 6 f exactly (f has at most 21 significant bits)
+  }
+  ref::QuantizeNvfp4Activations(x.data(), 1, K, K, 1.0f, want.data(), K);
+  // (The reference, by hand: 7.5 * 2^-9 ties to the even 8 * 2^-9 = 2^-6; just below 2^-6 rounds to it.)
+  ASSERT_EQ(want[0], 6.0f * 0x1p-6f);
+  ASSERT_EQ(want[16], -6.0f * 0x1p-6f);
+  ForEachSimdTarget([&] {
+    QuantizeNvfp4Activations(x.data(), 1, K, K, 1.0f, got.data(), K);
+    for (int64_t i = 0; i < K; ++i)
+      ASSERT_EQ(got[size_t(i)], want[size_t(i)]) << "block " << i / 16 << " wanted scale " << wanted[size_t(i / 16)];
   });
 }
 
@@ -119,9 +152,10 @@ TEST(W4A4Test, MatMulMatchesFloat64) {
     int64_t K;
     std::vector<int64_t> N;  // one target per entry
   };
-  const Shape shapes[] = {{16, {5}}, {48, {33}}, {192, {192, 7}}, {272, {40}}, {1040, {65, 17, 3}}, {2048, {24}}};
+  const Shape shapes[] = {{16, {5}}, {48, {33}}, {192, {192, 7}}, {224, {9}}, {240, {18, 4}}, {272, {40}},
+                          {1040, {65, 17, 3}}, {2048, {24}}};
   for (const Shape& sh : shapes)
-    for (int64_t M : {1, 2, 3, 5, 6, 7, 8, 9, 13}) {
+    for (int64_t M : {1, 2, 3, 4, 5, 6, 7, 8, 9, 13}) {
       std::vector<QuantTestMatrix> ws;
       for (int64_t n : sh.N) ws.emplace_back(rng, WeightFormat::kNvfp4, false, n, sh.K, /*stride_pad=*/n % 2);
       std::vector<float> x = testing::RandomFloats(rng, size_t(M * sh.K), -2.0f, 2.0f);
@@ -184,6 +218,35 @@ TEST(W4A4Test, ManyTargetsEqualOneByOne) {
       }
     });
   }
+}
+
+// Below AVX-512 VNNI on x86 (the AVX2 target, or AVX3 with the avx512 path),
+// MatMulW4A4 and QuantizeNvfp4Activations are the AVX2 kernels of
+// nvfp4_w4a4_int.h (a fallback would pass the float64 bound too).
+TEST(W4A4Test, Avx2KernelsRunBelowVnni) {
+  if (!kX86) GTEST_SKIP() << "x86 only";
+  ThreadPool pool(2);
+  std::mt19937 rng(13);
+  const int64_t K = 384, N = 50;
+  QuantTestMatrix w(rng, WeightFormat::kNvfp4, false, N, K);
+  int runs = 0;
+  for (int64_t M : {1, 4, 8}) {
+    const std::vector<float> x = testing::RandomFloats(rng, size_t(M * K));
+    ForEachSimdTarget([&] {
+      const std::string target = SimdTargetName();
+      if ((target != "AVX2" && target != "AVX3") || (target == "AVX3" && UseAvx512Vnni())) return;
+      ++runs;
+      std::vector<float> y(size_t(M * N)), direct(size_t(M * N)), q(size_t(M * K)), q_direct(size_t(M * K));
+      const MatMulTarget t{.w = w.view, .y = y.data(), .ldy = N}, td{.w = w.view, .y = direct.data(), .ldy = N};
+      MatMulW4A4(x.data(), M, K, 0.03f, {&t, 1}, pool);
+      ASSERT_TRUE(w4a4_int::MatMul(x.data(), size_t(M), size_t(K), 0.03f, {&td, 1}, pool));
+      EXPECT_EQ(y, direct) << "M " << M;
+      QuantizeNvfp4Activations(x.data(), M, K, K, 0.03f, q.data(), K);
+      ASSERT_TRUE(w4a4_int::Quantize(x.data(), size_t(M), size_t(K), size_t(K), 0.03f, q_direct.data(), size_t(K)));
+      EXPECT_EQ(q, q_direct) << "M " << M;
+    });
+  }
+  EXPECT_GT(runs, 0);  // every x86 machine this builds for has AVX2
 }
 
 TEST(W4A4Test, NonFiniteXMakesItsRowNaN) {

@@ -65,7 +65,7 @@ inline bool QuantizeBlock(__m512 v, float inv_scale, __m512i& q2, float& s) {
   if (_mm512_fpclass_ps_mask(v, 0x99) != 0) return false;  // QNaN, SNaN, +inf, -inf
   const float amax = _mm512_reduce_max_ps(_mm512_abs_ps(v));
   const float wanted = inv_scale * amax / 6.0f;  // (no std::min: see nvfp4_gemv_vnni.cc on inline functions)
-  s = RoundToE4M3(wanted < 448.0f ? wanted : 448.0f);
+  s = RoundToE4M3(448.0f < wanted ? 448.0f : wanted);
   if (s == 0.0f) {
     q2 = _mm512_setzero_si512();
     return true;

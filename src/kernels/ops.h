@@ -111,8 +111,10 @@ void MatMulMany(const float* x, int64_t M, int64_t ldx, std::span<const MatMulTa
 //                                         0 where s == 0)
 // so that x ~ out * input_scale. Each out is exact in f32 and in BF16 (an
 // E2M1 value has 2 significant bits, an E4M3 one 4). A block with a NaN or
-// an infinity is NaN throughout. out: row stride ldo (may equal x when
-// ldo == ldx).
+// an infinity is NaN throughout. input_scale: positive with a finite
+// reciprocal (the loader refuses others). The SIMD versions write a negative
+// element that rounds to zero as +0 (the definition's -0: equal in value).
+// out: row stride ldo (may equal x when ldo == ldx).
 void QuantizeNvfp4Activations(const float* x, int64_t M, int64_t ldx, int64_t K, float input_scale, float* out,
                               int64_t ldo);
 
