@@ -199,24 +199,30 @@ HWY_INLINE WStep LoadTail(const Consts& c, const uint8_t* row, const uint8_t* sc
   return DecodeStep(c, wv, _mm_cvtsi64_si128(int64_t(sb)));
 }
 
-// The integer sums of one group: lane l = sum over elements 8l .. 8l + 7 of
-// 2 * value * x24.
-HWY_INLINE __m256i GroupSums(const Consts& c, __m256i ue, __m256i uo, const uint8_t (*x)[32], const int32_t* corr) {
-  const auto ld = [&](int i) { return _mm256_load_si256(reinterpret_cast<const __m256i*>(x[i])); };
-  const __m256i lo = _mm256_add_epi16(_mm256_maddubs_epi16(ld(0), ue), _mm256_maddubs_epi16(ld(3), uo));
-  const __m256i mid = _mm256_add_epi16(_mm256_maddubs_epi16(ld(1), ue), _mm256_maddubs_epi16(ld(4), uo));
-  const __m256i hi = _mm256_add_epi16(_mm256_maddubs_epi16(ue, ld(2)), _mm256_maddubs_epi16(uo, ld(5)));
-  const __m256i top = _mm256_add_epi32(_mm256_madd_epi16(hi, c.k256), _mm256_madd_epi16(mid, c.ones));
-  const __m256i d = _mm256_add_epi32(_mm256_slli_epi32(top, 8), _mm256_madd_epi16(lo, c.ones));
-  return _mm256_sub_epi32(d, _mm256_load_si256(reinterpret_cast<const __m256i*>(corr)));
-}
+// The 24-bit x side for Rows. GroupSums: the integer sums of group g of a
+// step, lane l = sum over elements 8l .. 8l + 7 of 2 * value * x24.
+struct X24 {
+  using Step = PreparedStep;
+  static HWY_INLINE __m256i GroupSums(const Consts& c, __m256i ue, __m256i uo, const PreparedStep& p, size_t g) {
+    const auto ld = [&](int i) { return _mm256_load_si256(reinterpret_cast<const __m256i*>(p.x[g][i])); };
+    const __m256i lo = _mm256_add_epi16(_mm256_maddubs_epi16(ld(0), ue), _mm256_maddubs_epi16(ld(3), uo));
+    const __m256i mid = _mm256_add_epi16(_mm256_maddubs_epi16(ld(1), ue), _mm256_maddubs_epi16(ld(4), uo));
+    const __m256i hi = _mm256_add_epi16(_mm256_maddubs_epi16(ue, ld(2)), _mm256_maddubs_epi16(uo, ld(5)));
+    const __m256i top = _mm256_add_epi32(_mm256_madd_epi16(hi, c.k256), _mm256_madd_epi16(mid, c.ones));
+    const __m256i d = _mm256_add_epi32(_mm256_slli_epi32(top, 8), _mm256_madd_epi16(lo, c.ones));
+    return _mm256_sub_epi32(d, _mm256_load_si256(reinterpret_cast<const __m256i*>(p.c[g])));
+  }
+};
 
-// acc + one step of one row of x against W.
-HWY_INLINE __m256 StepDot(const Consts& c, const WStep& w, const PreparedStep& p, __m256 acc) {
+// acc + one step of one row of x against W, for an x side X whose Step holds
+// the x block multipliers in `step` (kBlockOrder) and whose GroupSums gives
+// each lane's exact integer sum over its 8 elements: two groups' lanes added
+// in pairs (vphaddd) are the 8 block sums, in kBlockOrder.
+template <class X>
+HWY_INLINE __m256 StepDot(const Consts& c, const WStep& w, const typename X::Step& p, __m256 acc) {
   const __m256 s = _mm256_mul_ps(w.scale, _mm256_load_ps(p.step));
-  const __m256i d0 = GroupSums(c, w.ue[0], w.uo[0], p.x[0], p.c[0]);
-  const __m256i d1 = GroupSums(c, w.ue[1], w.uo[1], p.x[1], p.c[1]);
-  // Block sums in kBlockOrder, as s.
+  const __m256i d0 = X::GroupSums(c, w.ue[0], w.uo[0], p, 0);
+  const __m256i d1 = X::GroupSums(c, w.ue[1], w.uo[1], p, 1);
   return _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_hadd_epi32(d0, d1)), s, acc);
 }
 
@@ -236,14 +242,15 @@ inline float HorizontalSum(__m256 v) {
 // older one-thread measurement, 2048 x 2048: 1.24x at 2 rows, 1.17x at 3.)
 inline constexpr size_t kMaxRows = 8;
 
-// y[r][n] for rows [n0, n1) of w and the R rows of x (steps[r * stride + s]),
-// one W row at a time so that the chunk is read as one sequential stream
-// (rows are contiguous). One row of x takes two accumulators on alternate
-// steps (two independent FMA chains); more rows are independent chains
-// already.
-template <size_t R>
-inline void Rows(const Consts& c, const PreparedStep* steps, size_t stride, const MatrixView& w, size_t n0, size_t n1,
-                 float* y, size_t ldy) {
+// y[r][n] = (x[r] · W[n]) * global_scale * out_scale for rows [n0, n1) of w
+// and the R rows of x (an x side X, see StepDot; its prepared steps at
+// steps[r * stride + s]), one W row at a time so that the chunk is read as one
+// sequential stream (rows are contiguous). One row of x takes two
+// accumulators on alternate steps (two independent FMA chains); more rows
+// are independent chains already.
+template <class X, size_t R>
+inline void Rows(const Consts& c, const typename X::Step* steps, size_t stride, const MatrixView& w, size_t n0,
+                 size_t n1, float* y, size_t ldy, float out_scale) {
   const size_t K = size_t(w.cols);
   const size_t full = K / kStep, tail = K - full * kStep;  // tail: a multiple of 16
   const auto* base = static_cast<const uint8_t*>(w.data);
@@ -258,21 +265,47 @@ inline void Rows(const Consts& c, const PreparedStep* steps, size_t stride, cons
     size_t s = 0;
     if constexpr (R == 1) {
       for (; s + 2 <= full; s += 2) {
-        acc[0] = StepDot(c, step_at(s), steps[s], acc[0]);
-        acc1 = StepDot(c, step_at(s + 1), steps[s + 1], acc1);
+        acc[0] = StepDot<X>(c, step_at(s), steps[s], acc[0]);
+        acc1 = StepDot<X>(c, step_at(s + 1), steps[s + 1], acc1);
       }
     }
     for (; s < full; ++s) {
       const WStep ws = step_at(s);
-      for (size_t i = 0; i < R; ++i) acc[i] = StepDot(c, ws, steps[i * stride + s], acc[i]);
+      for (size_t i = 0; i < R; ++i) acc[i] = StepDot<X>(c, ws, steps[i * stride + s], acc[i]);
     }
     if (tail != 0) {
       const WStep ws = LoadTail(c, r + full * (kStep / 2), sr + full * 8, tail);
-      for (size_t i = 0; i < R; ++i) acc[i] = StepDot(c, ws, steps[i * stride + full], acc[i]);
+      for (size_t i = 0; i < R; ++i) acc[i] = StepDot<X>(c, ws, steps[i * stride + full], acc[i]);
     }
     acc[0] = _mm256_add_ps(acc[0], acc1);
-    for (size_t i = 0; i < R; ++i) y[i * ldy + n] = HorizontalSum(acc[i]) * w.global_scale;
+    for (size_t i = 0; i < R; ++i) y[i * ldy + n] = HorizontalSum(acc[i]) * w.global_scale * out_scale;
   }
+}
+
+// Rows<X, M> over every target's rows, threads claiming chunks across all
+// targets, for the M (1 to kMaxRows) rows of x X has prepared (steps[r *
+// stride + s]).
+template <class X>
+inline void RowsOfTargets(size_t M, const typename X::Step* steps, size_t stride,
+                          std::span<const MatMulTarget> targets, ThreadPool& pool, float out_scale) {
+  static_assert(kMaxRows == 8);  // the switch below
+  const Nvfp4Chunks chunks = PlanNvfp4Chunks(targets, pool.size());
+  static const Consts consts;
+  pool.Run(chunks.first[targets.size()], [&](size_t chunk, size_t) {
+    size_t n0, n1;
+    const MatMulTarget& t = chunks.Locate(targets, chunk, n0, n1);
+    const size_t ldy = size_t(t.ldy);
+    switch (M) {
+      case 1: return Rows<X, 1>(consts, steps, stride, t.w, n0, n1, t.y, ldy, out_scale);
+      case 2: return Rows<X, 2>(consts, steps, stride, t.w, n0, n1, t.y, ldy, out_scale);
+      case 3: return Rows<X, 3>(consts, steps, stride, t.w, n0, n1, t.y, ldy, out_scale);
+      case 4: return Rows<X, 4>(consts, steps, stride, t.w, n0, n1, t.y, ldy, out_scale);
+      case 5: return Rows<X, 5>(consts, steps, stride, t.w, n0, n1, t.y, ldy, out_scale);
+      case 6: return Rows<X, 6>(consts, steps, stride, t.w, n0, n1, t.y, ldy, out_scale);
+      case 7: return Rows<X, 7>(consts, steps, stride, t.w, n0, n1, t.y, ldy, out_scale);
+      default: return Rows<X, 8>(consts, steps, stride, t.w, n0, n1, t.y, ldy, out_scale);
+    }
+  });
 }
 
 // Whether MatMulNvfp4 takes these: NVFP4 with whole scale blocks and rows
@@ -297,23 +330,7 @@ inline void MatMul(const float* x, size_t M, size_t ldx, std::span<const MatMulT
   auto* steps = reinterpret_cast<PreparedStep*>(
       ThreadScratch(ScratchSlot::kMatMulX, M * num_steps * sizeof(PreparedStep) / sizeof(float)));
   for (size_t m = 0; m < M; ++m) Prepare(x + m * ldx, K, steps + m * num_steps);
-  const Nvfp4Chunks chunks = PlanNvfp4Chunks(targets, pool.size());
-  static const Consts consts;
-  pool.Run(chunks.first[targets.size()], [&](size_t chunk, size_t) {
-    size_t n0, n1;
-    const MatMulTarget& t = chunks.Locate(targets, chunk, n0, n1);
-    const size_t ldy = size_t(t.ldy);
-    switch (M) {
-      case 1: return Rows<1>(consts, steps, num_steps, t.w, n0, n1, t.y, ldy);
-      case 2: return Rows<2>(consts, steps, num_steps, t.w, n0, n1, t.y, ldy);
-      case 3: return Rows<3>(consts, steps, num_steps, t.w, n0, n1, t.y, ldy);
-      case 4: return Rows<4>(consts, steps, num_steps, t.w, n0, n1, t.y, ldy);
-      case 5: return Rows<5>(consts, steps, num_steps, t.w, n0, n1, t.y, ldy);
-      case 6: return Rows<6>(consts, steps, num_steps, t.w, n0, n1, t.y, ldy);
-      case 7: return Rows<7>(consts, steps, num_steps, t.w, n0, n1, t.y, ldy);
-      default: return Rows<8>(consts, steps, num_steps, t.w, n0, n1, t.y, ldy);
-    }
-  });
+  RowsOfTargets<X24>(M, steps, num_steps, targets, pool, 1.0f);
 }
 
 #else

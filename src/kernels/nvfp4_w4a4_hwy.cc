@@ -162,62 +162,21 @@ inline void Prepare(const float* x, size_t K, float inv_scale, Step4* steps) {
   }
 }
 
-// The integer sums of one group: lane l = sum over its 8 elements of 2v * 2q.
-HWY_INLINE __m256i GroupSums(const Consts& c, __m256i ue, __m256i uo, const int8_t (*x)[32], const int32_t* corr) {
-  const __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(ue, _mm256_load_si256(reinterpret_cast<const __m256i*>(x[0]))),
-                                     _mm256_maddubs_epi16(uo, _mm256_load_si256(reinterpret_cast<const __m256i*>(x[1]))));
-  return _mm256_sub_epi32(_mm256_madd_epi16(p, c.ones), _mm256_load_si256(reinterpret_cast<const __m256i*>(corr)));
-}
-
-// acc + one step of one row of x against W.
-HWY_INLINE __m256 StepDot(const Consts& c, const WStep& w, const Step4& p, __m256 acc) {
-  const __m256 s = _mm256_mul_ps(w.scale, _mm256_load_ps(p.step));
-  const __m256i d0 = GroupSums(c, w.ue[0], w.uo[0], p.x[0], p.c[0]);
-  const __m256i d1 = GroupSums(c, w.ue[1], w.uo[1], p.x[1], p.c[1]);
-  return _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_hadd_epi32(d0, d1)), s, acc);  // blocks in kBlockOrder, as s
-}
-
-// y[r][n] = (x[r] · W[n]) * global_scale * input_scale for rows [n0, n1) of
-// w and the R rows of x (steps[r * stride + s]), one W row at a time (one
-// sequential stream). One row of x takes two accumulators on alternate steps
-// (two FMA chains); more rows are independent chains already.
-template <size_t R>
-void Rows(const Consts& c, const Step4* steps, size_t stride, const MatrixView& w, size_t n0, size_t n1, float* y,
-          size_t ldy, float input_scale) {
-  const size_t K = size_t(w.cols);
-  const size_t full = K / kStep, tail = K - full * kStep;  // tail: a multiple of 16
-  const auto* base = static_cast<const uint8_t*>(w.data);
-  const auto* sbase = static_cast<const uint8_t*>(w.scales);
-  const size_t row_bytes = size_t(w.row_stride) / 2, srow_bytes = size_t(w.scale_stride);
-  for (size_t n = n0; n < n1; ++n) {
-    const uint8_t* r = base + n * row_bytes;
-    const uint8_t* sr = sbase + n * srow_bytes;
-    const auto step_at = [&](size_t s) { return nvfp4_int::LoadStep(c, r + s * (kStep / 2), sr + s * 8); };
-    __m256 acc[R], acc1 = _mm256_setzero_ps();
-    for (size_t i = 0; i < R; ++i) acc[i] = _mm256_setzero_ps();
-    size_t s = 0;
-    if constexpr (R == 1) {
-      for (; s + 2 <= full; s += 2) {
-        acc[0] = StepDot(c, step_at(s), steps[s], acc[0]);
-        acc1 = StepDot(c, step_at(s + 1), steps[s + 1], acc1);
-      }
-    }
-    for (; s < full; ++s) {
-      const WStep ws = step_at(s);
-      for (size_t i = 0; i < R; ++i) acc[i] = StepDot(c, ws, steps[i * stride + s], acc[i]);
-    }
-    if (tail != 0) {
-      const WStep ws = nvfp4_int::LoadTail(c, r + full * (kStep / 2), sr + full * 8, tail);
-      for (size_t i = 0; i < R; ++i) acc[i] = StepDot(c, ws, steps[i * stride + full], acc[i]);
-    }
-    acc[0] = _mm256_add_ps(acc[0], acc1);
-    for (size_t i = 0; i < R; ++i) y[i * ldy + n] = nvfp4_int::HorizontalSum(acc[i]) * w.global_scale * input_scale;
+// The NVFP4 x side for nvfp4_int::Rows. GroupSums: the integer sums of
+// group g of a step, lane l = sum over its 8 elements of 2v * 2q.
+struct X4 {
+  using Step = Step4;
+  static HWY_INLINE __m256i GroupSums(const Consts& c, __m256i ue, __m256i uo, const Step4& p, size_t g) {
+    const __m256i pairs =
+        _mm256_add_epi16(_mm256_maddubs_epi16(ue, _mm256_load_si256(reinterpret_cast<const __m256i*>(p.x[g][0]))),
+                         _mm256_maddubs_epi16(uo, _mm256_load_si256(reinterpret_cast<const __m256i*>(p.x[g][1]))));
+    return _mm256_sub_epi32(_mm256_madd_epi16(pairs, c.ones), _mm256_load_si256(reinterpret_cast<const __m256i*>(p.c[g])));
   }
-}
+};
 
 bool MatMul(const float* x, size_t M, size_t ldx, float input_scale, std::span<const MatMulTarget> targets,
             ThreadPool& pool) {
-  static_assert(w4a4_int::kMaxRows == 8);  // the switch below
+  static_assert(w4a4_int::kMaxRows == nvfp4_int::kMaxRows);
   HWY_DASSERT(M >= 1 && M <= w4a4_int::kMaxRows && !targets.empty() && targets.size() <= kMaxGemvTargets);
   const size_t K = size_t(targets[0].w.cols);
   for (const MatMulTarget& t : targets) HWY_DASSERT(nvfp4_int::Supports(t.w) && size_t(t.w.cols) == K);
@@ -226,23 +185,7 @@ bool MatMul(const float* x, size_t M, size_t ldx, float input_scale, std::span<c
   auto* steps =
       reinterpret_cast<Step4*>(ThreadScratch(ScratchSlot::kMatMulX, M * num_steps * sizeof(Step4) / sizeof(float)));
   for (size_t m = 0; m < M; ++m) Prepare(x + m * ldx, K, inv_scale, steps + m * num_steps);
-  const Nvfp4Chunks chunks = PlanNvfp4Chunks(targets, pool.size());
-  static const Consts consts;
-  pool.Run(chunks.first[targets.size()], [&](size_t chunk, size_t) {
-    size_t n0, n1;
-    const MatMulTarget& t = chunks.Locate(targets, chunk, n0, n1);
-    const size_t ldy = size_t(t.ldy);
-    switch (M) {
-      case 1: return Rows<1>(consts, steps, num_steps, t.w, n0, n1, t.y, ldy, input_scale);
-      case 2: return Rows<2>(consts, steps, num_steps, t.w, n0, n1, t.y, ldy, input_scale);
-      case 3: return Rows<3>(consts, steps, num_steps, t.w, n0, n1, t.y, ldy, input_scale);
-      case 4: return Rows<4>(consts, steps, num_steps, t.w, n0, n1, t.y, ldy, input_scale);
-      case 5: return Rows<5>(consts, steps, num_steps, t.w, n0, n1, t.y, ldy, input_scale);
-      case 6: return Rows<6>(consts, steps, num_steps, t.w, n0, n1, t.y, ldy, input_scale);
-      case 7: return Rows<7>(consts, steps, num_steps, t.w, n0, n1, t.y, ldy, input_scale);
-      default: return Rows<8>(consts, steps, num_steps, t.w, n0, n1, t.y, ldy, input_scale);
-    }
-  });
+  nvfp4_int::RowsOfTargets<X4>(M, steps, num_steps, targets, pool, input_scale);
   return true;
 }
 
