@@ -225,7 +225,7 @@ void W4A4Fn(const float* x, int64_t M, int64_t ldx, const MatrixView& w, float* 
   MatMulW4A4(x, M, ldx, 0.05f, {&t, 1}, pool);
 }
 void Nvfp4SmallBatchShapes(benchmark::internal::Benchmark* b) {
-  b->ArgsProduct({{1, 2, 4, 6, 8}, {3072}, {1024}})->ArgsProduct({{8}, {2048}, {2048}});
+  b->ArgsProduct({{1, 2, 4, 6, 8}, {3072}, {1024}})->ArgsProduct({{4, 6, 8}, {2048}, {2048}})->ArgsProduct({{6, 8}, {1024}, {3072}});
   BenchTiming(b);
   b->Unit(benchmark::kMicrosecond);
 }

@@ -248,6 +248,9 @@ TEST(MatMulTest, Nvfp4DecodeRoundsXPerBlock) {
                           // (The integer kernels' rows: up to 8.)
                           Case{.M = 5, .N = 33, .K = 1072, .ldx_pad = 2, .stride_pad = 2, .w_byte_offset = 1},
                           Case{.M = 8, .N = 40, .K = 656, .ldy_pad = 3, .x_offset = 2},
+                          // Prepared x past L1 (two W rows side by side on VNNI), an odd row count.
+                          Case{.M = 8, .N = 37, .K = 2064, .ldy_pad = 1, .w_byte_offset = 1},
+                          Case{.M = 6, .N = 21, .K = 3072, .stride_pad = 2},
                           // Partial last steps of 96 and 112 (the masked loads' widest tails).
                           Case{.M = 1, .N = 21, .K = 224, .stride_pad = 1, .w_byte_offset = 2},
                           Case{.M = 4, .N = 17, .K = 240, .stride_pad = 2, .ldy_pad = 1},

@@ -21,6 +21,7 @@
 #pragma once
 
 #include <immintrin.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstddef>
@@ -179,21 +180,33 @@ void RowGroup(const Consts& c, const typename X::Step* steps, size_t stride, con
     for (size_t j = 0; j < NW; ++j) y[i * ldy + n + j] = _mm512_reduce_add_ps(acc[i][j]) * w.global_scale * out_scale;
 }
 
-// W rows per group. One: then W is read as one sequential stream (rows are
-// contiguous), prefetched kPrefetchBytes ahead. Four rows side by side share
-// the loads of x and are 1.15x faster with W in L2, but 1.1-1.2x slower from
-// memory (BM_MatMul<NVFP4> 151936 x 1024 and 2048 x 1024, AMD Zen 4, 2
-// threads, before the prefetch); two rows with the prefetch, Zen 5: 1.05x in
-// L2, 0.85-0.97x from memory. Decode reads W from memory.
-template <size_t R>
-constexpr size_t kGroup = 1;
+// The L1 data cache's size (sysconf; 32 KiB where it does not say).
+inline size_t L1DataBytes() {
+  static const size_t bytes = [] {
+    const long v = sysconf(_SC_LEVEL1_DCACHE_SIZE);
+    return v > 0 ? size_t(v) : size_t(32768);
+  }();
+  return bytes;
+}
 
-// y[r][n] for rows [n0, n1) of w and the R rows of x.
+// y[r][n] for rows [n0, n1) of w and the R rows of x, one W row at a time:
+// W is then read as one sequential stream (rows are contiguous), prefetched
+// kPrefetchBytes ahead. Two W rows side by side share the loads of x, which
+// pays once the R prepared rows of x outgrow L1 and each step's x comes from
+// L2: BM_Gemv<NVFP4> 8 rows of 2048 x 2048 (64 KiB of W4A16's prepared x
+// against Zen 5's 48 KiB L1), 2 threads, two rounds, 403-458 us against
+// 665-758; where x fits (6 rows of that, 4 rows, W4A4's 8 rows of 2048
+// elements) two rows were 1.05-1.2x slower, and for one row of x from
+// memory 0.85-0.97x (Zen 5; Zen 4 without the prefetch: four rows 1.1-1.2x
+// slower from memory, 1.15x faster in L2).
 template <class X, size_t R>
 void Rows(const Consts& c, const typename X::Step* steps, size_t stride, const MatrixView& w, size_t n0, size_t n1,
           float* y, size_t ldy, float out_scale) {
   size_t n = n0;
-  for (; n + kGroup<R> <= n1; n += kGroup<R>) RowGroup<X, R, kGroup<R>>(c, steps, stride, w, n, n1, y, ldy, out_scale);
+  if constexpr (R >= 4) {
+    if (R * stride * sizeof(typename X::Step) > L1DataBytes())
+      for (; n + 2 <= n1; n += 2) RowGroup<X, R, 2>(c, steps, stride, w, n, n1, y, ldy, out_scale);
+  }
   for (; n < n1; ++n) RowGroup<X, R, 1>(c, steps, stride, w, n, n1, y, ldy, out_scale);
 }
 

@@ -153,7 +153,7 @@ TEST(W4A4Test, MatMulMatchesFloat64) {
     std::vector<int64_t> N;  // one target per entry
   };
   const Shape shapes[] = {{16, {5}}, {48, {33}}, {192, {192, 7}}, {224, {9}}, {240, {18, 4}}, {272, {40}},
-                          {1040, {65, 17, 3}}, {2048, {24}}};
+                          {1040, {65, 17, 3}}, {2048, {24}}, {3104, {13}}};  // 3104: 8 rows' x past L1
   for (const Shape& sh : shapes)
     for (int64_t M : {1, 2, 3, 4, 5, 6, 7, 8, 9, 13}) {
       std::vector<QuantTestMatrix> ws;
