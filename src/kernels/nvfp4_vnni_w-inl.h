@@ -196,9 +196,10 @@ inline size_t L1DataBytes() {
 // L2: BM_Gemv<NVFP4> 8 rows of 2048 x 2048 (64 KiB of W4A16's prepared x
 // against Zen 5's 48 KiB L1), 2 threads, two rounds, 403-458 us against
 // 665-758; where x fits (6 rows of that, 4 rows, W4A4's 8 rows of 2048
-// elements) two rows were 1.05-1.2x slower, and for one row of x from
+// elements) two rows were 1.05-1.3x slower, and for one row of x from
 // memory 0.85-0.97x (Zen 5; Zen 4 without the prefetch: four rows 1.1-1.2x
-// slower from memory, 1.15x faster in L2).
+// slower from memory, 1.15x faster in L2). Under 4 rows of x the pairing is
+// not compiled: their x passes L1 only from K ~ 8192, never measured.
 template <class X, size_t R>
 void Rows(const Consts& c, const typename X::Step* steps, size_t stride, const MatrixView& w, size_t n0, size_t n1,
           float* y, size_t ldy, float out_scale) {
