@@ -14,7 +14,7 @@ std::function<Result<ActivationNumerics>()> AddQuantNumericsOption(CLI::App& app
   app.add_option("--quant-numerics", *choice,
                  "quantized layers: w4a16 (exact weights, activations at f32 precision; Hopper/Marlin take BF16) or "
                  "w4a4 (activations quantized to NVFP4 as Blackwell's NVFP4 GEMM does, FP8 layers W8A8; NVFP4 decode then "
-                 "multiplies 4-bit codes as integers where the CPU has AVX-512 VNNI, the faster decode)")
+                 "multiplies 4-bit codes as integers on AVX-512 VNNI or AVX2, the faster decode)")
       ->default_val("w4a16");
   return [choice]() -> Result<ActivationNumerics> {
     if (*choice == "w4a16" || *choice == "w8a16") return ActivationNumerics::kFull;
