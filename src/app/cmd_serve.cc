@@ -14,7 +14,9 @@ Command RegisterServe(CLI::App& app) {
   app.add_option("--port", o->port, "port to listen on")->default_val(30000);
   app.add_option("--served-model-name", o->served_model_name, "model name reported by the API (default: the path)");
   app.add_option("--api-key", o->api_key, "require 'Authorization: Bearer KEY' (health and metrics exempt)");
-  app.add_option("--context-length", o->context_length, "maximum context length (default: the model's)");
+  app.add_option("--context-length", o->context_length,
+                 "maximum context length (default: the model's max_position_embeddings; longer only with "
+                 "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1)");
   app.add_option("--max-running-requests", o->max_running_requests, "sequences decoded together")->default_val(64);
   app.add_option("--max-queued-requests", o->max_queued_requests,
                  "waiting sequences (a request with n choices counts n) before 503 (-1: unbounded)")
@@ -83,12 +85,7 @@ Command RegisterServe(CLI::App& app) {
     o->quant_numerics = *num;
     o->tp = par->tp;
     o->ep = par->ep;
-    if (IsWorkerRank())
-      return RunShardWorker(o->model_path, {.threads = o->threads, .numerics = *num,
-                                            .weight_check = o->skip_weight_check ? WeightCheck::kSkip
-                                                            : o->strict_weights  ? WeightCheck::kError
-                                                                                 : WeightCheck::kWarn,
-                                            .tp = o->tp, .ep = o->ep, .report_progress = true});
+    if (IsWorkerRank()) return RunShardWorker(o->model_path, server::ServedModelLoadOptions(*o));
     if (o->page_size <= 0 || o->max_running_requests <= 0 || o->chunked_prefill_size <= 0)
       return Fail("serve: --page-size, --max-running-requests and --chunked-prefill-size must be positive");
     // An empty key would silently turn authentication off.

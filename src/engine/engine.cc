@@ -46,6 +46,11 @@ Result<std::unique_ptr<Engine>> Engine::Create(Model& model, const EngineOptions
   EngineOptions o = opts;
   if (o.context_length <= 0) o.context_length = model.config().max_position_embeddings;
   if (o.context_length <= 0) return Status::Error("engine: the context length is unknown; set --context-length");
+  // A sequence may reach context_length positions; the model must accept them
+  // all, or a long reply would fail at the limit instead of finishing there.
+  if (model.max_positions() > 0 && o.context_length > model.max_positions())
+    return Status::Errorf("engine: the context length {} is longer than the model accepts ({} positions)",
+                          o.context_length, model.max_positions());
   if (o.max_running_requests <= 0) return Status::Error("engine: max_running_requests must be positive");
   if (o.chunked_prefill_size <= 0) return Status::Error("engine: chunked_prefill_size must be positive");
   // Models with recurrent state get a state slot per running sequence, and a

@@ -50,6 +50,7 @@ class FaultyModel final : public Model {
   }
   const ModelConfig& config() const override { return inner_.config(); }
   CacheSpec cache_spec() const override { return inner_.cache_spec(); }
+  int64_t max_positions() const override { return inner_.max_positions(); }
   int64_t WeightBytesPerToken() const override { return inner_.WeightBytesPerToken(); }
   int64_t WeightBytes() const override { return inner_.WeightBytes(); }
   DType weight_dtype() const override { return inner_.weight_dtype(); }

@@ -77,6 +77,42 @@ TEST_F(EngineTest, BatchedEqualsAloneWithChunkedPrefillAndRetraction) {
   EXPECT_EQ((*engine)->metrics().used_blocks.load(), 0);
 }
 
+// The context length is what a sequence may reach, so the model must accept
+// every position up to it: an engine asked for more than the model accepts is
+// refused at creation (a reply would otherwise fail at the model's limit, as
+// `tern serve --context-length` past max_position_embeddings once did), a reply
+// told to run past the context ends at it with "length", and a model loaded
+// with its limit raised (`tern serve` under SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN)
+// serves the longer context to its end.
+TEST_F(EngineTest, TheContextLengthIsWithinThePositionsTheModelAccepts) {
+  auto model = Load();  // max_position_embeddings 256
+  ASSERT_EQ(model->max_positions(), 256);
+  EngineOptions o{.max_running_requests = 2, .chunked_prefill_size = 64, .context_length = 300,
+                  .kv = {.block_size = 4, .num_blocks = 100, .dtype = DType::kF32}};
+  auto refused = Engine::Create(*model, o);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("context length 300 is longer than the model accepts (256 positions)"),
+            std::string::npos)
+      << refused.status().message();
+  auto run = [&](Model& m, int64_t context) {
+    o.context_length = context;
+    auto engine = Engine::Create(m, o);
+    EXPECT_TRUE(engine.ok()) << engine.status().message();
+    auto sub = (*engine)->Submit(Greedy("long", Prompt(1, 10), 400));
+    EXPECT_TRUE(sub.stream) << sub.error;
+    RequestUpdate last;
+    const size_t n = Collect(*sub.stream, &last).size();
+    EXPECT_EQ(last.reason, FinishReason::kLength) << last.message;
+    EXPECT_EQ(last.completion_tokens, int64_t(n));
+    return n;
+  };
+  EXPECT_EQ(run(*model, 0), 246u);  // 10 prompt tokens + 246 = the model's 256 positions
+  auto longer = LoadModel(dir_, {.threads = 2, .max_positions = 300});
+  ASSERT_TRUE(longer.ok()) << longer.status().message();
+  EXPECT_EQ((*longer)->max_positions(), 300);
+  EXPECT_EQ(run(**longer, 300), 290u);
+}
+
 using testing::ExpectLogprobs;
 
 // Prompts that share whole blocks, part of a block, or a previous request's

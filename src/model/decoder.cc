@@ -9,7 +9,11 @@
 namespace tern {
 
 DecoderModel::DecoderModel(ModelConfig cfg, TensorStore store, const LoadOptions& opts)
-    : cfg_(std::move(cfg)), store_(std::move(store)), numerics_(opts.numerics), pool_(opts.threads) {}
+    : cfg_(std::move(cfg)),
+      store_(std::move(store)),
+      numerics_(opts.numerics),
+      max_positions_(cfg_.max_position_embeddings > 0 ? std::max(cfg_.max_position_embeddings, opts.max_positions) : 0),
+      pool_(opts.threads) {}
 
 CacheSpec DecoderModel::cache_spec() const {
   int64_t attention = 0, state = 0;
@@ -61,8 +65,8 @@ Status DecoderModel::Validate(std::span<const SequenceChunk> batch, const KvCach
           return Status::Errorf("batch entry {}: state checkpoint slot {} out of range [0, {}) or the sequence's own",
                                 i, slot, cache.num_state_slots());
     }
-    if (cfg_.max_position_embeddings > 0 && end > cfg_.max_position_embeddings)
-      return Status::Errorf("sequence of {} tokens exceeds the context length {}", end, cfg_.max_position_embeddings);
+    if (max_positions_ > 0 && end > max_positions_)
+      return Status::Errorf("sequence of {} tokens exceeds the context length {}", end, max_positions_);
   }
   return Status::Ok();
 }

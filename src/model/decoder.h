@@ -53,6 +53,7 @@ class DecoderModel final : public Model {
   // For architecture loaders that fill in defaults the config file left out.
   ModelConfig& mutable_config() { return cfg_; }
   CacheSpec cache_spec() const override;
+  int64_t max_positions() const override { return max_positions_; }
   Status Forward(std::span<const SequenceChunk> batch, KvCache& cache, std::vector<float>& logits) override;
   Status CheckBatch(std::span<const SequenceChunk> batch, const KvCache& cache) const override {
     return Validate(batch, cache, /*uses_state=*/true);
@@ -83,6 +84,7 @@ class DecoderModel final : public Model {
   ModelConfig cfg_;
   TensorStore store_;
   ActivationNumerics numerics_;
+  int64_t max_positions_;  // 0: no limit
   ThreadPool pool_;
   BatchLayout layout_;
   Scratch scratch_;

@@ -51,6 +51,7 @@ class LockstepModel final : public Model {
 
   const ModelConfig& config() const override { return inner_->config(); }
   CacheSpec cache_spec() const override { return inner_->cache_spec(); }
+  int64_t max_positions() const override { return inner_->max_positions(); }
   Status CheckBatch(std::span<const SequenceChunk> batch, const KvCache& cache) const override {
     return inner_->CheckBatch(batch, cache);
   }

@@ -52,6 +52,11 @@ struct LoadOptions {
   // anonymous memory) instead of mapping the files; one process only (under
   // mpirun a rank copies out its slices from the mapped files).
   bool huge_pages = false;
+  // Positions the model accepts: 0 or at most the config's max_position_embeddings
+  // keeps that limit; larger raises it (a context longer than the model was
+  // trained for, which `tern serve` allows only where the user asks, as SGLang
+  // does with SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN).
+  int64_t max_positions = 0;
 };
 
 class Model {
@@ -59,6 +64,9 @@ class Model {
   virtual ~Model() = default;
   virtual const ModelConfig& config() const = 0;
   virtual CacheSpec cache_spec() const = 0;
+  // The positions a sequence may reach: Forward refuses a chunk ending past it.
+  // 0: no limit. The config's max_position_embeddings unless LoadOptions::max_positions raised it.
+  virtual int64_t max_positions() const { return config().max_position_embeddings; }
 
   // Runs the batch, writing the new tokens' keys/values into `cache`.
   // logits: resized to [rows, vocab] f32, rows = sum over chunks of (skip_logits ? 0 : all_logits ? n : 1),

@@ -8,6 +8,7 @@
 
 #include "engine/speculative.h"
 #include "model/linear.h"
+#include "model/model.h"
 
 namespace tern::server {
 
@@ -66,5 +67,9 @@ struct ServeOptions {
 // Loads the model, starts the engine and serves until SIGINT/SIGTERM, then
 // drains. Returns the process exit code.
 int RunServer(const ServeOptions& opts);
+
+// How `tern serve` loads its model, on rank 0 and on every worker rank alike
+// (threads, numerics, weight check, parallelism, the positions it accepts).
+LoadOptions ServedModelLoadOptions(const ServeOptions& opts);
 
 }  // namespace tern::server

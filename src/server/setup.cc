@@ -1,7 +1,10 @@
 // Loading the served model and the cross-cutting HTTP behaviour.
 #include <unistd.h>
 
+#include <cctype>
+#include <cstdlib>
 #include <filesystem>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -21,6 +24,34 @@
 namespace tern::server {
 
 namespace {
+// SGLang's switch for a --context-length longer than the model's
+// max_position_embeddings (its get_bool_env_var: "1" or "true", any case).
+bool AllowLongerContext() {
+  const char* env = std::getenv("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN");
+  if (env == nullptr) return false;
+  std::string v(env);
+  for (char& c : v) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return v == "1" || v == "true";
+}
+
+// Positions are int32 in the engine; a larger context cannot be served.
+constexpr int64_t kMaxContextLength = (int64_t(1) << 31) - 1;
+
+// As SGLang: positions past the ones the model was trained for give unreliable
+// output, so a longer context is the user's explicit choice. 0: the model's.
+Status CheckContextLength(int64_t context, int64_t trained) {
+  if (context > kMaxContextLength)
+    return Status::Errorf("--context-length {} is larger than the largest supported ({})", context, kMaxContextLength);
+  if (trained <= 0 || context <= trained) return Status::Ok();
+  if (!AllowLongerContext())
+    return Status::Errorf("--context-length {} is longer than the model's max_position_embeddings ({}); set "
+                          "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1 to serve positions it was not trained for",
+                          context, trained);
+  Log(LogLevel::kWarning, "--context-length {} is longer than the model's max_position_embeddings ({}): output past "
+      "it may be unreliable (SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN is set)", context, trained);
+  return Status::Ok();
+}
+
 // generation_config.json's sampling defaults go into every request that
 // leaves them out; one out of range (temperature -1) would make every such
 // request a 400. Each invalid one is dropped with a warning naming it, and
@@ -106,17 +137,10 @@ Status LoadServerModel(ServerContext& ctx) {
     Log(LogLevel::kWarning, "{}; /v1/chat/completions will answer 400", ctx.chat_error);
   }
   TERN_RETURN_IF_ERROR(ResolveParsers(ctx));
-  TERN_ASSIGN_OR_RETURN(ctx.model, LoadModel(dir, LoadOptions{.threads = ctx.opts.threads,
-                                                               .numerics = ctx.opts.quant_numerics,
-                                                               .weight_check = ctx.opts.skip_weight_check
-                                                                                   ? WeightCheck::kSkip
-                                                                               : ctx.opts.strict_weights
-                                                                                   ? WeightCheck::kError
-                                                                                   : WeightCheck::kWarn,
-                                                               .tp = ctx.opts.tp,
-                                                               .ep = ctx.opts.ep,
-                                                               .report_progress = true,
-                                                               .huge_pages = ctx.opts.huge_pages}));
+  // Refused before the weights load (LoadModel reports a config it cannot read).
+  if (auto config = LoadModelConfig(dir); config.ok())
+    TERN_RETURN_IF_ERROR(CheckContextLength(ctx.opts.context_length, config->max_position_embeddings));
+  TERN_ASSIGN_OR_RETURN(ctx.model, LoadModel(dir, ServedModelLoadOptions(ctx.opts)));
   TERN_RETURN_IF_ERROR(CheckTokenizerFitsModel(*ctx.tokenizer, ctx.model->config().vocab_size, dir));
   ctx.eos_token_ids = ctx.generation.eos_token_ids.empty() ? ctx.model->config().eos_token_ids : ctx.generation.eos_token_ids;
   if (ctx.tokenizer_config.eos_token) {
@@ -129,7 +153,6 @@ Status LoadServerModel(ServerContext& ctx) {
 
 namespace {
 
-constexpr int64_t kMaxContextLength = (int64_t(1) << 31) - 1;
 constexpr int64_t kMaxPageSize = 1 << 16;
 
 // a*b, or INT64_MAX when it does not fit (a, b >= 0).
@@ -171,6 +194,19 @@ Result<int64_t> KvBlocks(const ServeOptions& o, const Model& m, DType kv_dtype, 
 
 }  // namespace
 
+LoadOptions ServedModelLoadOptions(const ServeOptions& o) {
+  return {.threads = o.threads,
+          .numerics = o.quant_numerics,
+          .weight_check = o.skip_weight_check ? WeightCheck::kSkip
+                          : o.strict_weights  ? WeightCheck::kError
+                                              : WeightCheck::kWarn,
+          .tp = o.tp,
+          .ep = o.ep,
+          .report_progress = true,
+          .huge_pages = o.huge_pages,
+          .max_positions = AllowLongerContext() ? o.context_length : 0};
+}
+
 Status StartEngine(ServerContext& ctx) {
   const ServeOptions& o = ctx.opts;
   auto kv_dtype = ParseKvCacheDtype(o.kv_cache_dtype, ctx.model->weight_dtype());
@@ -179,7 +215,6 @@ Status StartEngine(ServerContext& ctx) {
     Log(LogLevel::kWarning, "the checkpoint has no k_scale/v_scale for every layer; the FP8 KV cache uses 1.0 there");
   const int64_t context = o.context_length > 0 ? o.context_length : ctx.model->config().max_position_embeddings;
   if (context <= 0) return Status::Error("the model's config has no max_position_embeddings; give --context-length");
-  // Positions are int32 in the engine; a larger context cannot be served.
   if (context > kMaxContextLength)
     return Status::Errorf("--context-length {} is larger than the largest supported ({})", context, kMaxContextLength);
   if (o.page_size > kMaxPageSize)

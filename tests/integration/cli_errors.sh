@@ -74,6 +74,9 @@ expect_error "cannot start 511 worker threads" bash -c 'ulimit -v 1000000; exec 
 # Startup flags that once did the wrong thing without a word (issue 16 items 7 and 13).
 expect_error "--context-length 4611686018427387904 is larger than the largest supported" \
   "$tern" serve --model "$work/ok" --context-length 4611686018427387904 --port 1
+# Past the model's max_position_embeddings (40960) only where asked, as SGLang: the reply would be unreliable there.
+expect_error "--context-length 50000 is longer than the model's max_position_embeddings (40960); set SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1" \
+  "$tern" serve --model "$work/ok" --context-length 50000 --port 1
 expect_error "needs more than 2^63 bytes of KV cache" "$tern" serve --model "$work/ok" --max-total-tokens 4611686018427387904 --port 1
 expect_error "--api-key is empty" "$tern" serve --model "$work/ok" --api-key "" --port 1
 expect_error "--chat-template /nonexistent/t.jinja: no such file" "$tern" serve --model "$work/ok" --chat-template /nonexistent/t.jinja --port 1

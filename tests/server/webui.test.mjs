@@ -35,11 +35,11 @@ function freePort() {
   });
 }
 
-async function serve(args) {
+async function serve(args, env = {}) {
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
   const proc = spawn(TERN, ['serve', '--port', String(port), '--threads', '2', '--enable-metrics', ...args],
-                     { stdio: ['ignore', 'ignore', 'pipe'] });
+                     { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...env } });
   let stderr = '';
   proc.stderr.on('data', (d) => { stderr += d; });
   servers.push(proc);
@@ -107,8 +107,9 @@ after(async () => {
 });
 
 test('the page answers 17*19 with the reasoning apart, and Stop frees the request', async () => {
-  // A context long enough that a reply told to ignore EOS runs for many seconds.
-  const srv = await serve(['--context-length', '32768']);
+  // A context long enough that a reply told to ignore EOS runs for many seconds: 8 times the demo
+  // model's max_position_embeddings, which `tern serve` allows only where asked (as SGLang).
+  const srv = await serve(['--context-length', '32768'], { SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN: '1' });
   const info = await (await fetch(srv.base + '/model_info')).json();
   const page = await browser.newPage();
   await page.setViewport({ width: 1000, height: 760 });
@@ -134,22 +135,37 @@ test('the page answers 17*19 with the reasoning apart, and Stop frees the reques
   await page.screenshot({ path: shot, fullPage: true });
   console.log('screenshot: ' + shot);
 
-  // A reply that would run to 30,000 tokens (EOS ignored: the page has no such switch, so the test adds it).
-  await page.setRequestInterception(true);
-  page.on('request', (r) => {
-    if (r.isInterceptResolutionHandled()) return;
-    if (r.method() === 'POST' && r.url().endsWith('/v1/chat/completions')) {
-      const body = JSON.parse(r.postData());
-      r.continue({ postData: JSON.stringify({ ...body, ignore_eos: true }) });
-    } else {
-      r.continue();
-    }
+  // A reply that would run to 30,000 tokens (EOS ignored: the page has no such switch, so the test adds
+  // it to the page's own fetch). Until the server refused a context longer than the model's without the
+  // switch above, such a reply failed at the model's 4096 positions, and on a fast machine it had failed
+  // before the test pressed Stop.
+  await page.evaluate(() => {
+    const pageFetch = window.fetch;
+    window.fetch = (url, init) => {
+      if (init && init.method === 'POST' && String(url).endsWith('/v1/chat/completions')) {
+        init = { ...init, body: JSON.stringify({ ...JSON.parse(init.body), ignore_eos: true }) };
+        window.ternIgnoredEos = (window.ternIgnoredEos || 0) + 1;
+      }
+      return pageFetch(url, init);
+    };
   });
   await setField(page, '#max_tokens', '30000');
   await page.type('#prompt', 'Tell me a very long story.');
   await page.keyboard.press('Enter');
   await page.waitForSelector('#stop:not([hidden])', { timeout: 10000 });
   await waitFor('the reply to start', async () => (await lastReply(page)).reasoning.length + (await lastReply(page)).answer.length > 20, 20000);
+  assert.equal(await page.evaluate(() => window.ternIgnoredEos), 1, 'the request went out without ignore_eos');
+  // Once the reply is taller than the window, the conversation scrolls inside its own pane and the
+  // composer, Stop with it, stays in view (a flex pane without min-height: 0 grew with its content and
+  // pushed Stop below the window, where a click first had to scroll the page to it).
+  await waitFor('a reply taller than the window', () =>
+    page.$$eval('.msg.assistant', (all) => all[all.length - 1].offsetHeight > 1200), 60000);
+  const stopBox = await (await page.$('#stop')).boundingBox();
+  assert.ok(stopBox && stopBox.y >= 0 && stopBox.y + stopBox.height <= 760, `Stop out of view: ${JSON.stringify(stopBox)}`);
+  assert.ok(await page.$eval('#log', (log) => log.scrollHeight - log.scrollTop - log.clientHeight < 40),
+            'the conversation is not scrolled to its newest text');
+  const stillRunning = await lastReply(page);
+  assert.equal(stillRunning.meta, '', `the reply ended before Stop: ${JSON.stringify(stillRunning).slice(0, 2000)}`);
   assert.equal(await runningRequests(srv.base), 1);
   await page.click('#stop');
   const t0 = Date.now();
