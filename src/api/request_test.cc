@@ -186,6 +186,14 @@ TEST(Sampling, DefaultsAndPrecedence) {
   EXPECT_EQ(p->logit_bias[1], std::make_pair(7, 2.5f));
   EXPECT_EQ(p->seed, 42);
   EXPECT_EQ(p->n, 2);
+  // Keys spelling one id set it once, the last winning; biases past [-100, 100] are clamped (two 3e38
+  // biases of one id once summed to +inf and made every probability NaN).
+  p = Resolve(R"("logit_bias": {"5": 3e38, "05": 3e38, "9": -1e30, " +5": 1.5, "11": 250})");
+  ASSERT_TRUE(p.ok());
+  ASSERT_EQ(p->logit_bias.size(), 3u);
+  EXPECT_EQ(p->logit_bias[0], std::make_pair(5, 1.5f));
+  EXPECT_EQ(p->logit_bias[1], std::make_pair(9, -100.0f));
+  EXPECT_EQ(p->logit_bias[2], std::make_pair(11, 100.0f));
 }
 
 TEST(Sampling, VerifyMessages) {
@@ -210,6 +218,25 @@ TEST(Sampling, VerifyMessages) {
     ASSERT_FALSE(p.ok()) << extra;
     EXPECT_EQ(p.error().type, "BadRequestError");
     EXPECT_EQ(p.error().message, message) << extra;
+  }
+  // The bounds on stop lists: at the limit accepted, past it a 400 naming it.
+  auto list = [](size_t n, size_t bytes, const char* field, bool quoted) {
+    std::string v = std::string("\"") + field + "\": [";
+    for (size_t i = 0; i < n; ++i)
+      v += (i ? "," : "") + (quoted ? "\"" + std::string(bytes, 'x') + "\"" : std::to_string(i + 1));
+    return v + "]";
+  };
+  EXPECT_TRUE(Resolve(list(256, 256, "stop", true)).ok());
+  EXPECT_TRUE(Resolve(list(1024, 0, "stop_token_ids", false)).ok());
+  const std::pair<std::string, const char*> limits[] = {
+      {list(257, 1, "stop", true), "stop has 257 strings; at most 256 are accepted."},
+      {list(2, 32 * 1024 + 1, "stop", true), "stop strings have 65538 bytes in all; at most 65536 are accepted."},
+      {list(1025, 0, "stop_token_ids", false), "stop_token_ids has 1025 ids; at most 1024 are accepted."},
+  };
+  for (const auto& [extra, message] : limits) {
+    const auto p = Resolve(extra);
+    ASSERT_FALSE(p.ok()) << extra.substr(0, 40);
+    EXPECT_EQ(p.error().message, message);
   }
   // /generate prints integers as Python ints.
   const auto g = ParseGenerateRequest(J(R"({"text": "x", "sampling_params": {"temperature": -2}})"));

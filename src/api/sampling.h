@@ -61,6 +61,10 @@ struct SamplingParams {
 //   "min_new_tokens must be in [0, max_new_tokens(4)], got 5."
 //   "logit_bias must has keys in [0, 151935], got 200000."
 //   "invalid literal for int() with base 10: 'abc'"
+//   "stop has 300 strings; at most 256 are accepted." (and 64 KiB of them in
+//   all; stop_token_ids at most 1024)
+// logit_bias keys naming one id set it once (the last wins); biases are clamped
+// to [-100, 100] (OpenAI's range; vLLM clamps likewise).
 // `vocab_size` bounds logit_bias keys and stop_token_ids... (the latter are
 // only checked to be >= 0, like SGLang).
 ApiResult<SamplingParams> ResolveSampling(const SamplingRequest& request,

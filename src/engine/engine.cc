@@ -163,7 +163,7 @@ SubmitGroupResult Engine::Enqueue(std::vector<EngineRequest> reqs, bool shared_p
                                                      n, max_total_tokens()));
     if (req.sampling.min_new_tokens > 0) req.sampling.min_tokens_suppressed = req.stop_token_ids;
     if (Status s = req.sampling.Validate(); !s.ok()) return fail(EngineError::kInvalidInput, s.message());
-    req.max_tokens = std::min(req.max_tokens, opts_.context_length - n);
+    req.max_tokens = std::min(req.max_tokens, max_sequence_tokens() - n);  // >= 1 by the two checks above
     auto seq = std::make_unique<Sequence>(std::move(req));
     seq->stream = std::make_shared<RequestStream>(seq->req.id, notifier);
     seq->tokens = seq->req.prompt;

@@ -37,6 +37,7 @@
 // a hybrid's recurrent state) back past the first that does not.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -170,6 +171,10 @@ class Engine {
   const EngineOptions& options() const { return opts_; }
   int64_t context_length() const { return opts_.context_length; }
   int64_t max_total_tokens() const { return opts_.kv.num_blocks * opts_.kv.block_size; }
+  // The tokens (prompt and reply) one sequence may reach: the context length,
+  // or the KV pool's capacity where that is smaller (a reply ends there with
+  // "length", as SGLang's max_req_len, instead of exhausting the pool).
+  int64_t max_sequence_tokens() const { return std::min(opts_.context_length, max_total_tokens()); }
   bool prefix_cache_enabled() const { return prefix_.enabled(); }
   // Blocks one recurrent-state snapshot takes (0: no snapshots; the count held is metrics().state_snapshots).
   int64_t snapshot_blocks() const { return prefix_.state_blocks(); }

@@ -1,3 +1,6 @@
+#include <random>
+#include <string_view>
+
 #include <gtest/gtest.h>
 
 #include "engine/block_allocator.h"
@@ -193,6 +196,74 @@ TEST(StopStrings, MatchAcrossPiecesAndEarliestWins) {
   StopStringMatcher none({});
   EXPECT_FALSE(none.Append("anything"));
   EXPECT_EQ(none.TakeReady(), "anything");
+}
+
+// Against a brute-force reading of the contract, on random text streamed in
+// random pieces over a 3-letter alphabet (overlapping, self-similar stops):
+// the text stops before the earliest occurrence (ties: the first stop listed)
+// of any stop string, and what TakeReady holds back is the longest tail that
+// is a proper prefix of some stop string.
+TEST(StopStrings, StreamedEqualsBruteForce) {
+  std::mt19937 rng(7);
+  auto word = [&](size_t max_len) {
+    std::string w(1 + rng() % max_len, 'a');
+    for (char& c : w) c = char('a' + rng() % 3);
+    return w;
+  };
+  for (int trial = 0; trial < 3000; ++trial) {
+    std::vector<std::string> stops;
+    for (int k = int(rng() % 4); k >= 0; --k) stops.push_back(word(6));
+    const std::string all = word(40);
+    // Brute force: the first position where some stop ends, and the earliest start among those ending there or
+    // before (a stop ending later cannot start earlier once the stream has stopped at the first end).
+    size_t cut = std::string::npos, first_end = std::string::npos;
+    std::string matched;
+    for (size_t end = 1; end <= all.size() && first_end == std::string::npos; ++end)
+      for (const auto& s : stops)
+        if (s.size() <= end && all.compare(end - s.size(), s.size(), s) == 0) first_end = end;
+    StopStringMatcher m(stops);
+    std::string emitted;
+    size_t fed = 0;
+    while (fed < all.size() && !m.stopped()) {
+      const size_t n = std::min(all.size() - fed, size_t(1 + rng() % 5));
+      const size_t piece_end = fed + n;
+      m.Append(std::string_view(all).substr(fed, n));
+      fed = piece_end;
+      if (!m.stopped()) {
+        // Held back: the longest tail of all[0, fed) that is a proper prefix of a stop.
+        size_t keep = 0;
+        for (const auto& s : stops)
+          for (size_t k = std::min(s.size() - 1, fed); k > keep; --k)
+            if (all.compare(fed - k, k, s, 0, k) == 0) keep = k;
+        emitted += m.TakeReady();
+        ASSERT_EQ(emitted, all.substr(0, fed - keep)) << "trial " << trial;
+      } else {
+        // Stopped in this piece: the matches ending inside it, earliest start first, ties by list order.
+        const size_t piece_begin = piece_end - n;
+        for (size_t k = 0; k < stops.size(); ++k) {
+          const auto& s = stops[k];
+          for (size_t start = 0; start + s.size() <= piece_end; ++start)
+            if (start + s.size() > piece_begin && all.compare(start, s.size(), s) == 0) {
+              if (start < cut) cut = start, matched = s;
+              break;
+            }
+        }
+        ASSERT_LE(first_end, piece_end);
+      }
+    }
+    if (cut == std::string::npos) {
+      ASSERT_FALSE(m.stopped()) << "trial " << trial;
+      ASSERT_EQ(first_end, std::string::npos);
+      emitted += m.TakeRest();
+      ASSERT_EQ(emitted, all);
+    } else {
+      ASSERT_TRUE(m.stopped());
+      EXPECT_EQ(m.text(), all.substr(0, cut)) << "trial " << trial;
+      EXPECT_EQ(m.matched(), matched) << "trial " << trial;
+      emitted += m.TakeRest();
+      EXPECT_EQ(emitted, all.substr(0, cut));
+    }
+  }
 }
 
 }  // namespace

@@ -83,7 +83,8 @@ TEST_F(EngineTest, BatchedEqualsAloneWithChunkedPrefillAndRetraction) {
 // `tern serve --context-length` past max_position_embeddings once did), a reply
 // told to run past the context ends at it with "length", and a model loaded
 // with its limit raised (`tern serve` under SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN)
-// serves the longer context to its end.
+// serves the longer context to its end. A KV pool smaller than the context
+// caps a sequence likewise.
 TEST_F(EngineTest, TheContextLengthIsWithinThePositionsTheModelAccepts) {
   auto model = Load();  // max_position_embeddings 256
   ASSERT_EQ(model->max_positions(), 256);
@@ -111,6 +112,10 @@ TEST_F(EngineTest, TheContextLengthIsWithinThePositionsTheModelAccepts) {
   ASSERT_TRUE(longer.ok()) << longer.status().message();
   EXPECT_EQ((*longer)->max_positions(), 300);
   EXPECT_EQ(run(**longer, 300), 290u);
+  // A KV pool smaller than the context bounds a sequence the same way: the reply ends with "length"
+  // where the pool is full (16 blocks of 4 tokens), never with "The KV cache is exhausted".
+  o.kv.num_blocks = 16;
+  EXPECT_EQ(run(*model, 0), 54u);
 }
 
 using testing::ExpectLogprobs;

@@ -207,45 +207,60 @@ class AutomatonBuilder {
     ++epoch_;
     if (mark_.size() < nfa_.size()) mark_.resize(nfa_.size(), 0);
     for (int32_t s : *set) mark_[size_t(s)] = epoch_;
-    for (size_t i = 0; i < set->size(); ++i)
+    for (size_t i = 0; i < set->size(); ++i) {
+      work_ += int64_t(nfa_[size_t((*set)[i])].size()) + 1;
       for (const NfaEdge& e : nfa_[size_t((*set)[i])])
         if (e.kind == NfaEdge::kEps && mark_[size_t(e.target)] != epoch_) {
           mark_[size_t(e.target)] = epoch_;
           set->push_back(e.target);
         }
+    }
     std::sort(set->begin(), set->end());
   }
 
+  Status CheckWork() const {
+    if (work_ > limits_.max_subset_work)
+      return Status::Errorf("the grammar is too complex (its automaton needs over {} construction steps)",
+                            limits_.max_subset_work);
+    return Status::Ok();
+  }
+
   Status Determinize(int32_t rule) {
+    // Each state's set of NFA states is held once, as the key of `ids` (a map's
+    // keys stay put); `todo` points at the keys of the states still to expand.
     std::map<std::vector<int32_t>, int32_t> ids;
-    std::vector<std::vector<int32_t>> todo;
+    std::vector<std::pair<const std::vector<int32_t>*, int32_t>> todo;
     const int32_t accept = nfa_accept_[size_t(rule)];
     const int C = a_.num_classes_;
     auto intern = [&](std::vector<int32_t> set) -> Result<int32_t> {
       EpsClosure(&set);
-      auto [it, fresh] = ids.emplace(set, int32_t(a_.final_.size()));
+      TERN_RETURN_IF_ERROR(CheckWork());
+      auto [it, fresh] = ids.emplace(std::move(set), int32_t(a_.final_.size()));
       if (fresh) {
         if (int64_t(a_.final_.size()) >= limits_.max_dfa_states)
           return Status::Errorf("the grammar is too complex (over {} automaton states)", limits_.max_dfa_states);
-        a_.final_.push_back(std::binary_search(set.begin(), set.end(), accept));
+        a_.final_.push_back(std::binary_search(it->first.begin(), it->first.end(), accept));
         a_.rule_of_.push_back(rule);
         a_.next_.resize(a_.next_.size() + size_t(C), -1);
         pending_calls_.emplace_back();
-        todo.push_back(std::move(set));
+        todo.emplace_back(&it->first, it->second);
       }
       return it->second;
     };
     TERN_ASSIGN_OR_RETURN(a_.rule_start_[size_t(rule)], intern({nfa_start_[size_t(rule)]}));
     std::vector<std::vector<int32_t>> buckets(static_cast<size_t>(C));
     while (!todo.empty()) {
-      const std::vector<int32_t> set = std::move(todo.back());
+      const auto [set_ptr, id] = todo.back();
       todo.pop_back();
-      const int32_t id = ids[set];
+      const std::vector<int32_t>& set = *set_ptr;
       for (auto& b : buckets) b.clear();
       std::map<int32_t, std::vector<int32_t>> calls;
+      work_ += int64_t(set.size());
+      TERN_RETURN_IF_ERROR(CheckWork());
       for (int32_t s : set)
         for (const NfaEdge& e : nfa_[size_t(s)]) {
           if (e.kind == NfaEdge::kByte) {
+            work_ += a_.byte_class_[e.hi] - a_.byte_class_[e.lo] + 1;
             for (int c = a_.byte_class_[e.lo]; c <= a_.byte_class_[e.hi]; ++c) buckets[size_t(c)].push_back(e.target);
           } else if (e.kind == NfaEdge::kCall) {
             calls[e.rule].push_back(e.target);
@@ -380,6 +395,7 @@ class AutomatonBuilder {
   std::vector<std::vector<NfaEdge>> nfa_;
   std::vector<int32_t> nfa_start_, nfa_accept_;
   std::vector<uint32_t> mark_;
+  int64_t work_ = 0;  // subset construction steps so far (GrammarLimits::max_subset_work)
   uint32_t epoch_ = 0;
   std::vector<std::vector<RuleCall>> pending_calls_;
   std::vector<uint8_t> nullable_;

@@ -25,6 +25,11 @@ namespace tern::grammar {
 struct GrammarLimits {
   int64_t max_nfa_states = 2'000'000;
   int64_t max_dfa_states = 200'000;
+  // NFA states visited by the subset construction (closures, transitions), in
+  // all: bounds its time and the memory of its state sets, which a few states
+  // of many NFA states each exhaust long before max_dfa_states is reached
+  // ((a{0,1000}){0,100}: ~10^5 states of up to ~10^5 NFA states each).
+  int64_t max_subset_work = 50'000'000;
 };
 
 struct RuleCall {

@@ -1,5 +1,7 @@
 #include "grammar/compiler.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "grammar/ebnf_parser.h"
@@ -46,8 +48,29 @@ Result<std::shared_ptr<const CompiledGrammar>> GrammarCompiler::Compile(const Co
       return it->second.grammar;
     }
   }
-  TERN_ASSIGN_OR_RETURN(GrammarAst ast, ConstraintToAst(spec, options_.max_text_bytes));
-  TERN_ASSIGN_OR_RETURN(Automaton a, Automaton::Build(ast, options_.limits));
+  Result<Automaton> built = Status::Error("");
+  {
+    // A turn among the concurrent builds, given back however the build ends.
+    struct Turn {
+      GrammarCompiler& c;
+      explicit Turn(GrammarCompiler& compiler) : c(compiler) {
+        std::unique_lock lock(c.build_mu_);
+        c.build_cv_.wait(lock, [&] { return c.builds_ < std::max(1, c.options_.concurrent_builds); });
+        ++c.builds_;
+      }
+      ~Turn() {
+        std::lock_guard lock(c.build_mu_);
+        --c.builds_;
+        c.build_cv_.notify_one();
+      }
+    } turn(*this);
+    built = [&]() -> Result<Automaton> {
+      TERN_ASSIGN_OR_RETURN(GrammarAst ast, ConstraintToAst(spec, options_.max_text_bytes));
+      return Automaton::Build(ast, options_.limits);
+    }();
+  }
+  if (!built.ok()) return built.status();
+  Automaton a = std::move(*built);
   auto compiled = CompiledGrammar::Create(std::move(a), vocab_, options_.eager_mask_cpu, options_.background_masks);
   std::lock_guard lock(mu_);
   if (cache_.find(key) == cache_.end()) {

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <list>
 #include <memory>
@@ -38,6 +39,9 @@ struct GrammarCompilerOptions {
   bool background_masks = true;
   size_t cache_entries = 256;
   GrammarLimits limits;
+  // Constraints parsed and built into automata at once (each bounded by
+  // `limits` in time and memory, ~1 s and ~100 MB at worst); more wait their turn.
+  int concurrent_builds = 2;
 };
 
 // The constraint as a grammar AST (EBNF for a schema goes through
@@ -56,6 +60,9 @@ class GrammarCompiler {
   std::shared_ptr<const TokenVocabulary> vocab_;
   GrammarCompilerOptions options_;
   std::mutex mu_;
+  std::mutex build_mu_;  // with build_cv_: builds_ running, at most options_.concurrent_builds
+  std::condition_variable build_cv_;
+  int builds_ = 0;
   std::list<std::string> lru_;  // most recent first
   struct Entry {
     std::shared_ptr<const CompiledGrammar> grammar;

@@ -54,7 +54,7 @@ json ServerInfo(const ServerContext& ctx) {
           {"disable_radix_cache", !ctx.engine->prefix_cache_enabled()},
           {"enable_cache_report", o.enable_cache_report}, {"radix_eviction_policy", "lru"},
           {"max_total_num_tokens", ctx.engine->max_total_tokens()},
-          {"max_req_input_len", ctx.engine->context_length() - 1},
+          {"max_req_input_len", ctx.engine->max_sequence_tokens() - 1},
           {"speculative_algorithm", o.speculative.algorithm == SpeculativeAlgorithm::kNgram   ? json("NGRAM")
                                     : o.speculative.algorithm == SpeculativeAlgorithm::kNextn ? json("NEXTN")
                                                                                                : json(nullptr)},
