@@ -222,4 +222,16 @@ std::optional<ApiError> CheckPromptLogprobBudget(int64_t positions, int64_t top,
       positions, top, entries, kMaxPromptLogprobEntries, what));
 }
 
+std::optional<ApiError> CheckOutputLogprobBudget(int64_t choices, int64_t reply_tokens, int64_t top,
+                                                 std::string_view what) {
+  if (choices <= 0 || reply_tokens <= 0) return std::nullopt;
+  // Each factor is bounded (n <= kMaxN, top <= kMaxTopLogprobsNum, tokens < 2^31): no overflow.
+  const int64_t entries = choices * reply_tokens * (1 + std::max<int64_t>(top, 0));
+  if (entries <= kMaxOutputLogprobEntries) return std::nullopt;
+  return ApiError::BadRequest(fmt::format(
+      "Logprobs for {} choice(s) of up to {} tokens with {} alternatives each would be {} entries, more than the {} "
+      "one request may ask for; lower {}.",
+      choices, reply_tokens, top, entries, kMaxOutputLogprobEntries, what));
+}
+
 }  // namespace tern::api

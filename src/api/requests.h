@@ -202,6 +202,19 @@ inline constexpr int64_t kMaxPromptLogprobEntries = int64_t(1) << 20;
 // would pass kMaxPromptLogprobEntries (`what` names the fields to lower).
 std::optional<ApiError> CheckPromptLogprobBudget(int64_t positions, int64_t top, std::string_view what);
 
+// Output logprobs of one request: choices x reply tokens x (1 + alternatives)
+// entries at most (a reply of Qwen3.5's whole 262,144-token context with 20
+// alternatives fits; 128 choices of it do not). Each entry is held until the
+// reply ends and becomes ~30 bytes of JSON, and /generate's stream, as
+// SGLang's, repeats every entry so far in each chunk.
+inline constexpr int64_t kMaxOutputLogprobEntries = int64_t(1) << 23;
+
+// A 400 when `choices` replies of up to `reply_tokens` tokens (the request's
+// max_tokens, else all the room the context leaves) with `top` alternatives
+// per token would pass kMaxOutputLogprobEntries (`what` names the fields).
+std::optional<ApiError> CheckOutputLogprobBudget(int64_t choices, int64_t reply_tokens, int64_t top,
+                                                 std::string_view what);
+
 // Server settings the checks need.
 struct ServerLimits {
   std::optional<int64_t> context_length;  // --context-length

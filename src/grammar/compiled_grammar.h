@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <unordered_map>
 #include <vector>
 
 #include "base/status.h"
@@ -37,6 +38,7 @@ struct StateMask {
   std::vector<uint64_t> accepted_bits;  // dense form ([mask_words]); empty when `accepted` is used
   std::vector<int32_t> accepted;        // sparse form: token ids
   std::vector<int32_t> uncertain;       // token ids in trie (byte) order
+  bool operator==(const StateMask&) const = default;
 };
 
 class CompiledGrammar {
@@ -70,8 +72,12 @@ class CompiledGrammar {
   std::shared_ptr<const TokenVocabulary> vocab_;
   std::vector<uint64_t> below_;      // [trie node]: byte classes strictly below it (<= 64 classes)
   std::vector<uint64_t> self_loop_;  // [state]: byte classes that stay in the state
-  mutable std::mutex mu_;            // guards storage_ and writes of ready_
+  mutable std::mutex mu_;            // guards storage_, by_content_ and writes of ready_
+  // The distinct masks, each held once: states with equal masks share it (the
+  // states of [ -~]{0,99999} all but the last few, which would otherwise hold
+  // a dense 19 KB mask of a 151k-token vocabulary each, ~1.9 GB).
   mutable std::vector<std::unique_ptr<StateMask>> storage_;
+  mutable std::unordered_multimap<uint64_t, const StateMask*> by_content_;  // content hash -> mask
   std::unique_ptr<std::atomic<const StateMask*>[]> ready_;
 };
 

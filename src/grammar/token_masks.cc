@@ -125,12 +125,24 @@ StateMask Classify(const Automaton& a, const TokenVocabulary& v, int32_t s, cons
   }
   return m;
 }
+// FNV-1a over the mask's three lists (with their lengths, so the split between them counts).
+uint64_t ContentHash(const StateMask& m) {
+  uint64_t h = 1469598103934665603ull;
+  auto add = [&](const void* data, size_t bytes) {
+    const auto* p = static_cast<const unsigned char*>(data);
+    for (size_t i = 0; i < bytes; ++i) h = (h ^ p[i]) * 1099511628211ull;
+  };
+  for (size_t n : {m.accepted_bits.size(), m.accepted.size(), m.uncertain.size()}) add(&n, sizeof n);
+  add(m.accepted_bits.data(), m.accepted_bits.size() * sizeof(uint64_t));
+  add(m.accepted.data(), m.accepted.size() * sizeof(int32_t));
+  add(m.uncertain.data(), m.uncertain.size() * sizeof(int32_t));
+  return h;
+}
 }  // namespace
 
 CompiledGrammar::CompiledGrammar(Automaton a, std::shared_ptr<const TokenVocabulary> v)
     : automaton_(std::move(a)), vocab_(std::move(v)) {
   const int32_t S = automaton_.num_states();
-  storage_.resize(size_t(S));
   ready_ = std::make_unique<std::atomic<const StateMask*>[]>(size_t(S));
   for (int32_t s = 0; s < S; ++s) ready_[size_t(s)].store(nullptr, std::memory_order_relaxed);
   if (automaton_.num_byte_classes() > 64) return;
@@ -167,18 +179,25 @@ std::shared_ptr<const CompiledGrammar> CompiledGrammar::Create(Automaton automat
 
 const StateMask& CompiledGrammar::ComputeMask(int32_t s) const {
   // Classify reads only what the constructor made; the lock guards publication.
-  auto m = std::make_unique<StateMask>(Classify(automaton_, *vocab_, s, below_, self_loop_));
+  StateMask m = Classify(automaton_, *vocab_, s, below_, self_loop_);
+  const uint64_t h = ContentHash(m);
   std::lock_guard lock(mu_);
   if (const StateMask* r = ready_[size_t(s)].load(std::memory_order_acquire)) return *r;  // another thread was first
-  storage_[size_t(s)] = std::move(m);
-  ready_[size_t(s)].store(storage_[size_t(s)].get(), std::memory_order_release);
-  return *storage_[size_t(s)];
+  const StateMask* shared = nullptr;
+  for (auto [it, end] = by_content_.equal_range(h); it != end && !shared; ++it)
+    if (*it->second == m) shared = it->second;
+  if (!shared) {
+    storage_.push_back(std::make_unique<StateMask>(std::move(m)));
+    shared = storage_.back().get();
+    by_content_.emplace(h, shared);
+  }
+  ready_[size_t(s)].store(shared, std::memory_order_release);
+  return *shared;
 }
 
 int64_t CompiledGrammar::masks_ready() const {
-  std::lock_guard lock(mu_);
   int64_t n = 0;
-  for (const auto& m : storage_) n += m != nullptr;
+  for (int32_t s = 0; s < automaton_.num_states(); ++s) n += ready_[size_t(s)].load(std::memory_order_acquire) != nullptr;
   return n;
 }
 

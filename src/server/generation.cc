@@ -23,6 +23,11 @@ SamplingParams ToEngineSampling(const api::SamplingParams& s) {
   return e;
 }
 
+int64_t ReplyTokensAtMost(const ServerContext& ctx, int64_t prompt_tokens, std::optional<int64_t> max_new_tokens) {
+  const int64_t room = std::max<int64_t>(0, ctx.engine->max_sequence_tokens() - prompt_tokens);
+  return max_new_tokens ? std::min(*max_new_tokens, room) : room;
+}
+
 std::string TokenText(const ServerContext& ctx, int32_t id) {
   auto t = ctx.tokenizer->Decode(std::span<const int32_t>(&id, 1), false);
   return t.ok() ? *t : std::string();

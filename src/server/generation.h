@@ -123,6 +123,10 @@ void RecordCompletion(RequestRecord& record, const std::vector<std::shared_ptr<G
 // One token's text on its own (special tokens kept), for per-token bookkeeping.
 std::string TokenText(const ServerContext& ctx, int32_t id);
 
+// The longest reply a request may get: its max_tokens, or else all the room
+// its prompt leaves in one sequence (Engine::max_sequence_tokens).
+int64_t ReplyTokensAtMost(const ServerContext& ctx, int64_t prompt_tokens, std::optional<int64_t> max_new_tokens);
+
 // The engine's sampling parameters for a resolved API request.
 SamplingParams ToEngineSampling(const api::SamplingParams& s);
 

@@ -126,6 +126,11 @@ void HandleChat(ServerContext& ctx, const HttpRequest& http_req, HttpResponse& r
   if (!constraint.ok()) return ReplyApiError(res, constraint.error());
   sampling->constraint = *constraint;
 
+  if (req.logprobs)
+    if (auto e = api::CheckOutputLogprobBudget(sampling->n,
+                                               ReplyTokensAtMost(ctx, int64_t(prompt.size()), cc.max_new_tokens),
+                                               req.top_logprobs, "max_tokens, n or top_logprobs"))
+      return ReplyApiError(res, *e);
   if (req.prompt_logprobs) {
     if (req.stream)
       return ReplyApiError(res, api::ApiError::BadRequest(
@@ -272,6 +277,11 @@ void HandleCompletion(ServerContext& ctx, const HttpRequest& http_req, HttpRespo
     return ReplyApiError(res, api::ApiError::BadRequest(
                                   "Prompt logprobs (echo with logprobs, prompt_logprobs) are not streamed by tern; "
                                   "send stream: false."));
+  if (req.logprobs)
+    if (auto e = api::CheckOutputLogprobBudget(sampling->n,
+                                               ReplyTokensAtMost(ctx, int64_t(prompt.size()), cc.max_new_tokens),
+                                               *req.logprobs, "max_tokens, n or logprobs"))
+      return ReplyApiError(res, *e);
   if (prompt_lps)
     if (auto e = api::CheckPromptLogprobBudget(int64_t(prompt.size()) - 1, prompt_top, "logprobs / prompt_logprobs"))
       return ReplyApiError(res, *e);

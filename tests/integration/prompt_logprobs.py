@@ -15,7 +15,7 @@ Starts `tern serve` on the checkpoint and checks, for a fixed prompt of token id
     choices[0].prompt_logprobs = [null, {"<id>": {"logprob", "rank", "decoded_token"}}, ...] with
     the prompt token's rank as the reference ranks it;
   bounds: logprob_start_len past the prompt and a request whose prompt logprobs would pass
-    1,048,576 entries are 400s naming the field, prompt_logprobs with stream is a 400, and the
+    1,048,576 entries, or whose output logprobs 8,388,608, are 400s naming the fields, prompt_logprobs with stream is a 400, and the
     server answers normally afterwards.
 """
 import argparse
@@ -158,6 +158,20 @@ def main():
                                          "logprob_start_len": 0, "top_logprobs_num": 1000})
         if st != 400 or "top_logprobs_num" not in json.dumps(r):
             fail(f"1,100 positions x 1,001 entries: {st} {r}")
+        # Output logprobs: choices x reply tokens x (1 + alternatives) at most 2^23 entries (8,388,608).
+        st, r = post(port, "/generate", {"input_ids": ids, "sampling_params": {"max_new_tokens": 100, "n": 128},
+                                         "return_logprob": True, "top_logprobs_num": 1000})
+        if st != 400 or "12812800 entries" not in json.dumps(r) or "top_logprobs_num" not in json.dumps(r):
+            fail(f"128 x 100 x 1,001 output entries: {st} {str(r)[:300]}")
+        # Without max_tokens the reply may take all the room the context leaves (40,960 positions).
+        st, r = post(port, "/v1/chat/completions", {"model": "m", "messages": [{"role": "user", "content": "x"}],
+                                                    "n": 16, "logprobs": True, "top_logprobs": 20})
+        if st != 400 or "max_tokens, n or top_logprobs" not in json.dumps(r):
+            fail(f"16 choices x the whole context x 21 output entries: {st} {str(r)[:300]}")
+        st, r = post(port, "/v1/completions", {"model": "m", "prompt": ids, "max_tokens": 3, "n": 128, "logprobs": 20,
+                                               "temperature": 1, "seed": 1})
+        if st != 200 or len(r["choices"]) != 128 or any(len(c["logprobs"]["top_logprobs"]) != 3 for c in r["choices"]):
+            fail(f"128 x 3 x 21 output entries: {st} {str(r)[:300]}")
         st, r = post(port, "/v1/completions", {"model": "m", "prompt": ids, "prompt_logprobs": 2, "stream": True})
         if st != 400:
             fail(f"prompt_logprobs with stream: {st} {r}")
