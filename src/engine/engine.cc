@@ -341,7 +341,9 @@ int64_t Engine::BlocksStillNeeded() const {
   for (const auto& up : running_) {
     const Sequence& r = *up;
     if (r.finished) continue;
-    const int64_t end = std::min(opts_.context_length, r.num_prompt + std::max<int64_t>(r.req.max_tokens, 0)) + 1;
+    // Positions it may still write: its last token is never fed back, so
+    // prompt + max_tokens is one to spare (max_tokens fits max_sequence_tokens).
+    const int64_t end = std::min(max_sequence_tokens(), r.num_prompt + std::max<int64_t>(r.req.max_tokens, 0));
     most = std::max<int64_t>(most, BlocksFor(end, opts_.kv.block_size) - int64_t(r.blocks.size()));
   }
   return most + int64_t(running_.size());

@@ -1,6 +1,7 @@
 #include "grammar/compiler.h"
 
 #include <algorithm>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -41,47 +42,52 @@ GrammarCompiler::GrammarCompiler(std::shared_ptr<const TokenVocabulary> vocab, G
 
 Result<std::shared_ptr<const CompiledGrammar>> GrammarCompiler::Compile(const ConstraintSpec& spec) {
   const std::string key = fmt::format("{}|{}|{}|{}", int(spec.kind), int(spec.json.whitespace), spec.json.strict, spec.text);
-  {
+  // The cached grammar or refusal, most recently used first.
+  auto cached = [&]() -> std::optional<Result<std::shared_ptr<const CompiledGrammar>>> {
     std::lock_guard lock(mu_);
-    if (auto it = cache_.find(key); it != cache_.end()) {
-      lru_.splice(lru_.begin(), lru_, it->second.pos);
-      return it->second.grammar;
+    auto it = cache_.find(key);
+    if (it == cache_.end()) return std::nullopt;
+    lru_.splice(lru_.begin(), lru_, it->second.pos);
+    if (it->second.grammar) return it->second.grammar;
+    return Status::Error(it->second.error);
+  };
+  if (auto hit = cached()) return std::move(*hit);
+  // A turn among the concurrent builds, given back however the build ends.
+  struct Turn {
+    GrammarCompiler& c;
+    explicit Turn(GrammarCompiler& compiler) : c(compiler) {
+      std::unique_lock lock(c.build_mu_);
+      c.build_cv_.wait(lock, [&] { return c.builds_ < std::max(1, c.options_.concurrent_builds); });
+      ++c.builds_;
     }
-  }
-  Result<Automaton> built = Status::Error("");
-  {
-    // A turn among the concurrent builds, given back however the build ends.
-    struct Turn {
-      GrammarCompiler& c;
-      explicit Turn(GrammarCompiler& compiler) : c(compiler) {
-        std::unique_lock lock(c.build_mu_);
-        c.build_cv_.wait(lock, [&] { return c.builds_ < std::max(1, c.options_.concurrent_builds); });
-        ++c.builds_;
-      }
-      ~Turn() {
-        std::lock_guard lock(c.build_mu_);
-        --c.builds_;
-        c.build_cv_.notify_one();
-      }
-    } turn(*this);
-    built = [&]() -> Result<Automaton> {
-      TERN_ASSIGN_OR_RETURN(GrammarAst ast, ConstraintToAst(spec, options_.max_text_bytes));
-      return Automaton::Build(ast, options_.limits);
-    }();
-  }
-  if (!built.ok()) return built.status();
-  Automaton a = std::move(*built);
-  auto compiled = CompiledGrammar::Create(std::move(a), vocab_, options_.eager_mask_cpu, options_.background_masks);
+    ~Turn() {
+      std::lock_guard lock(c.build_mu_);
+      --c.builds_;
+      c.build_cv_.notify_one();
+    }
+  } turn(*this);
+  if (auto hit = cached()) return std::move(*hit);  // built (or refused) while this one waited
+  Result<Automaton> built = [&]() -> Result<Automaton> {
+    TERN_ASSIGN_OR_RETURN(GrammarAst ast, ConstraintToAst(spec, options_.max_text_bytes));
+    return Automaton::Build(ast, options_.limits);
+  }();
+  Entry entry;
+  if (built.ok())
+    entry.grammar = CompiledGrammar::Create(std::move(*built), vocab_, options_.eager_mask_cpu, options_.background_masks);
+  else
+    entry.error = built.status().message();  // the same text fails the same way: refused again at once
   std::lock_guard lock(mu_);
   if (cache_.find(key) == cache_.end()) {
     lru_.push_front(key);
-    cache_[key] = {compiled, lru_.begin()};
+    entry.pos = lru_.begin();
+    cache_[key] = entry;
     while (cache_.size() > options_.cache_entries) {
       cache_.erase(lru_.back());
       lru_.pop_back();
     }
   }
-  return compiled;
+  if (!entry.grammar) return Status::Error(entry.error);
+  return entry.grammar;
 }
 
 }  // namespace tern::grammar

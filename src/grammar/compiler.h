@@ -40,7 +40,9 @@ struct GrammarCompilerOptions {
   size_t cache_entries = 256;
   GrammarLimits limits;
   // Constraints parsed and built into automata at once (each bounded by
-  // `limits` in time and memory, ~1 s and ~100 MB at worst); more wait their turn.
+  // `limits` in time and memory, ~1 s and ~100 MB at worst); more wait their
+  // turn, and find there what a build of the same text before them made (or
+  // refused: refusals are cached too).
   int concurrent_builds = 2;
 };
 
@@ -65,7 +67,8 @@ class GrammarCompiler {
   int builds_ = 0;
   std::list<std::string> lru_;  // most recent first
   struct Entry {
-    std::shared_ptr<const CompiledGrammar> grammar;
+    std::shared_ptr<const CompiledGrammar> grammar;  // null: the text was refused, with `error`
+    std::string error;
     std::list<std::string>::iterator pos;
   };
   std::unordered_map<std::string, Entry> cache_;

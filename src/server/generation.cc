@@ -23,9 +23,15 @@ SamplingParams ToEngineSampling(const api::SamplingParams& s) {
   return e;
 }
 
-int64_t ReplyTokensAtMost(const ServerContext& ctx, int64_t prompt_tokens, std::optional<int64_t> max_new_tokens) {
+std::optional<api::ApiError> BoundOutputLogprobs(const ServerContext& ctx, api::SamplingParams& sampling,
+                                                 int64_t prompt_tokens, int64_t top, std::string_view what) {
+  if (top < 0) return std::nullopt;
   const int64_t room = std::max<int64_t>(0, ctx.engine->max_sequence_tokens() - prompt_tokens);
-  return max_new_tokens ? std::min(*max_new_tokens, room) : room;
+  if (sampling.max_new_tokens)
+    return api::CheckOutputLogprobBudget(sampling.n, std::min(*sampling.max_new_tokens, room), top, what);
+  // n <= 128 and top <= 1000: at least 65 tokens.
+  sampling.max_new_tokens = std::min(room, api::kMaxOutputLogprobEntries / (std::max<int64_t>(sampling.n, 1) * (1 + top)));
+  return std::nullopt;
 }
 
 std::string TokenText(const ServerContext& ctx, int32_t id) {
@@ -199,7 +205,9 @@ bool GenerationRun::Next(Step& out, std::chrono::milliseconds timeout) {
     switch (u.reason) {
       case FinishReason::kStop: out.finish = api::FinishReason::StopToken(u.matched_stop_token); break;
       case FinishReason::kLength:
-        out.finish = api::FinishReason::Length(spec_.sampling.max_new_tokens.value_or(completion_tokens_));
+        // The tokens the engine let the reply have (its max_new_tokens, or less
+        // where the context or the KV pool ended it), as SGLang reports its clamped value.
+        out.finish = api::FinishReason::Length(u.completion_tokens);
         break;
       default:
         out.finish = api::FinishReason::Abort(

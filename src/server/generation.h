@@ -123,9 +123,13 @@ void RecordCompletion(RequestRecord& record, const std::vector<std::shared_ptr<G
 // One token's text on its own (special tokens kept), for per-token bookkeeping.
 std::string TokenText(const ServerContext& ctx, int32_t id);
 
-// The longest reply a request may get: its max_tokens, or else all the room
-// its prompt leaves in one sequence (Engine::max_sequence_tokens).
-int64_t ReplyTokensAtMost(const ServerContext& ctx, int64_t prompt_tokens, std::optional<int64_t> max_new_tokens);
+// Bounds the output logprobs of a request whose tokens carry `top`
+// alternatives (-1: none; the engine's count, which prompt logprobs may raise):
+// an explicit max_new_tokens whose replies would pass kMaxOutputLogprobEntries
+// is a 400 naming `what`; without one, the replies are capped where they
+// would (finish_reason "length"), as they are at the context's end.
+std::optional<api::ApiError> BoundOutputLogprobs(const ServerContext& ctx, api::SamplingParams& sampling,
+                                                 int64_t prompt_tokens, int64_t top, std::string_view what);
 
 // The engine's sampling parameters for a resolved API request.
 SamplingParams ToEngineSampling(const api::SamplingParams& s);

@@ -54,8 +54,8 @@ void HandleGenerate(ServerContext& ctx, const HttpRequest& http_req, HttpRespons
     if (auto e = api::CheckPromptLogprobBudget(n_prompt - start, req.top_logprobs_num,
                                                "top_logprobs_num or raise logprob_start_len"))
       return ReplyGenerateError(res, *e);
-    if (auto e = api::CheckOutputLogprobBudget(sampling->n, ReplyTokensAtMost(ctx, n_prompt, cc.max_new_tokens),
-                                               req.top_logprobs_num, "max_new_tokens, n or top_logprobs_num"))
+    if (auto e = BoundOutputLogprobs(ctx, *sampling, n_prompt, req.top_logprobs_num,
+                                     "max_new_tokens, n or top_logprobs_num"))
       return ReplyGenerateError(res, *e);
   }
   const std::string id = req.rid.value_or(api::NewRequestId(""));

@@ -126,11 +126,6 @@ void HandleChat(ServerContext& ctx, const HttpRequest& http_req, HttpResponse& r
   if (!constraint.ok()) return ReplyApiError(res, constraint.error());
   sampling->constraint = *constraint;
 
-  if (req.logprobs)
-    if (auto e = api::CheckOutputLogprobBudget(sampling->n,
-                                               ReplyTokensAtMost(ctx, int64_t(prompt.size()), cc.max_new_tokens),
-                                               req.top_logprobs, "max_tokens, n or top_logprobs"))
-      return ReplyApiError(res, *e);
   if (req.prompt_logprobs) {
     if (req.stream)
       return ReplyApiError(res, api::ApiError::BadRequest(
@@ -142,6 +137,9 @@ void HandleChat(ServerContext& ctx, const HttpRequest& http_req, HttpResponse& r
   api::ResponseMeta meta{.id = req.rid.value_or(api::NewRequestId("chatcmpl-")), .created = UnixNow(), .model = req.model};
   int32_t engine_top = req.logprobs ? int32_t(req.top_logprobs) : -1;
   if (req.prompt_logprobs) engine_top = std::max(engine_top, int32_t(*req.prompt_logprobs));
+  if (auto e = BoundOutputLogprobs(ctx, *sampling, int64_t(prompt.size()), engine_top,
+                                   "max_tokens, n or top_logprobs / prompt_logprobs"))
+    return ReplyApiError(res, *e);
   RunSpec spec{.id = meta.id, .prompt = prompt, .sampling = *sampling,
                .top_logprobs = engine_top,
                .prompt_logprob_start = req.prompt_logprobs && prompt.size() > 1 ? 1 : -1,
@@ -277,17 +275,15 @@ void HandleCompletion(ServerContext& ctx, const HttpRequest& http_req, HttpRespo
     return ReplyApiError(res, api::ApiError::BadRequest(
                                   "Prompt logprobs (echo with logprobs, prompt_logprobs) are not streamed by tern; "
                                   "send stream: false."));
-  if (req.logprobs)
-    if (auto e = api::CheckOutputLogprobBudget(sampling->n,
-                                               ReplyTokensAtMost(ctx, int64_t(prompt.size()), cc.max_new_tokens),
-                                               *req.logprobs, "max_tokens, n or logprobs"))
-      return ReplyApiError(res, *e);
   if (prompt_lps)
     if (auto e = api::CheckPromptLogprobBudget(int64_t(prompt.size()) - 1, prompt_top, "logprobs / prompt_logprobs"))
       return ReplyApiError(res, *e);
   api::ResponseMeta meta{.id = req.rid.value_or(api::NewRequestId("cmpl-")), .created = UnixNow(), .model = req.model};
   int32_t engine_top = req.logprobs ? int32_t(*req.logprobs) : -1;
   if (prompt_lps) engine_top = int32_t(std::max<int64_t>(engine_top, prompt_top));
+  if (auto e = BoundOutputLogprobs(ctx, *sampling, int64_t(prompt.size()), engine_top,
+                                   "max_tokens, n or logprobs / prompt_logprobs"))
+    return ReplyApiError(res, *e);
   RunSpec spec{.id = meta.id, .prompt = prompt, .sampling = *sampling, .top_logprobs = engine_top,
                .prompt_logprob_start = prompt_lps && prompt.size() > 1 ? 1 : -1};
   const bool as_ids = req.return_tokens_as_token_ids;

@@ -17,6 +17,7 @@
 
 #include "kernels/cpu_features.h"
 #include "server/context.h"
+#include "server/generation.h"
 #include "server/http_routes.h"
 
 namespace tern::server {
@@ -120,6 +121,34 @@ class RoutesTest : public ::testing::Test {
   static inline HttpRoutes* routes_ = nullptr;
   static inline json config_;
 };
+
+// Output logprobs (choices x reply tokens x (1 + alternatives) <= 2^23): an
+// explicit max_new_tokens past it is a 400; without one the replies are capped
+// there; a request without logprobs is untouched. The demo model's context is
+// 4096 and its KV pool larger.
+TEST_F(RoutesTest, OutputLogprobsAreBoundedPerRequest) {
+  ASSERT_EQ(ctx_->engine->max_sequence_tokens(), 4096);
+  api::SamplingParams s;
+  s.n = 128;
+  EXPECT_FALSE(BoundOutputLogprobs(*ctx_, s, 10, 20, "x"));
+  EXPECT_EQ(s.max_new_tokens, 8388608 / (128 * 21));  // 3120
+  s = {};
+  EXPECT_FALSE(BoundOutputLogprobs(*ctx_, s, 10, 20, "x"));
+  EXPECT_EQ(s.max_new_tokens, 4086);  // the room the context leaves
+  s = {};
+  s.n = 128;
+  EXPECT_FALSE(BoundOutputLogprobs(*ctx_, s, 10, -1, "x"));  // no logprobs
+  EXPECT_FALSE(s.max_new_tokens);
+  s.max_new_tokens = 3121;
+  const auto e = BoundOutputLogprobs(*ctx_, s, 10, 20, "max_tokens or n");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->status, 400);
+  EXPECT_NE(e->message.find("128 choice(s) of up to 3121 tokens with 20 alternatives each would be 8389248 entries"),
+            std::string::npos)
+      << e->message;
+  s.max_new_tokens = 3120;
+  EXPECT_FALSE(BoundOutputLogprobs(*ctx_, s, 10, 20, "x"));
+}
 
 TEST_F(RoutesTest, HealthIs503UntilReadyThen200) {
   ctx_->health = Health::kStarting;

@@ -204,7 +204,10 @@ LoadOptions ServedModelLoadOptions(const ServeOptions& o) {
           .ep = o.ep,
           .report_progress = true,
           .huge_pages = o.huge_pages,
-          .max_positions = AllowLongerContext() ? o.context_length : 0};
+          // Rank 0 refuses a context past the model's unless allowed, before the
+          // weights load; every rank then accepts what it serves, whatever its
+          // own environment (mpirun passes variables to other hosts only with -x).
+          .max_positions = o.context_length};
 }
 
 Status StartEngine(ServerContext& ctx) {

@@ -163,11 +163,11 @@ def main():
                                          "return_logprob": True, "top_logprobs_num": 1000})
         if st != 400 or "12812800 entries" not in json.dumps(r) or "top_logprobs_num" not in json.dumps(r):
             fail(f"128 x 100 x 1,001 output entries: {st} {str(r)[:300]}")
-        # Without max_tokens the reply may take all the room the context leaves (40,960 positions).
+        # prompt_logprobs give every output token their alternatives too (the engine keeps one count).
         st, r = post(port, "/v1/chat/completions", {"model": "m", "messages": [{"role": "user", "content": "x"}],
-                                                    "n": 16, "logprobs": True, "top_logprobs": 20})
-        if st != 400 or "max_tokens, n or top_logprobs" not in json.dumps(r):
-            fail(f"16 choices x the whole context x 21 output entries: {st} {str(r)[:300]}")
+                                                    "n": 128, "max_tokens": 4000, "prompt_logprobs": 20})
+        if st != 400 or "10752000 entries" not in json.dumps(r) or "prompt_logprobs" not in json.dumps(r):
+            fail(f"128 choices x 4,000 tokens x 21 entries through prompt_logprobs: {st} {str(r)[:300]}")
         st, r = post(port, "/v1/completions", {"model": "m", "prompt": ids, "max_tokens": 3, "n": 128, "logprobs": 20,
                                                "temperature": 1, "seed": 1})
         if st != 200 or len(r["choices"]) != 128 or any(len(c["logprobs"]["top_logprobs"]) != 3 for c in r["choices"]):
