@@ -52,6 +52,23 @@ TEST(ChatRequest, MinimalRequestDefaults) {
   EXPECT_EQ(r->messages, J(R"([{"role": "user", "content": "hi"}])"));
 }
 
+// Errors are listed up to 100, then one entry says more follow: a body of
+// millions of bad elements would otherwise be answered with gigabytes.
+TEST(ChatRequest, AtMost100ErrorsAreListed) {
+  std::string ids = "[";
+  for (int i = 0; i < 5000; ++i) ids += i ? ",{}" : "{}";
+  const auto r = Chat(Body("\"stop_token_ids\": " + ids + "]"));
+  ASSERT_FALSE(r.ok());
+  const std::string& m = r.error().message;
+  size_t listed = 0;
+  for (size_t at = m.find("'type': "); at != std::string::npos; at = m.find("'type': ", at + 1)) ++listed;
+  EXPECT_EQ(listed, 101u) << m.substr(0, 300);
+  EXPECT_NE(m.find("('body', 'stop_token_ids', 99)"), std::string::npos);
+  EXPECT_EQ(m.find("('body', 'stop_token_ids', 100)"), std::string::npos);
+  EXPECT_TRUE(m.ends_with("{'type': 'too_many_errors', 'loc': (), 'msg': 'more errors follow; the first 100 are listed'}]"))
+      << m.substr(m.size() - 200);
+}
+
 TEST(ChatRequest, BodyAndFieldTypeErrorsAreListedLikePydantic) {
   ExpectError(ParseChatRequest(J("[1]")), 400, "Bad Request",
               "[{'type': 'model_attributes_type', 'loc': ('body',), 'msg': 'Input should be a valid "

@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <limits>
 
+#include <fmt/format.h>
+
 #include "api/py_text.h"
 
 namespace tern::api {
@@ -24,7 +26,17 @@ std::string_view Trim(std::string_view s) {
   return s;
 }
 
+// A request of 16 million bad list elements would otherwise hold ~5 GB of
+// errors and answer a message of as many bytes again; pydantic lists them all.
+constexpr size_t kMaxFieldErrors = 100;
+
 void Add(std::vector<FieldError>* errors, const Loc& loc, std::string type, std::string msg) {
+  if (errors->size() > kMaxFieldErrors) return;
+  if (errors->size() == kMaxFieldErrors) {
+    errors->push_back(FieldError{"too_many_errors", "()",
+                                 fmt::format("more errors follow; the first {} are listed", kMaxFieldErrors)});
+    return;
+  }
   errors->push_back(FieldError{std::move(type), loc.Repr(), std::move(msg)});
 }
 

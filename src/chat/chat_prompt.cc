@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "base/json_linear.h"
 #include "base/mapped_file.h"
 #include "template/chat.h"
 #include "tokenize/tokenizer_config.h"
@@ -47,16 +48,17 @@ Result<std::string> ChatPrompt::Render(const Input& in) const {
       if (!call.is_object() || !call.contains("function") || !call["function"].is_object()) continue;
       auto& fn = call["function"];
       if (fn.contains("arguments") && fn["arguments"].is_string()) {
-        ordered_json parsed = ordered_json::parse(fn["arguments"].get<std::string>(), nullptr, false);
-        if (!parsed.is_discarded() && parsed.is_object()) fn["arguments"] = std::move(parsed);
+        // Linear in the keys (the client's text: nlohmann's parse is quadratic in them).
+        ordered_json parsed;
+        if (ParseJsonLinear(fn["arguments"].get<std::string>(), &parsed) && parsed.is_object())
+          fn["arguments"] = std::move(parsed);
       }
     }
   }
   r.tools = in.tools;
   r.add_generation_prompt = in.add_generation_prompt;
   r.extra_kwargs = default_kwargs_;
-  if (in.kwargs.is_object())
-    for (auto it = in.kwargs.begin(); it != in.kwargs.end(); ++it) r.extra_kwargs[it.key()] = it.value();
+  if (in.kwargs.is_object()) MergeObject(r.extra_kwargs, in.kwargs);  // linear in the client's keys
   r.bos_token = bos_;
   r.eos_token = eos_;
   return jinja::RenderChat(*tpl_, r);

@@ -194,6 +194,18 @@ TEST(JsonSchema, ErrorsNameTheKeyword) {
   EXPECT_NE(CompileError(ConstraintKind::kJsonSchema, R"({"$ref":"http://x/y"})").find("not a local reference"), std::string::npos);
   EXPECT_NE(CompileError(ConstraintKind::kJsonSchema, R"({"type":"number","minimum":0.5})").find("fractional"), std::string::npos);
   EXPECT_NE(CompileError(ConstraintKind::kJsonSchema, "{").find("not valid JSON"), std::string::npos);
+  // required is bounded as properties are (it was matched against them one by one).
+  std::string req = R"({"type":"object","required":[)";
+  for (int i = 0; i < 1001; ++i) req += (i ? ",\"k" : "\"k") + std::to_string(i) + "\"";
+  EXPECT_NE(CompileError(ConstraintKind::kJsonSchema, req + "]}").find("more than 1000 required properties"),
+            std::string::npos);
+  // A required key no property names is a required key of any value; duplicates of one, one key.
+  auto named = Compile(ConstraintKind::kJsonSchema,
+                       R"({"type":"object","properties":{"a":{"type":"integer"}},"required":["b","a","b"],
+                           "additionalProperties":false})");
+  EXPECT_TRUE(FullMatch(named, R"({"a":1,"b":[true]})"));
+  EXPECT_FALSE(FullMatch(named, R"({"a":1})"));
+  EXPECT_FALSE(FullMatch(named, R"({"a":1,"b":2,"b":3})"));
   // Unbounded self-reference without a base case matches nothing.
   EXPECT_NE(CompileError(ConstraintKind::kJsonSchema, R"({"$ref":"#"})").find("left-recursive"), std::string::npos);
   // Deep nesting and a 10 MB schema are refused quickly.

@@ -5,6 +5,8 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <string>
+#include <unordered_set>
 #include <vector>
 
 #include <fmt/format.h>
@@ -496,14 +498,17 @@ class Compiler {
         if (!r.is_string()) return Unsupported(path, "required must list strings");
         required.insert(r.get<std::string>());
       }
+      if (required.size() > 1000) return Unsupported(path, "more than 1000 required properties");
     }
     std::vector<std::string> names;
+    std::unordered_set<std::string> named;  // names, for lookups (required may list 1000)
     if (s.contains("properties")) {
       if (!s["properties"].is_object()) return Unsupported(path, "properties must be an object");
       if (s["properties"].size() > 1000) return Unsupported(path, "more than 1000 properties");
       for (const auto& [k, v] : s["properties"].items()) {
         TERN_ASSIGN_OR_RETURN(std::string e, Visit(v, path + "/properties/" + k, depth + 1));
         names.push_back(k);
+        named.insert(k);
         if (e == "[]") {
           if (required.count(k)) return std::string("[]");
           continue;  // a property that may not appear
@@ -512,7 +517,7 @@ class Compiler {
       }
     }
     for (const std::string& r : required)
-      if (std::find(names.begin(), names.end(), r) == names.end()) {
+      if (named.insert(r).second) {
         props.push_back({r, R("value"), true});
         names.push_back(r);
       }

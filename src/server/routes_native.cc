@@ -9,6 +9,9 @@
 
 namespace tern::server {
 namespace {
+constexpr size_t kMaxDetokenizedBytes = size_t(64) << 20;
+}  // namespace
+namespace {
 using api::Json;
 
 void ReplyGenerateError(HttpResponse& res, const api::ApiError& e) {
@@ -183,6 +186,15 @@ void AddTokenizeRoutes(HttpRoutes& routes, ServerContext& ctx) {
     if (!body.ok()) return ReplyApiError(res, body.error());
     auto req = api::ParseDetokenizeRequest(*body, ctx.tokenizer->vocab_size());
     if (!req.ok()) return ReplyApiError(res, req.error());
+    // Each id may stand for many bytes (16M ids of a 256-byte token in a 32 MiB
+    // body: 4 GB of text, copied several times on the way out): bounded by the
+    // tokens' own lengths first, which are at least their decoded bytes' count.
+    size_t bytes = 0;
+    for (int32_t id : req->tokens) bytes += ctx.tokenizer->IdToToken(id).size();
+    if (bytes > kMaxDetokenizedBytes)
+      return ReplyApiError(res, api::ApiError::BadRequest(fmt::format(
+                                    "The {} tokens would decode to up to {} bytes; at most {} are returned at once.",
+                                    req->tokens.size(), bytes, kMaxDetokenizedBytes)));
     auto text = ctx.tokenizer->Decode(req->tokens, req->skip_special_tokens);
     if (!text.ok()) return ReplyFlatError(res, 400, text.status().message());
     ReplyJson(res, 200, {{"text", *text}});

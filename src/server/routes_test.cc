@@ -205,6 +205,30 @@ TEST_F(RoutesTest, ServerInfoSaysHowActivationsRound) {
   EXPECT_EQ(info["activations"], "w4a4");
 }
 
+// /v1/detokenize is bounded by what the text could be: the ids of the
+// longest token, enough of them for over 64 MiB of its bytes, are a 400
+// naming the bound; one fewer than the bound's worth is answered.
+TEST_F(RoutesTest, DetokenizedTextIsBounded) {
+  int32_t longest = 0;
+  for (int32_t id = 0; id < ctx_->tokenizer->vocab_size(); ++id)
+    if (ctx_->tokenizer->IdToToken(id).size() > ctx_->tokenizer->IdToToken(longest).size()) longest = id;
+  const size_t len = ctx_->tokenizer->IdToToken(longest).size();
+  ASSERT_GE(len, 8u);
+  auto body = [&](size_t n) {
+    std::string b = R"({"tokens": [)";
+    b.reserve(n * 7 + 32);
+    for (size_t i = 0; i < n; ++i) b += (i ? "," : "") + std::to_string(longest);
+    return b + "]}";
+  };
+  const size_t limit = size_t(64) << 20;
+  const HttpResponse refused = Call(Request("POST", "/v1/detokenize", body(limit / len + 1)));
+  EXPECT_EQ(refused.status, 400);
+  EXPECT_NE(refused.body.find("at most 67108864 are returned at once"), std::string::npos) << refused.body.substr(0, 300);
+  const HttpResponse small = Call(Request("POST", "/v1/detokenize", body(1000)));
+  EXPECT_EQ(small.status, 200);
+  EXPECT_GE(Json(small)["text"].get<std::string>().size(), 1000u);
+}
+
 TEST_F(RoutesTest, UnknownModelIs404ModelNotFound) {
   const HttpResponse res = Call(Request("GET", "/v1/models/no-such-model"));
   EXPECT_EQ(res.status, 404);

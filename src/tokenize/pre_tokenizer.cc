@@ -27,6 +27,18 @@ struct Marked {
   bool is_match;
 };
 
+// The per-thread scratch vectors below are kept between calls (no allocation
+// per piece), except past 64k elements: a 32 MB prompt of digits grows them to
+// ~256 MB, which a worker thread would otherwise hold for good.
+template <class T>
+struct ReleaseIfLarge {
+  std::vector<T>& v;
+  explicit ReleaseIfLarge(std::vector<T>& vec) : v(vec) {}
+  ~ReleaseIfLarge() {
+    if (v.capacity() > (size_t(1) << 16)) std::vector<T>().swap(v);
+  }
+};
+
 // Hugging Face NormalizedString::split: turns the (offsets, is_match) list
 // that covers the text into pieces according to the behaviour, dropping
 // empty ones.
@@ -191,6 +203,8 @@ Status PreTokenizer::ApplyStep(const Step& step, std::string* arena, Piece piece
     }
     thread_local std::vector<MatchSpan> matches;
     thread_local std::vector<Marked> marked;
+    const ReleaseIfLarge keep_matches(matches);
+    const ReleaseIfLarge keep_marked(marked);
     matches.clear();
     std::string_view text(arena->data() + piece.begin, piece.end - piece.begin);
     TERN_RETURN_IF_ERROR(Gpt2Regex().FindAll(text, &matches));
@@ -207,10 +221,12 @@ Status PreTokenizer::ApplyStep(const Step& step, std::string* arena, Piece piece
   }
 
   thread_local std::vector<Marked> marked;
+  const ReleaseIfLarge keep_marked(marked);
   marked.clear();
   std::string_view text(arena->data() + piece.begin, piece.end - piece.begin);
   if (const auto* split = std::get_if<SplitStep>(&step)) {
     thread_local std::vector<MatchSpan> matches;
+    const ReleaseIfLarge keep_matches(matches);
     matches.clear();
     TERN_RETURN_IF_ERROR(split->regex.FindAll(text, &matches));
     if (split->behavior == SplitBehavior::kIsolated) {

@@ -1,12 +1,14 @@
-#include "api/json_parse.h"
+#include "base/json_linear.h"
 
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
 #include <vector>
 
-namespace tern::api {
+namespace tern {
 namespace {
+
+using Json = nlohmann::ordered_json;
 
 using Object = Json::object_t;        // nlohmann::ordered_map: a vector of pairs
 using Members = Object::Container;    // the vector itself: appends without the scan
@@ -145,4 +147,4 @@ void MergeObject(Json& dst, const Json& src) {
   }
 }
 
-}  // namespace tern::api
+}  // namespace tern
