@@ -164,7 +164,7 @@ ApiResult<ChatRequest> ParseChatRequest(const Json& body, const ServerLimits& li
 
   bool message_level_tools = false;
   std::optional<ApiError> unsupported = ReadMessages(r, &req.messages, &message_level_tools);
-  if (auto m = r.String("model")) req.model = *m;
+  if (auto m = internal::ReadModel(r)) req.model = *m;
   internal::ReadOpenAiSampling(r, &req.sampling);
   // max_new_tokens = max_completion_tokens or max_tokens (Python `or`).
   const std::optional<int64_t> max_tokens = r.Int("max_tokens");

@@ -69,6 +69,19 @@ TEST(ChatRequest, AtMost100ErrorsAreListed) {
       << m.substr(m.size() - 200);
 }
 
+// model and rid are repeated in every streamed chunk of every choice: bounded.
+TEST(ChatRequest, ModelAndRidAreBounded) {
+  const std::string model(4096, 'm'), rid(1024, 'r');
+  const auto ok = Chat(Body("\"model\": \"" + model + "\", \"rid\": \"" + rid + "\""));
+  ASSERT_TRUE(ok.ok()) << ok.error().message;
+  EXPECT_EQ(ok->model, model);
+  EXPECT_EQ(ok->rid, rid);
+  ExpectValidation(Body("\"model\": \"" + model + "m\", \"rid\": [\"" + rid + "r\"]"),
+                   "[{'type': 'string_too_long', 'loc': ('body', 'model'), 'msg': 'String should have at most 4096 "
+                   "characters'}, {'type': 'string_too_long', 'loc': ('body', 'rid'), 'msg': 'String should have at "
+                   "most 1024 characters'}]");
+}
+
 TEST(ChatRequest, BodyAndFieldTypeErrorsAreListedLikePydantic) {
   ExpectError(ParseChatRequest(J("[1]")), 400, "Bad Request",
               "[{'type': 'model_attributes_type', 'loc': ('body',), 'msg': 'Input should be a valid "

@@ -77,7 +77,7 @@ ApiResult<CompletionRequest> ParseCompletionRequest(const Json& body) {
   FieldReader r(body, Loc().Key("body"), &errors);
   CompletionRequest req;
   ReadPrompt(r, &req);
-  if (auto m = r.String("model")) req.model = *m;
+  if (auto m = internal::ReadModel(r)) req.model = *m;
   internal::ReadOpenAiSampling(r, &req.sampling);
   // max_tokens: default 16; null (vLLM) runs to the context limit.
   if (!body.contains("max_tokens")) {

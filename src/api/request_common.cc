@@ -99,13 +99,29 @@ void ReadStreamOptions(FieldReader& r, bool* include_usage, bool* continuous_usa
   if (auto v = o.Bool("continuous_usage_stats")) *continuous_usage_stats = *v;
 }
 
+namespace {
+// Pydantic's max_length error, counted in bytes.
+std::optional<std::string> AtMost(FieldReader& r, std::string_view key, std::string s, size_t max_bytes) {
+  if (s.size() <= max_bytes) return s;
+  r.Error(key, "string_too_long", fmt::format("String should have at most {} characters", max_bytes));
+  return std::nullopt;
+}
+}  // namespace
+
 std::optional<std::string> ReadRid(FieldReader& r) {
   const Json* v = r.Get("rid");
   if (!v) return std::nullopt;
-  if (v->is_string()) return v->get<std::string>();
-  if (v->is_array() && v->size() == 1 && (*v)[0].is_string()) return (*v)[0].get<std::string>();
+  if (v->is_string()) return AtMost(r, "rid", v->get<std::string>(), kMaxRidBytes);
+  if (v->is_array() && v->size() == 1 && (*v)[0].is_string())
+    return AtMost(r, "rid", (*v)[0].get<std::string>(), kMaxRidBytes);
   r.Error("rid", "string_type", "Input should be a valid string");
   return std::nullopt;
+}
+
+std::optional<std::string> ReadModel(FieldReader& r) {
+  auto m = r.String("model");
+  if (!m) return std::nullopt;
+  return AtMost(r, "model", std::move(*m), kMaxModelBytes);
 }
 
 void ValidateResponseFormat(FieldReader& r) {

@@ -30,8 +30,14 @@ void ReadOpenAiSampling(FieldReader& r, SamplingRequest* s);
 // stream_options {include_usage, continuous_usage_stats}.
 void ReadStreamOptions(FieldReader& r, bool* include_usage, bool* continuous_usage_stats);
 
-// `rid`: a string (a one-element list is accepted as well).
+// `rid`: a string (a one-element list is accepted as well) of at most
+// kMaxRidBytes. Both it and `model` are repeated in every streamed chunk of
+// every choice (and the rid in the X-Request-Id header and the access log).
+inline constexpr size_t kMaxRidBytes = 1024;
+inline constexpr size_t kMaxModelBytes = 4096;
 std::optional<std::string> ReadRid(FieldReader& r);
+// `model`: a string of at most kMaxModelBytes.
+std::optional<std::string> ReadModel(FieldReader& r);
 
 // The structured-output fields of a chat or completion body
 // (response_format json_object / json_schema, regex, ebnf) into

@@ -126,10 +126,11 @@ int RunServer(const ServeOptions& opts) {
   Log(LogLevel::kInfo, "signal {} received; draining (grace {:.0f} s)", g_signal.load(), opts.shutdown_grace_s);
   ctx->health = Health::kShuttingDown;
   notify("STOPPING=1\nSTATUS=draining");
-  // No new connection, no new request on an open one; idle connections and
-  // requests still being read close now. Requests being handled run on.
+  // No new request on any connection (a new one closes at once); idle
+  // connections and requests still being read close now. Requests being
+  // handled run on, streams included: the listening socket stays open until
+  // they are done, as the library ends every stream's writes once it closes.
   http.BeginShutdown();
-  http.Stop();
   std::atomic<bool> drained{false};
   std::thread drainer([&] {
     ctx->engine->Drain(std::chrono::milliseconds(int64_t(opts.shutdown_grace_s * 1000)));
@@ -147,6 +148,7 @@ int RunServer(const ServeOptions& opts) {
   drainer.join();
   // Let handlers write their final chunks, then end every connection.
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  http.Stop();
   http.CloseAll();
   listener.join();
   ctx->engine.reset();

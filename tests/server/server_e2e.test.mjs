@@ -705,6 +705,11 @@ test('SIGTERM with an idle half-open connection exits 0 within the grace period'
 
 test('SIGTERM drains: a running request finishes, then the server exits 0', async () => {
   const running = raw('POST', '/v1/completions', { body: { prompt: 'Drain me', max_tokens: 24, temperature: 0 } });
+  // A stream drains to its end too: its last chunks, usage and [DONE] (the server's listening socket
+  // once closed at SIGTERM, which ended every stream's writes at once).
+  const streaming = raw('POST', '/v1/completions', { body: { prompt: 'Drain me too', max_tokens: 3000, temperature: 0,
+                                                           ignore_eos: true, stream: true,
+                                                           stream_options: { include_usage: true } } });
   await new Promise((r) => setTimeout(r, 100));
   const exited = new Promise((resolve) => server.on('exit', (code) => resolve(code)));
   // Under mpirun the drain is SIGTERM to rank 0 (the server); mpirun itself cuts the job (tests/dist/faults.sh).
@@ -713,5 +718,10 @@ test('SIGTERM drains: a running request finishes, then the server exits 0', asyn
   const r = await running;
   assert.equal(r.status, 200, r.text);
   assert.equal(r.json.usage.completion_tokens, 24);
+  const s = await streaming;
+  assert.equal(s.status, 200, s.text.slice(0, 300));
+  const events = sse(s.text);
+  assert.equal(events.at(-1).usage.completion_tokens, 3000, s.text.slice(-300));
+  assert.equal(events.at(-2).choices[0].finish_reason, 'length');
   assert.equal(await exited, 0);
 });
