@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <httplib.h>
 #include <poll.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -298,6 +299,18 @@ HandlerResponse HttpServer::Impl::BeforeRouting(const httplib::Request& req, htt
   // The library reads no body for these methods: what was sent must not be
   // taken for the next request.
   if (!body_method && framed && req.get_header_value("Content-Length") != "0") CloseConnectionAfterResponse();
+  // The library's chunked reader accepts a chunk whose trailing CRLF is
+  // missing, so bytes after a malformed body could be read as a next request
+  // (behind a proxy that forwards chunked bodies as sent): a chunked request
+  // is the connection's last.
+  if (req.has_header("Transfer-Encoding")) CloseConnectionAfterResponse();
+  // No route takes a form; the library would parse one into handlers it
+  // was not given (a 500 "bad_function_call").
+  if (const std::string type = req.get_header_value("Content-Type");
+      type.size() >= 10 && strncasecmp(type.data(), "multipart/", 10) == 0) {
+    RefuseAndClose(res, 415, "multipart bodies are not accepted; send the request as application/json");
+    return HandlerResponse::Handled;
+  }
   if (!routes_.before_routing) return HandlerResponse::Unhandled;
   HttpResponse out = NewResponse();
   const bool handled = routes_.before_routing(plain, out);

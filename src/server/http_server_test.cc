@@ -359,6 +359,29 @@ TEST_F(HttpServerTest, RangesAreIgnoredAndRepliesAreNotBrotli) {
   EXPECT_NE(both.find("Content-Encoding: gzip"), std::string::npos) << both.substr(0, 300);
 }
 
+// A chunked request is the connection's last (the library reads a chunk
+// without its trailing CRLF as complete, and what follows must not become a
+// request), and a multipart body is a 415, not the library's form parser.
+TEST_F(HttpServerTest, ChunkedRequestEndsTheConnectionAndFormsAre415) {
+  Start();
+  int fd = Connect();
+  SendAll(fd, "POST /echo_size HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+              "2\r\n{}X\r\nGET /ok HTTP/1.1\r\nHost: x\r\n\r\n");
+  std::string r = ReadAll(fd, milliseconds(3000));
+  ::close(fd);
+  size_t responses = 0;
+  for (size_t at = r.find("HTTP/1.1 "); at != std::string::npos; at = r.find("HTTP/1.1 ", at + 1)) ++responses;
+  EXPECT_EQ(responses, 1u) << r;
+  EXPECT_EQ(r.find("\r\n\r\nok"), std::string::npos) << r;  // GET /ok was not served
+  fd = Connect();
+  const std::string form = "--x\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\nb\r\n--x--\r\n";
+  SendAll(fd, "POST /echo_size HTTP/1.1\r\nHost: x\r\nContent-Type: Multipart/Form-Data; boundary=x\r\n"
+              "Content-Length: " + std::to_string(form.size()) + "\r\n\r\n" + form);
+  r = ReadAll(fd, milliseconds(3000));
+  ::close(fd);
+  EXPECT_EQ(r.substr(0, 12), "HTTP/1.1 415") << r;
+}
+
 TEST_F(HttpServerTest, PlainValuesCrossTheAdapter) {
   HttpRoutes routes;
   std::vector<int> finished;
