@@ -39,7 +39,7 @@ constexpr int64_t kMaxContextLength = (int64_t(1) << 31) - 1;
 
 // As SGLang: positions past the ones the model was trained for give unreliable
 // output, so a longer context is the user's explicit choice. 0: the model's.
-Status CheckContextLength(int64_t context, int64_t trained) {
+Status CheckServedContextLength(int64_t context, int64_t trained) {
   if (context > kMaxContextLength)
     return Status::Errorf("--context-length {} is larger than the largest supported ({})", context, kMaxContextLength);
   if (trained <= 0 || context <= trained) return Status::Ok();
@@ -139,7 +139,7 @@ Status LoadServerModel(ServerContext& ctx) {
   TERN_RETURN_IF_ERROR(ResolveParsers(ctx));
   // Refused before the weights load (LoadModel reports a config it cannot read).
   if (auto config = LoadModelConfig(dir); config.ok())
-    TERN_RETURN_IF_ERROR(CheckContextLength(ctx.opts.context_length, config->max_position_embeddings));
+    TERN_RETURN_IF_ERROR(CheckServedContextLength(ctx.opts.context_length, config->max_position_embeddings));
   TERN_ASSIGN_OR_RETURN(ctx.model, LoadModel(dir, ServedModelLoadOptions(ctx.opts)));
   TERN_RETURN_IF_ERROR(CheckTokenizerFitsModel(*ctx.tokenizer, ctx.model->config().vocab_size, dir));
   ctx.eos_token_ids = ctx.generation.eos_token_ids.empty() ? ctx.model->config().eos_token_ids : ctx.generation.eos_token_ids;
