@@ -66,6 +66,7 @@ bool Connection::WaitForRequest() {
   if (n <= 0) return false;  // closed (or reset) while idle
   phase_ = Phase::kHeaders;
   read_deadline_ = Clock::now() + control_.limits.read_timeout;
+  header_deadline_ = Clock::now() + control_.limits.header_timeout;
   budget_ = control_.limits.max_header_bytes;
   return true;
 }
@@ -96,7 +97,7 @@ void Connection::SendNow(const std::string& data) {
 }
 
 bool Connection::is_readable() const {
-  return Wait(POLLIN, read_deadline_, phase_ != Phase::kBody) == 1;
+  return Wait(POLLIN, ReadDeadline(), phase_ != Phase::kBody) == 1;
 }
 
 bool Connection::is_writable() const {
@@ -113,7 +114,7 @@ ssize_t Connection::read(char* ptr, size_t size) {
   size = std::min(size, budget_);
   for (;;) {
     // Requests still being read end on shutdown; a body being read may finish.
-    const int w = Wait(POLLIN, read_deadline_, phase_ != Phase::kBody);
+    const int w = Wait(POLLIN, ReadDeadline(), phase_ != Phase::kBody);
     if (w != 1) {
       broken_ = true;
       return -1;

@@ -7,8 +7,9 @@
 // Connection is that stream, so every byte the library reads or writes passes
 // the checks here:
 //   - a request (line, headers and body) must arrive within read_timeout of
-//     its first byte, however slowly it trickles: a few hundred half-sent
-//     requests cannot hold the worker threads for long;
+//     its first byte, and its line and headers within header_timeout, however
+//     slowly they trickle: a few hundred half-sent requests cannot hold the
+//     worker threads for long;
 //   - the request line and headers may take max_header_bytes, the body's raw
 //     bytes (chunk framing included) a budget derived from max_body_bytes:
 //     the library's line reader, which has no limit of its own, never holds
@@ -94,6 +95,10 @@ class Connection final : public httplib::Stream {
   bool no_body_ = false;
   bool broken_ = false;
   std::chrono::steady_clock::time_point read_deadline_;
+  std::chrono::steady_clock::time_point header_deadline_;  // Phase::kHeaders: the earlier of the two
+  std::chrono::steady_clock::time_point ReadDeadline() const {
+    return phase_ == Phase::kHeaders ? std::min(read_deadline_, header_deadline_) : read_deadline_;
+  }
   size_t budget_ = 0;  // bytes the current phase may still read
 };
 

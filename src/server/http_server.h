@@ -26,6 +26,10 @@ struct HttpLimits {
   size_t max_body_bytes = 32 << 20;                    // decoded body; more is 413
   size_t max_header_bytes = 64 << 10;                  // request line and headers
   std::chrono::milliseconds read_timeout{60000};       // a whole request, from its first byte
+  // Its line and headers, from its first byte: a connection trickling headers
+  // holds a worker thread this long at most (nginx's client_header_timeout;
+  // a body may then take the rest of read_timeout).
+  std::chrono::milliseconds header_timeout{10000};
   std::chrono::milliseconds write_timeout{60000};      // progress of each write
   std::chrono::milliseconds keep_alive_timeout{5000};  // idle between requests
   size_t max_connections = 256;                        // open at once; more are answered 503 and closed

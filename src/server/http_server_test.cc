@@ -300,6 +300,39 @@ TEST_F(HttpServerTest, TricklingRequestIsDroppedAtTheReadDeadline) {
   ::close(fd);
 }
 
+// Headers trickled past header_timeout end the connection long before the
+// read deadline; a body trickled after prompt headers has the read deadline.
+TEST_F(HttpServerTest, TricklingHeadersAreDroppedAtTheHeaderDeadline) {
+  HttpLimits limits;
+  limits.read_timeout = milliseconds(3000);
+  limits.header_timeout = milliseconds(300);
+  Start(limits);
+  int fd = Connect();
+  const std::string head = "POST /echo_size HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 20\r\nX-Pad: " +
+                           std::string(100, 'p') + "\r\n\r\n";
+  auto t0 = Clock::now();
+  bool closed = false;
+  for (size_t i = 0; i < head.size() && !closed; ++i) {  // one byte every 20 ms: 3 s for the headers
+    if (!SendAll(fd, head.substr(i, 1))) break;
+    closed = ClosedWithin(fd, milliseconds(20));
+  }
+  EXPECT_TRUE(closed || ClosedWithin(fd, milliseconds(500)));
+  EXPECT_LT(Seconds(t0), 1.2);
+  ::close(fd);
+  fd = Connect();
+  ASSERT_TRUE(SendAll(fd, head));
+  t0 = Clock::now();
+  for (int i = 0; i < 20; ++i) {  // the body over ~1 s: past the header deadline, within the read deadline
+    std::this_thread::sleep_for(milliseconds(50));
+    ASSERT_TRUE(SendAll(fd, "b"));
+  }
+  const std::string r = ReadAll(fd, milliseconds(2000));
+  ::close(fd);
+  EXPECT_GT(Seconds(t0), 0.9);
+  EXPECT_EQ(r.substr(0, 12), "HTTP/1.1 200") << r;
+  EXPECT_NE(r.find("\r\n\r\n20"), std::string::npos) << r;
+}
+
 TEST_F(HttpServerTest, LongStreamOutlivesTheReadTimeout) {
   Start();
   const std::string r = Get("/slow_stream");  // 1.5 s of output, read timeout 0.5 s
