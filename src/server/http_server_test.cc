@@ -124,6 +124,16 @@ class HttpServerTest : public ::testing::Test {
     return false;
   }
 
+  // Sends `text` a byte every `gap` until the server closes fd; true when it
+  // did, before the last byte or within `grace` after it.
+  static bool TrickleUntilClosed(int fd, const std::string& text, milliseconds gap, milliseconds grace) {
+    for (size_t i = 0; i < text.size(); ++i) {
+      if (!SendAll(fd, text.substr(i, 1))) return true;  // the server had closed
+      if (ClosedWithin(fd, gap)) return true;
+    }
+    return ClosedWithin(fd, grace);
+  }
+
   std::string Get(const std::string& path) {
     const int fd = Connect();
     SendAll(fd, "GET " + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
@@ -290,12 +300,8 @@ TEST_F(HttpServerTest, TricklingRequestIsDroppedAtTheReadDeadline) {
   const int fd = Connect();
   const std::string req = "POST /echo_size HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n" + std::string(100, 'x');
   const auto t0 = Clock::now();
-  bool closed = false;
-  for (size_t i = 0; i < req.size() && !closed; ++i) {  // one byte every 50 ms: 7 s for the request
-    if (!SendAll(fd, req.substr(i, 1))) break;
-    closed = ClosedWithin(fd, milliseconds(50));
-  }
-  EXPECT_TRUE(closed || ClosedWithin(fd, milliseconds(1000)));
+  // One byte every 50 ms: 7 s for the request.
+  EXPECT_TRUE(TrickleUntilClosed(fd, req, milliseconds(50), milliseconds(1000)));
   EXPECT_LT(Seconds(t0), 2.0);
   ::close(fd);
 }
@@ -311,12 +317,8 @@ TEST_F(HttpServerTest, TricklingHeadersAreDroppedAtTheHeaderDeadline) {
   const std::string head = "POST /echo_size HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 20\r\nX-Pad: " +
                            std::string(100, 'p') + "\r\n\r\n";
   auto t0 = Clock::now();
-  bool closed = false;
-  for (size_t i = 0; i < head.size() && !closed; ++i) {  // one byte every 20 ms: 3 s for the headers
-    if (!SendAll(fd, head.substr(i, 1))) break;
-    closed = ClosedWithin(fd, milliseconds(20));
-  }
-  EXPECT_TRUE(closed || ClosedWithin(fd, milliseconds(500)));
+  // One byte every 20 ms: 3 s for the headers.
+  EXPECT_TRUE(TrickleUntilClosed(fd, head, milliseconds(20), milliseconds(500)));
   EXPECT_LT(Seconds(t0), 1.2);
   ::close(fd);
   fd = Connect();
