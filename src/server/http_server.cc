@@ -278,7 +278,8 @@ HandlerResponse HttpServer::Impl::BeforeRouting(const httplib::Request& req, htt
   //   a copy of the whole body per range asked for ("Range: bytes=-,-,-,...",
   //   ~4,000 whole copies in one header line, before the key is checked);
   // - replies compressed with gzip at most: the library takes Brotli whenever
-  //   Accept-Encoding holds "br", at its default quality 11, ~1 MB/s of a core.
+  //   Accept-Encoding holds "br", at its default quality 11 (8 MB of logprob
+  //   JSON: 0.57 MB/s against gzip's 47 MB/s, one Zen 5 core).
   auto& answered = const_cast<httplib::Request&>(req);
   answered.ranges.clear();
   if (answered.has_header("Accept-Encoding")) {

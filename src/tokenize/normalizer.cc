@@ -1,7 +1,6 @@
 #include "tokenize/normalizer.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <vector>
 
 #include <nlohmann/json.hpp>
