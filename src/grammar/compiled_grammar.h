@@ -46,17 +46,41 @@ class CompiledGrammar {
   // eager_cpu: the thread CPU time spent computing masks before returning
   // (the rest are computed on first use, and by the MaskWorker if
   // `background`); unlimited by default.
+  // max_mask_bytes: the memory this grammar's stored masks may take (see
+  // mask()); the process's grammars together take at most
+  // ProcessMaskBudget().
   static std::shared_ptr<const CompiledGrammar> Create(
       Automaton automaton, std::shared_ptr<const TokenVocabulary> vocab,
-      std::chrono::nanoseconds eager_cpu = std::chrono::nanoseconds::max(), bool background = false);
+      std::chrono::nanoseconds eager_cpu = std::chrono::nanoseconds::max(), bool background = false,
+      size_t max_mask_bytes = kDefaultMaxMaskBytes);
+  ~CompiledGrammar();
+  CompiledGrammar(const CompiledGrammar&) = delete;
+  CompiledGrammar& operator=(const CompiledGrammar&) = delete;
+
+  // 128 MiB: ~6,900 distinct dense masks of the Qwen3 vocabulary (19 KB
+  // each); the schemas and regexes of the test suites need under 200.
+  static constexpr size_t kDefaultMaxMaskBytes = size_t(128) << 20;
+  // The memory all live grammars' stored masks may take together (1 GiB by
+  // default), and what they take now.
+  static void SetProcessMaskBudget(size_t bytes);
+  static size_t ProcessMaskBudget();
+  static size_t ProcessMaskBytes();
 
   const Automaton& automaton() const { return automaton_; }
   const TokenVocabulary& vocab() const { return *vocab_; }
-  // The mask of a state with HasBytes(state). Thread-safe.
-  const StateMask& mask(int32_t state) const {
+  // The mask of a state with HasBytes(state). Thread-safe. A mask computed
+  // here is stored (for the grammar's lifetime, shared by equal states)
+  // while the grammar's and the process's budgets allow; past them it is
+  // computed into *spill, which is returned: a grammar whose states each
+  // allow a different large set of tokens ([^a][^b]... for 200k states
+  // would store ~3.8 GB) costs time per step past its budget, not memory.
+  const StateMask& mask(int32_t state, StateMask* spill) const {
     if (const StateMask* m = ready_[size_t(state)].load(std::memory_order_acquire)) return *m;
-    return ComputeMask(state);
+    return *ComputeMask(state, spill);
   }
+  // Computes and stores the mask of a state with HasBytes(state) if it is
+  // not yet; false when the budgets refuse to store it (nothing kept).
+  bool Precompute(int32_t state) const;
   // States whose masks are computed so far (of `masks_total`), and their memory.
   int64_t masks_ready() const;
   int64_t masks_total() const;
@@ -67,7 +91,8 @@ class CompiledGrammar {
 
  private:
   CompiledGrammar(Automaton a, std::shared_ptr<const TokenVocabulary> v);
-  const StateMask& ComputeMask(int32_t state) const;
+  // spill null: store or nothing (then the return value is null).
+  const StateMask* ComputeMask(int32_t state, StateMask* spill) const;
   Automaton automaton_;
   std::shared_ptr<const TokenVocabulary> vocab_;
   std::vector<uint64_t> below_;      // [trie node]: byte classes strictly below it (<= 64 classes)
@@ -79,6 +104,8 @@ class CompiledGrammar {
   mutable std::vector<std::unique_ptr<StateMask>> storage_;
   mutable std::unordered_multimap<uint64_t, const StateMask*> by_content_;  // content hash -> mask
   std::unique_ptr<std::atomic<const StateMask*>[]> ready_;
+  size_t max_mask_bytes_ = kDefaultMaxMaskBytes;
+  mutable size_t stored_bytes_ = 0;  // the masks in storage_ (guarded by mu_), counted in the process's total too
 };
 
 }  // namespace tern::grammar

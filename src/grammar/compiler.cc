@@ -74,7 +74,8 @@ Result<std::shared_ptr<const CompiledGrammar>> GrammarCompiler::Compile(const Co
   }();
   Entry entry;
   if (built.ok())
-    entry.grammar = CompiledGrammar::Create(std::move(*built), vocab_, options_.eager_mask_cpu, options_.background_masks);
+    entry.grammar = CompiledGrammar::Create(std::move(*built), vocab_, options_.eager_mask_cpu, options_.background_masks,
+                                            options_.max_mask_bytes);
   else
     entry.error = built.status().message();  // the same text fails the same way: refused again at once
   std::lock_guard lock(mu_);
@@ -82,7 +83,10 @@ Result<std::shared_ptr<const CompiledGrammar>> GrammarCompiler::Compile(const Co
     lru_.push_front(key);
     entry.pos = lru_.begin();
     cache_[key] = entry;
-    while (cache_.size() > options_.cache_entries) {
+    const auto over_memory = [] {
+      return CompiledGrammar::ProcessMaskBytes() > CompiledGrammar::ProcessMaskBudget() / 4 * 3;
+    };
+    while (cache_.size() > options_.cache_entries || (cache_.size() > 1 && over_memory())) {
       cache_.erase(lru_.back());
       lru_.pop_back();
     }

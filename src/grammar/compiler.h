@@ -38,6 +38,12 @@ struct GrammarCompilerOptions {
   std::chrono::milliseconds eager_mask_cpu{300};
   bool background_masks = true;
   size_t cache_entries = 256;
+  // The memory one grammar's stored token masks may take (CompiledGrammar::
+  // mask); all grammars together take at most CompiledGrammar::
+  // ProcessMaskBudget(), and past three quarters of it a new grammar evicts
+  // the least recently used ones from the cache (a grammar still in use is
+  // freed when its last request ends).
+  size_t max_mask_bytes = CompiledGrammar::kDefaultMaxMaskBytes;
   GrammarLimits limits;
   // Constraints parsed and built into automata at once (each bounded by
   // `limits` in time and memory, ~1 s and ~100 MB at worst); more wait their

@@ -52,7 +52,9 @@ void MaskWorker::Run() {
       }
       const std::shared_ptr<const CompiledGrammar> g = next.lock();
       if (!g || s >= g->automaton().num_states()) break;
-      if (g->automaton().HasBytes(s)) g->mask(s);
+      // Past the grammar's mask budget (or the process's) the rest are left
+      // to the matchers that reach them.
+      if (g->automaton().HasBytes(s) && !g->Precompute(s)) break;
     }
   }
 }

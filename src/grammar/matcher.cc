@@ -30,10 +30,16 @@ void GrammarMatcher::FillNextTokenMask(std::span<uint64_t> mask) {
   if (terminated_) return;
   const Automaton& a = grammar_->automaton();
   const int32_t V = grammar_->vocab().size();
-  for (int32_t n : current_.nodes) {
-    const int32_t s = pool_.node(n).state;
+  // Each node's mask (a stored one, or one computed into spill_ past the
+  // grammar's memory budget), kept for the uncertain checks below.
+  const size_t nodes = current_.nodes.size();
+  if (spill_.size() < nodes) spill_.resize(nodes);
+  masks_.assign(nodes, nullptr);
+  for (size_t i = 0; i < nodes; ++i) {
+    const int32_t s = pool_.node(current_.nodes[i]).state;
     if (!a.HasBytes(s)) continue;
-    const StateMask& m = grammar_->mask(s);
+    const StateMask& m = grammar_->mask(s, &spill_[i]);
+    masks_[i] = &m;
     if (!m.accepted_bits.empty()) {
       for (size_t w = 0; w < mask.size(); ++w) mask[w] |= m.accepted_bits[w];
     } else {
@@ -41,10 +47,8 @@ void GrammarMatcher::FillNextTokenMask(std::span<uint64_t> mask) {
     }
   }
   pool_.BeginScratch();
-  for (int32_t n : current_.nodes) {
-    const int32_t s = pool_.node(n).state;
-    if (a.HasBytes(s) && !grammar_->mask(s).uncertain.empty()) CheckUncertain(n, grammar_->mask(s).uncertain, mask);
-  }
+  for (size_t i = 0; i < nodes; ++i)
+    if (masks_[i] != nullptr && !masks_[i]->uncertain.empty()) CheckUncertain(current_.nodes[i], masks_[i]->uncertain, mask);
   pool_.DropScratch();
   if (current_.can_end)
     for (int32_t id : stop_tokens_)

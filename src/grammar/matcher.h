@@ -47,6 +47,8 @@ class GrammarMatcher {
   PositionSet current_;
   bool terminated_ = false;
   std::vector<PositionSet> scratch_;  // per depth, for uncertain checks
+  std::vector<StateMask> spill_;      // per node: masks the grammar did not store (FillNextTokenMask)
+  std::vector<const StateMask*> masks_;
 };
 
 }  // namespace tern::grammar

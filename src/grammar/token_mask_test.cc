@@ -212,7 +212,8 @@ TEST(TokenMask, EqualMasksAreHeldOnce) {
   for (int32_t s = 0; s < (*g)->automaton().num_states(); s += 13) {
     if (!(*g)->automaton().HasBytes(s)) continue;
     const StateMask fresh = (*g)->ClassifyForTest(s, true);
-    ASSERT_EQ((*g)->mask(s), fresh) << "state " << s;
+    StateMask spill;
+    ASSERT_EQ((*g)->mask(s, &spill), fresh) << "state " << s;
   }
 }
 
@@ -234,9 +235,80 @@ TEST(TokenMask, BackgroundWorkerComputesTheRest) {
   for (int32_t s = 0; s < (*g)->automaton().num_states(); ++s) {
     if (!(*g)->automaton().HasBytes(s)) continue;
     const StateMask fresh = (*g)->ClassifyForTest(s, true);
-    EXPECT_EQ(AcceptedIds((*g)->mask(s)), AcceptedIds(fresh)) << "state " << s;
-    EXPECT_EQ((*g)->mask(s).uncertain, fresh.uncertain) << "state " << s;
+    StateMask spill;
+    EXPECT_EQ(AcceptedIds((*g)->mask(s, &spill)), AcceptedIds(fresh)) << "state " << s;
+    EXPECT_EQ((*g)->mask(s, &spill).uncertain, fresh.uncertain) << "state " << s;
   }
+}
+
+// A regex of negated classes, one per state ([^e][^k][^a]...): every state
+// allows a different large set of tokens, so no two masks are shared
+// (with the Qwen3 vocabulary, 19 KB each: 200k such states would store
+// ~3.8 GB).
+std::string NegatedClasses(int n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::string re;
+  for (int i = 0; i < n; ++i) re += std::string("[^") + char('a' + rng() % 26) + "]";
+  return re;
+}
+
+// Past its budget a grammar stores no more masks: the masks it computes for
+// matchers are theirs alone (spilled), and still exact.
+TEST(TokenMask, MasksPastTheMemoryBudgetAreSpilledAndExact) {
+  std::vector<std::string> extra;
+  for (char a = 'a'; a <= 'z'; ++a)
+    for (char b : {'a', 'e', 'k', 'z'}) extra.push_back(std::string{a, b});
+  extra.push_back("<eos>");
+  const int32_t eos = int32_t(256 + extra.size() - 1);
+  auto vocab = testing::ByteVocab(extra, {eos});
+  auto ast = ConstraintToAst({.kind = ConstraintKind::kRegex, .text = NegatedClasses(60, 1)});
+  ASSERT_TRUE(ast.ok());
+  auto a = Automaton::Build(*ast);
+  ASSERT_TRUE(a.ok());
+  const size_t budget = 3 * (vocab->mask_words() * 8 + sizeof(StateMask));  // about three dense masks
+  auto g = CompiledGrammar::Create(std::move(*a), vocab, std::chrono::nanoseconds::max(), false, budget);
+  EXPECT_LE(g->memory_bytes(), budget);
+  EXPECT_GT(g->memory_bytes(), 0u);
+  EXPECT_LT(g->masks_ready(), g->masks_total() / 4);
+  std::vector<int32_t> all;
+  for (int32_t id = 0; id < vocab->size(); ++id) all.push_back(id);
+  for (uint32_t seed = 0; seed < 4; ++seed) RandomWalk(g, {eos}, 40, seed, all);
+  EXPECT_LE(g->memory_bytes(), budget);  // the walks' masks were not kept
+}
+
+// The process's budget holds across grammars: past it, new grammars store
+// nothing, and the compiler evicts the least recently used ones.
+TEST(TokenMask, ProcessMaskBudgetHoldsAcrossGrammars) {
+  auto vocab = Qwen3Vocabulary();
+  TERN_REQUIRE_TEST_DATA(vocab, "the Qwen3 tokenizer (scripts/fetch-test-data.sh)");
+  const size_t dense = vocab->mask_words() * 8 + sizeof(StateMask);
+  const size_t saved = CompiledGrammar::ProcessMaskBudget();
+  const size_t base = CompiledGrammar::ProcessMaskBytes();
+  CompiledGrammar::SetProcessMaskBudget(base + 40 * dense);
+  {
+    GrammarCompiler compiler(vocab, {.eager_mask_cpu = std::chrono::minutes(5), .background_masks = false,
+                                     .max_mask_bytes = 25 * dense});
+    std::vector<std::shared_ptr<const CompiledGrammar>> held;
+    for (uint32_t seed = 0; seed < 3; ++seed) {
+      auto g = compiler.Compile({.kind = ConstraintKind::kRegex, .text = NegatedClasses(40, seed)});
+      ASSERT_TRUE(g.ok()) << g.status().message();
+      EXPECT_LE((*g)->memory_bytes(), 25 * dense);
+      EXPECT_LE(CompiledGrammar::ProcessMaskBytes(), base + 40 * dense);
+      held.push_back(*g);
+    }
+    EXPECT_GT(held[0]->memory_bytes(), 20 * dense);  // the first took its whole budget ...
+    EXPECT_LT(held[1]->memory_bytes(), 16 * dense);  // ... the second what the process had left
+    EXPECT_LT(held[2]->memory_bytes(), dense);  // (at most a small mask in what was left)
+    // Masks the budget refused, computed for a matcher, are exact.
+    for (int32_t s = 0; s < held[2]->automaton().num_states(); s += 7) {
+      if (!held[2]->automaton().HasBytes(s)) continue;
+      StateMask spill;
+      EXPECT_EQ(held[2]->mask(s, &spill), held[2]->ClassifyForTest(s, true)) << "state " << s;
+    }
+    held.clear();  // the cache keeps what it has not evicted
+  }
+  EXPECT_EQ(CompiledGrammar::ProcessMaskBytes(), base);  // all freed with their grammars
+  CompiledGrammar::SetProcessMaskBudget(saved);
 }
 
 }  // namespace

@@ -5,6 +5,8 @@
 // neither calls nor ends (inside a JSON string) is accepted without a walk.
 #include <time.h>
 
+#include <atomic>
+
 #include "grammar/compiled_grammar.h"
 #include "grammar/mask_worker.h"
 #include "grammar/stack.h"
@@ -138,7 +140,19 @@ uint64_t ContentHash(const StateMask& m) {
   add(m.uncertain.data(), m.uncertain.size() * sizeof(int32_t));
   return h;
 }
+size_t MaskBytes(const StateMask& m) {
+  return m.accepted_bits.size() * 8 + m.accepted.size() * 4 + m.uncertain.size() * 4 + sizeof(StateMask);
+}
+
+std::atomic<size_t> process_mask_bytes{0};
+std::atomic<size_t> process_mask_budget{size_t(1) << 30};
 }  // namespace
+
+void CompiledGrammar::SetProcessMaskBudget(size_t bytes) { process_mask_budget.store(bytes); }
+size_t CompiledGrammar::ProcessMaskBudget() { return process_mask_budget.load(); }
+size_t CompiledGrammar::ProcessMaskBytes() { return process_mask_bytes.load(); }
+
+CompiledGrammar::~CompiledGrammar() { process_mask_bytes.fetch_sub(stored_bytes_); }
 
 CompiledGrammar::CompiledGrammar(Automaton a, std::shared_ptr<const TokenVocabulary> v)
     : automaton_(std::move(a)), vocab_(std::move(v)) {
@@ -164,35 +178,57 @@ CompiledGrammar::CompiledGrammar(Automaton a, std::shared_ptr<const TokenVocabul
 std::shared_ptr<const CompiledGrammar> CompiledGrammar::Create(Automaton automaton,
                                                                std::shared_ptr<const TokenVocabulary> vocab,
                                                                std::chrono::nanoseconds eager_cpu,
-                                                               bool background) {
+                                                               bool background, size_t max_mask_bytes) {
   auto g = std::shared_ptr<CompiledGrammar>(new CompiledGrammar(std::move(automaton), std::move(vocab)));
+  g->max_mask_bytes_ = max_mask_bytes;
   const auto start = ThreadCpu();
   for (int32_t s = 0; s < g->automaton_.num_states(); ++s) {
     if (eager_cpu != std::chrono::nanoseconds::max() && ThreadCpu() - start > eager_cpu) {
       if (background) MaskWorker::Get().Add(g);
       break;
     }
-    if (g->automaton_.HasBytes(s)) g->ComputeMask(s);
+    // Past the budget the rest are computed when a matcher needs them.
+    if (g->automaton_.HasBytes(s) && !g->Precompute(s)) break;
   }
   return g;
 }
 
-const StateMask& CompiledGrammar::ComputeMask(int32_t s) const {
+bool CompiledGrammar::Precompute(int32_t s) const {
+  return ready_[size_t(s)].load(std::memory_order_acquire) != nullptr || ComputeMask(s, nullptr) != nullptr;
+}
+
+const StateMask* CompiledGrammar::ComputeMask(int32_t s, StateMask* spill) const {
   // Classify reads only what the constructor made; the lock guards publication.
   StateMask m = Classify(automaton_, *vocab_, s, below_, self_loop_);
   const uint64_t h = ContentHash(m);
   std::lock_guard lock(mu_);
-  if (const StateMask* r = ready_[size_t(s)].load(std::memory_order_acquire)) return *r;  // another thread was first
+  if (const StateMask* r = ready_[size_t(s)].load(std::memory_order_acquire)) return r;  // another thread was first
   const StateMask* shared = nullptr;
   for (auto [it, end] = by_content_.equal_range(h); it != end && !shared; ++it)
     if (*it->second == m) shared = it->second;
   if (!shared) {
+    // A new mask: stored if this grammar's budget and the process's allow
+    // (the process's total is reserved first, so concurrent grammars never
+    // pass it together).
+    const size_t bytes = MaskBytes(m);
+    bool fits = stored_bytes_ + bytes <= max_mask_bytes_;
+    if (fits) {
+      const size_t before = process_mask_bytes.fetch_add(bytes);
+      fits = before + bytes <= process_mask_budget.load();
+      if (!fits) process_mask_bytes.fetch_sub(bytes);
+    }
+    if (!fits) {
+      if (spill == nullptr) return nullptr;
+      *spill = std::move(m);
+      return spill;
+    }
+    stored_bytes_ += bytes;
     storage_.push_back(std::make_unique<StateMask>(std::move(m)));
     shared = storage_.back().get();
     by_content_.emplace(h, shared);
   }
   ready_[size_t(s)].store(shared, std::memory_order_release);
-  return *shared;
+  return shared;
 }
 
 int64_t CompiledGrammar::masks_ready() const {
@@ -213,10 +249,7 @@ int64_t CompiledGrammar::masks_total() const {
 
 size_t CompiledGrammar::memory_bytes() const {
   std::lock_guard lock(mu_);
-  size_t n = 0;
-  for (const auto& m : storage_)
-    if (m) n += m->accepted_bits.size() * 8 + m->accepted.size() * 4 + m->uncertain.size() * 4 + sizeof(StateMask);
-  return n;
+  return stored_bytes_;
 }
 
 }  // namespace tern::grammar
