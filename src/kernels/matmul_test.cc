@@ -135,6 +135,7 @@ TEST(MatMulTest, StridesAndMisalignedPointers) {
   ThreadPool pool(2);
   const Case cases[] = {
       {.M = 1, .N = 9, .K = 37, .ldx_pad = 3, .stride_pad = 5, .ldy_pad = 2, .x_offset = 1, .w_byte_offset = 2},
+      {.M = 1, .N = 60, .K = 291, .ldx_pad = 2, .stride_pad = 1, .ldy_pad = 1, .x_offset = 1, .w_byte_offset = 6},
       {.M = 6, .N = 27, .K = 70, .ldx_pad = 1, .stride_pad = 3, .ldy_pad = 3, .x_offset = 3, .w_byte_offset = 6},
       {.M = 11, .N = 26, .K = 33, .ldx_pad = 7, .stride_pad = 1, .ldy_pad = 5, .x_offset = 2, .w_byte_offset = 4},
       // An odd byte offset: 16-bit weights that are not even 2-byte aligned.
@@ -160,6 +161,11 @@ TEST(MatMulTest, BlockedPathsAndThreadCounts) {
       CheckCase({.M = 9, .N = 70, .K = 1030, .stride_pad = 4}, DType::kF16, pool, seed++);
       CheckCase({.M = 16, .N = 50, .K = 2100, .ldx_pad = 2}, DType::kBF16, pool, seed++);
       CheckCase({.M = 7, .N = 45, .K = 4700}, DType::kF32, pool, seed++);
+      // One row of x: dense W read row after row (RowStream): whole groups of
+      // four steps, single steps after them and a partial last step.
+      CheckCase({.M = 1, .N = 301, .K = 1100, .stride_pad = 3}, DType::kBF16, pool, seed++);
+      CheckCase({.M = 1, .N = 77, .K = 530, .ldx_pad = 1}, DType::kF16, pool, seed++);
+      CheckCase({.M = 1, .N = 130, .K = 2048}, DType::kF32, pool, seed++);
     }
   });
 }
