@@ -9,7 +9,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   chromium  # headless, for the chat page's browser test (tests/server/webui.test.mjs)
   clang libclang-rt-14-dev
-  python3 python3-numpy python3-jinja2
+  python3 python3-numpy python3-jinja2 python3-regex  # regex: tools/demo_model/bpe.py (demo_qwen35)
   curl ca-certificates iproute2
   openmpi-bin libopenmpi-dev
 )
