@@ -410,4 +410,13 @@ Result<Automaton> Automaton::Build(const GrammarAst& ast, const GrammarLimits& l
   return AutomatonBuilder(inlined, limits).Run();
 }
 
+size_t Automaton::memory_bytes() const {
+  size_t n = next_.capacity() * sizeof(int32_t) + final_.capacity() + has_bytes_.capacity() +
+             call_begin_.capacity() * sizeof(uint32_t) + calls_.capacity() * sizeof(RuleCall) +
+             (rule_of_.capacity() + rule_start_.capacity()) * sizeof(int32_t);
+  for (const std::string& name : rule_name_) n += sizeof(std::string) + name.capacity();
+  for (const auto& f : follow_) n += sizeof(f) + f.capacity() * sizeof(int32_t);
+  return n;
+}
+
 }  // namespace tern::grammar

@@ -62,6 +62,9 @@ class Automaton {
   int32_t root_rule() const { return root_; }
   // Every state a call of `rule` returns to (its possible contexts).
   std::span<const int32_t> ReturnStates(int32_t rule) const { return follow_[size_t(rule)]; }
+  // The heap memory of the tables (transitions: 4 bytes per state and byte
+  // class, 190k states x ~40 classes for 10,000 [^x] of a regex).
+  size_t memory_bytes() const;
 
  private:
   friend class AutomatonBuilder;

@@ -83,11 +83,19 @@ Result<std::shared_ptr<const CompiledGrammar>> GrammarCompiler::Compile(const Co
     lru_.push_front(key);
     entry.pos = lru_.begin();
     cache_[key] = entry;
-    const auto over_memory = [] {
-      return CompiledGrammar::ProcessMaskBytes() > CompiledGrammar::ProcessMaskBudget() / 4 * 3;
+    size_t cached_bytes = 0;
+    const auto bytes_of = [](const std::string& text, const Entry& e) {  // (the text twice: the key and lru_)
+      return 2 * text.size() + (e.grammar ? e.grammar->total_bytes() : e.error.size());
+    };
+    for (const auto& [text, e] : cache_) cached_bytes += bytes_of(text, e);
+    const auto over_memory = [&] {
+      return cached_bytes > options_.cache_bytes ||
+             CompiledGrammar::ProcessMaskBytes() > CompiledGrammar::ProcessMaskBudget() / 4 * 3;
     };
     while (cache_.size() > options_.cache_entries || (cache_.size() > 1 && over_memory())) {
-      cache_.erase(lru_.back());
+      const auto victim = cache_.find(lru_.back());
+      cached_bytes -= std::min(cached_bytes, bytes_of(victim->first, victim->second));  // (masks may have grown since)
+      cache_.erase(victim);
       lru_.pop_back();
     }
   }

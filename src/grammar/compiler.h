@@ -37,12 +37,17 @@ struct GrammarCompilerOptions {
   // or as matchers first reach their states, whichever comes first.
   std::chrono::milliseconds eager_mask_cpu{300};
   bool background_masks = true;
+  // The cache holds at most this many grammars and, counted when one is
+  // added, this much memory (automata, tables and the masks stored so far:
+  // a 200,000-state automaton alone is ~40 MB); past either, the least
+  // recently used are dropped (one still in use is freed when its last
+  // request ends). The newest is always kept.
   size_t cache_entries = 256;
+  size_t cache_bytes = size_t(1) << 30;
   // The memory one grammar's stored token masks may take (CompiledGrammar::
   // mask); all grammars together take at most CompiledGrammar::
   // ProcessMaskBudget(), and past three quarters of it a new grammar evicts
-  // the least recently used ones from the cache (a grammar still in use is
-  // freed when its last request ends).
+  // the least recently used ones from the cache too.
   size_t max_mask_bytes = CompiledGrammar::kDefaultMaxMaskBytes;
   GrammarLimits limits;
   // Constraints parsed and built into automata at once (each bounded by

@@ -242,9 +242,8 @@ TEST(TokenMask, BackgroundWorkerComputesTheRest) {
 }
 
 // A regex of negated classes, one per state ([^e][^k][^a]...): every state
-// allows a different large set of tokens, so no two masks are shared
-// (with the Qwen3 vocabulary, 19 KB each: 200k such states would store
-// ~3.8 GB).
+// allows a different set of tokens, so no two masks are shared (with the
+// Qwen3 vocabulary ~1 KB each; 10,000 classes are 190,000 states).
 std::string NegatedClasses(int n, uint32_t seed) {
   std::mt19937 rng(seed);
   std::string re;
@@ -309,6 +308,37 @@ TEST(TokenMask, ProcessMaskBudgetHoldsAcrossGrammars) {
   }
   EXPECT_EQ(CompiledGrammar::ProcessMaskBytes(), base);  // all freed with their grammars
   CompiledGrammar::SetProcessMaskBudget(saved);
+}
+
+// The compiler's cache is bounded in bytes as well as entries: a grammar's
+// automaton, tables and masks count, and the least recently used go first.
+TEST(TokenMask, CacheIsBoundedInBytes) {
+  auto vocab = testing::ByteVocab({"ab", "ba", "<eos>"}, {258});
+  std::vector<std::string> texts;
+  for (uint32_t seed = 0; seed < 5; ++seed) texts.push_back(NegatedClasses(300, seed));
+  GrammarCompiler probe(vocab, {.background_masks = false});
+  auto one = probe.Compile({.kind = ConstraintKind::kRegex, .text = texts[0]});
+  ASSERT_TRUE(one.ok());
+  const size_t each = (*one)->total_bytes() + 2 * texts[0].size();
+  EXPECT_GT((*one)->total_bytes(), (*one)->automaton().memory_bytes());
+  EXPECT_GT((*one)->automaton().memory_bytes(), size_t(300 * 4 * 3));  // transitions of 300+ states
+  // Room for about two and a half grammars.
+  GrammarCompiler compiler(vocab, {.background_masks = false, .cache_bytes = each * 5 / 2});
+  std::vector<std::shared_ptr<const CompiledGrammar>> first;
+  for (const std::string& t : texts) {
+    auto g = compiler.Compile({.kind = ConstraintKind::kRegex, .text = t});
+    ASSERT_TRUE(g.ok());
+    first.push_back(*g);
+  }
+  // The two newest are still cached (the same objects); the oldest was dropped and is rebuilt.
+  for (size_t i : {size_t(4), size_t(3)}) {
+    auto again = compiler.Compile({.kind = ConstraintKind::kRegex, .text = texts[i]});
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ(again->get(), first[i].get()) << "grammar " << i;
+  }
+  auto oldest = compiler.Compile({.kind = ConstraintKind::kRegex, .text = texts[0]});
+  ASSERT_TRUE(oldest.ok());
+  EXPECT_NE(oldest->get(), first[0].get());
 }
 
 }  // namespace

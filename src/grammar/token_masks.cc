@@ -252,4 +252,10 @@ size_t CompiledGrammar::memory_bytes() const {
   return stored_bytes_;
 }
 
+size_t CompiledGrammar::total_bytes() const {
+  const size_t states = size_t(automaton_.num_states());
+  return automaton_.memory_bytes() + (below_.capacity() + self_loop_.capacity()) * sizeof(uint64_t) +
+         states * sizeof(std::atomic<const StateMask*>) + memory_bytes();
+}
+
 }  // namespace tern::grammar
