@@ -31,9 +31,15 @@ TEST(NgramDraft, LongestRecurringSuffixProposesWhatFollowedIt) {
   // Suffixes of 5, 4 and 3 tokens never occurred before; [1, 2] did, at 0.
   EXPECT_EQ(Draft({1, 2, 3, 4, 1, 2}, 1, 12, 4), (std::vector<int32_t>{3, 4, 1, 2}));
   EXPECT_EQ(Draft({1, 2, 3, 4, 1, 2}, 1, 12, 2), (std::vector<int32_t>{3, 4}));
-  // The latest earlier occurrence of [1] is at 3, followed by 8, 1.
+  // The latest earlier occurrence of [1] is at 3, followed by 8, 1 and then,
+  // copied with overlap, by what the drafts themselves continue: 8, 1, 8.
   EXPECT_EQ(Draft({5, 1, 7, 1, 8, 1}, 1, 12, 1), (std::vector<int32_t>{8}));
-  EXPECT_EQ(Draft({5, 1, 7, 1, 8, 1}, 1, 12, 5), (std::vector<int32_t>{8, 1}));
+  EXPECT_EQ(Draft({5, 1, 7, 1, 8, 1}, 1, 12, 5), (std::vector<int32_t>{8, 1, 8, 1, 8}));
+  // A run of one token (a degenerate loop): its latest earlier occurrence is
+  // one back, and the whole draft continues it.
+  EXPECT_EQ(Draft({4, 7, 7, 7}, 1, 12, 4), (std::vector<int32_t>{7, 7, 7, 7}));
+  // A period of three reaching the end: [2, 3] at 1 is followed by 1 and then the period.
+  EXPECT_EQ(Draft({9, 2, 3, 1, 2, 3}, 1, 12, 5), (std::vector<int32_t>{1, 2, 3, 1, 2}));
   // [9, 1] occurred at 1; [1] alone at 2 too, but the longer match wins.
   EXPECT_EQ(Draft({9, 9, 1, 4, 1, 6, 9, 1}, 1, 12, 2), (std::vector<int32_t>{4, 1}));
 }

@@ -51,8 +51,15 @@ void NgramDraft(std::span<const int32_t> tokens, int64_t min_match, int64_t max_
     for (int64_t i = L - n - 1; i >= 0; --i) {
       if (tokens[size_t(i + n - 1)] != suffix[size_t(n - 1)]) continue;  // cheap reject on the last token
       if (!std::equal(suffix.begin(), suffix.end(), tokens.begin() + i)) continue;
-      const int64_t from = i + n, count = std::min(max_drafts, L - from);
-      out.insert(out.end(), tokens.begin() + from, tokens.begin() + from + count);
+      // What followed it, as an overlapping copy: past the end of `tokens`
+      // the drafts so far continue (a run of one token repeated, whose
+      // latest earlier occurrence is one token back, drafts max_drafts of
+      // it, not one).
+      const int64_t from = i + n, first = int64_t(out.size());
+      for (int64_t j = 0; j < max_drafts; ++j) {
+        const int64_t at = from + j;
+        out.push_back(at < L ? tokens[size_t(at)] : out[size_t(first + at - L)]);
+      }
       return;
     }
   }

@@ -84,10 +84,12 @@ inline int64_t MaxDrafts(const SpeculativeOptions& o) {
 }
 
 // Prompt-lookup drafting over `tokens` (prompt + output so far): appends to
-// `out` at most max_drafts tokens that followed the latest earlier
-// occurrence of the longest matching suffix (lengths max_match down to
-// min_match). Nothing when no suffix recurs. O(tokens x (max_match -
-// min_match + 1)) compares, from the end backwards.
+// `out` the max_drafts tokens that followed the latest earlier occurrence of
+// the longest matching suffix (lengths max_match down to min_match), copied
+// as LZ77 copies, overlapping: where that runs past the end, the drafts
+// continue the period (the suffix [7] of ...7, 7 drafts 7, 7, 7, 7).
+// Nothing when no suffix recurs. O(tokens x (max_match - min_match + 1))
+// compares, from the end backwards.
 void NgramDraft(std::span<const int32_t> tokens, int64_t min_match, int64_t max_match, int64_t max_drafts,
                 std::vector<int32_t>& out);
 
