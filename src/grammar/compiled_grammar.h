@@ -71,13 +71,13 @@ class CompiledGrammar {
   // The mask of a state with HasBytes(state). Thread-safe. A mask computed
   // here is stored (for the grammar's lifetime, shared by equal states)
   // while the grammar's and the process's budgets allow; past them it is
-  // computed into *spill, which is returned: a grammar whose states each
+  // computed into `spill`, which is returned: a grammar whose states each
   // allow a different set of tokens (10,000 [^x] of a regex: 190,000 states
   // of ~1 KB of Qwen3 mask each, ~190 MB, and 256 such grammars cached)
   // costs time per step past its budget, not memory.
-  const StateMask& mask(int32_t state, StateMask* spill) const {
+  const StateMask& mask(int32_t state, StateMask& spill) const {
     if (const StateMask* m = ready_[size_t(state)].load(std::memory_order_acquire)) return *m;
-    return *ComputeMask(state, spill);
+    return *ComputeMask(state, &spill);
   }
   // Computes and stores the mask of a state with HasBytes(state) if it is
   // not yet; false when the budgets refuse to store it (nothing kept).

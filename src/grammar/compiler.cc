@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -92,11 +93,28 @@ Result<std::shared_ptr<const CompiledGrammar>> GrammarCompiler::Compile(const Co
       return cached_bytes > options_.cache_bytes ||
              CompiledGrammar::ProcessMaskBytes() > CompiledGrammar::ProcessMaskBudget() / 4 * 3;
     };
-    while (cache_.size() > options_.cache_entries || (cache_.size() > 1 && over_memory())) {
-      const auto victim = cache_.find(lru_.back());
+    const auto drop = [&](std::list<std::string>::iterator pos) {
+      const auto victim = cache_.find(*pos);
       cached_bytes -= std::min(cached_bytes, bytes_of(victim->first, victim->second));  // (masks may have grown since)
       cache_.erase(victim);
-      lru_.pop_back();
+      lru_.erase(pos);
+    };
+    while (cache_.size() > options_.cache_entries) drop(std::prev(lru_.end()));
+    // Past the memory budgets, the least recently used grammars that only
+    // the cache holds go (dropping one a request still uses would free
+    // nothing, and the next request for it would build a second copy); the
+    // newest stays.
+    if (over_memory()) {
+      std::vector<std::list<std::string>::iterator> unheld;  // least recently used first
+      for (auto pos = lru_.end(); pos != lru_.begin();) {
+        --pos;
+        const Entry& e = cache_.find(*pos)->second;
+        if (pos != lru_.begin() && (!e.grammar || e.grammar.use_count() == 1)) unheld.push_back(pos);
+      }
+      for (auto pos : unheld) {
+        if (!over_memory()) break;
+        drop(pos);
+      }
     }
   }
   if (!entry.grammar) return Status::Error(entry.error);

@@ -38,7 +38,7 @@ void GrammarMatcher::FillNextTokenMask(std::span<uint64_t> mask) {
   for (size_t i = 0; i < nodes; ++i) {
     const int32_t s = pool_.node(current_.nodes[i]).state;
     if (!a.HasBytes(s)) continue;
-    const StateMask& m = grammar_->mask(s, &spill_[i]);
+    const StateMask& m = grammar_->mask(s, spill_[i]);
     masks_[i] = &m;
     if (!m.accepted_bits.empty()) {
       for (size_t w = 0; w < mask.size(); ++w) mask[w] |= m.accepted_bits[w];

@@ -213,7 +213,7 @@ TEST(TokenMask, EqualMasksAreHeldOnce) {
     if (!(*g)->automaton().HasBytes(s)) continue;
     const StateMask fresh = (*g)->ClassifyForTest(s, true);
     StateMask spill;
-    ASSERT_EQ((*g)->mask(s, &spill), fresh) << "state " << s;
+    ASSERT_EQ((*g)->mask(s, spill), fresh) << "state " << s;
   }
 }
 
@@ -236,8 +236,8 @@ TEST(TokenMask, BackgroundWorkerComputesTheRest) {
     if (!(*g)->automaton().HasBytes(s)) continue;
     const StateMask fresh = (*g)->ClassifyForTest(s, true);
     StateMask spill;
-    EXPECT_EQ(AcceptedIds((*g)->mask(s, &spill)), AcceptedIds(fresh)) << "state " << s;
-    EXPECT_EQ((*g)->mask(s, &spill).uncertain, fresh.uncertain) << "state " << s;
+    EXPECT_EQ(AcceptedIds((*g)->mask(s, spill)), AcceptedIds(fresh)) << "state " << s;
+    EXPECT_EQ((*g)->mask(s, spill).uncertain, fresh.uncertain) << "state " << s;
   }
 }
 
@@ -276,7 +276,8 @@ TEST(TokenMask, MasksPastTheMemoryBudgetAreSpilledAndExact) {
 }
 
 // The process's budget holds across grammars: past it, new grammars store
-// nothing, and the compiler evicts the least recently used ones.
+// nothing, and the compiler evicts the least recently used ones that no
+// request holds.
 TEST(TokenMask, ProcessMaskBudgetHoldsAcrossGrammars) {
   auto vocab = Qwen3Vocabulary();
   TERN_REQUIRE_TEST_DATA(vocab, "the Qwen3 tokenizer (scripts/fetch-test-data.sh)");
@@ -302,9 +303,22 @@ TEST(TokenMask, ProcessMaskBudgetHoldsAcrossGrammars) {
     for (int32_t s = 0; s < held[2]->automaton().num_states(); s += 7) {
       if (!held[2]->automaton().HasBytes(s)) continue;
       StateMask spill;
-      EXPECT_EQ(held[2]->mask(s, &spill), held[2]->ClassifyForTest(s, true)) << "state " << s;
+      EXPECT_EQ(held[2]->mask(s, spill), held[2]->ClassifyForTest(s, true)) << "state " << s;
     }
-    held.clear();  // the cache keeps what it has not evicted
+    // Grammars requests still hold stay cached past the budget (dropping them
+    // frees nothing): the same objects come back, not second copies.
+    for (uint32_t seed = 0; seed < 3; ++seed) {
+      auto again = compiler.Compile({.kind = ConstraintKind::kRegex, .text = NegatedClasses(40, seed)});
+      ASSERT_TRUE(again.ok());
+      EXPECT_EQ(again->get(), held[seed].get()) << "grammar " << seed;
+    }
+    // Once they are let go, a new grammar past three quarters of the budget
+    // drops the least recently used of them, and their masks are freed.
+    held.clear();
+    const size_t before = CompiledGrammar::ProcessMaskBytes();
+    auto fresh = compiler.Compile({.kind = ConstraintKind::kRegex, .text = NegatedClasses(40, 7)});
+    ASSERT_TRUE(fresh.ok());
+    EXPECT_LT(CompiledGrammar::ProcessMaskBytes(), before);
   }
   EXPECT_EQ(CompiledGrammar::ProcessMaskBytes(), base);  // all freed with their grammars
   CompiledGrammar::SetProcessMaskBudget(saved);
@@ -322,23 +336,27 @@ TEST(TokenMask, CacheIsBoundedInBytes) {
   const size_t each = (*one)->total_bytes() + 2 * texts[0].size();
   EXPECT_GT((*one)->total_bytes(), (*one)->automaton().memory_bytes());
   EXPECT_GT((*one)->automaton().memory_bytes(), size_t(300 * 4 * 3));  // transitions of 300+ states
-  // Room for about two and a half grammars.
+  // Room for about two and a half grammars. Nothing else holds them, so a
+  // dropped one is freed (its weak_ptr expires).
   GrammarCompiler compiler(vocab, {.background_masks = false, .cache_bytes = each * 5 / 2});
-  std::vector<std::shared_ptr<const CompiledGrammar>> first;
+  std::vector<std::weak_ptr<const CompiledGrammar>> built;
   for (const std::string& t : texts) {
     auto g = compiler.Compile({.kind = ConstraintKind::kRegex, .text = t});
     ASSERT_TRUE(g.ok());
-    first.push_back(*g);
+    built.push_back(*g);
   }
-  // The two newest are still cached (the same objects); the oldest was dropped and is rebuilt.
-  for (size_t i : {size_t(4), size_t(3)}) {
-    auto again = compiler.Compile({.kind = ConstraintKind::kRegex, .text = texts[i]});
-    ASSERT_TRUE(again.ok());
-    EXPECT_EQ(again->get(), first[i].get()) << "grammar " << i;
-  }
-  auto oldest = compiler.Compile({.kind = ConstraintKind::kRegex, .text = texts[0]});
-  ASSERT_TRUE(oldest.ok());
-  EXPECT_NE(oldest->get(), first[0].get());
+  EXPECT_FALSE(built[4].expired());
+  EXPECT_FALSE(built[3].expired());
+  EXPECT_TRUE(built[0].expired());
+  EXPECT_TRUE(built[1].expired());
+  // A grammar a request holds is not dropped for memory: it would free nothing.
+  auto held = compiler.Compile({.kind = ConstraintKind::kRegex, .text = texts[3]});
+  ASSERT_TRUE(held.ok());
+  for (uint32_t seed = 10; seed < 14; ++seed)
+    ASSERT_TRUE(compiler.Compile({.kind = ConstraintKind::kRegex, .text = NegatedClasses(300, seed)}).ok());
+  auto again = compiler.Compile({.kind = ConstraintKind::kRegex, .text = texts[3]});
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->get(), held->get());
 }
 
 }  // namespace

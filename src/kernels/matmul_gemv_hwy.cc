@@ -210,42 +210,30 @@ HWY_NOINLINE void Tile(const float* HWY_RESTRICT x, size_t ldxs, const uint8_t* 
 // Decode with one row of x and dense W (BF16, F16, F32): rows [n0, n1) of W
 // read front to back, one row after the other (a chunk's rows are
 // contiguous), so each thread reads one sequential stream, the pattern the
-// hardware prefetchers follow best; each row's dot product in four
-// accumulators on consecutive steps, x re-read from L1 for every row. No
+// hardware prefetchers follow best; x is re-read from L1 for every row. No
 // software prefetch: on a stream this plain it only costs issue slots.
 // Against RowBlock's NR lanes (Zen 5, W in 2 MiB pages, medians of three
 // interleaved rounds): BF16 1.1-1.33x on qwen3-0.6b's shapes with 2
-// threads, and on one thread 30 GB/s (the read bandwidth measured in the
-// same run, 27-31) against 17-18; qwen3-0.6b BF16 decode (tern bench
-// --huge-pages, three interleaved pairs) 26.9 / 26.4 -> 38.3 / 37.2 tokens/s.
+// threads; qwen3-0.6b BF16 decode (tern bench --huge-pages, three
+// interleaved pairs) 26.9 / 26.4 -> 38.3 / 37.2 tokens/s. (Four
+// accumulators per row read 1.17-1.2x faster on one thread, the same on
+// two, and broke the bit-identity below; not kept.)
 template <Fmt kF>
 HWY_NOINLINE void RowStream(const float* HWY_RESTRICT x, const MatrixView& w, size_t n0, size_t n1, size_t k0,
                             size_t k1, float* HWY_RESTRICT y, bool accumulate) {
-  const DF df;
-  const size_t S = 2 * hn::Lanes(df);
   const auto* base = static_cast<const uint8_t*>(w.data);
   const size_t row_bytes = wload::RowBytes<kF>(size_t(w.row_stride));
   const size_t k0_bytes = wload::RowBytes<kF>(k0);
-  const size_t len = k1 - k0, kmain = len / S * S;
   const float g = w.global_scale;
-  const float* xk = x + k0;
+  const uint8_t* const srows[1] = {nullptr};
   for (size_t n = n0; n < n1; ++n) {
-    const uint8_t* row = base + n * row_bytes + k0_bytes;
-    const uint8_t* const rows[1] = {row};
-    const uint8_t* const srows[1] = {nullptr};
-    VF a[1][1] = {{hn::Zero(df)}}, b[1][1] = {{hn::Zero(df)}}, c[1][1] = {{hn::Zero(df)}}, d[1][1] = {{hn::Zero(df)}};
-    size_t k = 0;
-    for (; k + 4 * S <= kmain; k += 4 * S) {
-      TileStep<kF, 1, 1>(xk, 0, k, rows, srows, k, a);
-      TileStep<kF, 1, 1>(xk, 0, k + S, rows, srows, k + S, b);
-      TileStep<kF, 1, 1>(xk, 0, k + 2 * S, rows, srows, k + 2 * S, c);
-      TileStep<kF, 1, 1>(xk, 0, k + 3 * S, rows, srows, k + 3 * S, d);
-    }
-    for (; k < kmain; k += S) TileStep<kF, 1, 1>(xk, 0, k, rows, srows, k, a);
-    float rest = 0;  // (the zero-padded tail step)
-    if (k < len) Tile<kF, 1, 1>(xk, 0, rows, srows, nullptr, k, len, Prefetch::kNone, &rest);
-    const VF sum = hn::Add(hn::Add(a[0][0], b[0][0]), hn::Add(c[0][0], d[0][0]));
-    const float dot = hn::GetLane(hn::SumOfLanes(df, sum)) + rest;
+    const uint8_t* const rows[1] = {base + n * row_bytes + k0_bytes};
+    // The tile's own steps, one accumulator in order: each sum is
+    // bit-identical to that row's in a batch of 2-4 rows of x (a
+    // speculative verify of up to 3 drafts scores its rows as one-row
+    // decode would; MatMulTest.OneRowEqualsItsRowInASmallBatch).
+    float dot = 0;
+    Tile<kF, 1, 1>(x + k0, 0, rows, srows, nullptr, 0, k1 - k0, Prefetch::kNone, &dot);
     y[n] = accumulate ? y[n] + dot * g : dot * g;
   }
 }

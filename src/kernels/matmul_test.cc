@@ -1,5 +1,6 @@
 // MatMul against the scalar reference on every SIMD target: odd sizes, strides,
 // misaligned pointers, every weight dtype, thread counts.
+#include <bit>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -402,6 +403,34 @@ TEST(MatMulTest, QuantizedReadsNothingPastTheMatrix) {
           MatMul(x.data(), M, K, w.view, want.data(), N, pool);
           MatMul(x.data(), M, K, guarded, got.data(), N, pool);
           EXPECT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float)));
+        }
+      }
+    }
+  });
+}
+
+// One row of x (decode) gives each y bit for bit what the same row gets in a
+// batch the GEMV takes (up to 4 dense rows, kSmallBatchMinRows): a
+// speculative verify of up to 3 drafts (NEXTN's default) scores its rows as
+// plain decode would. (From 5 rows the small-batch kernel and the BF16 GEMMs
+// sum in their own orders.)
+TEST(MatMulTest, OneRowEqualsItsRowInASmallBatch) {
+  uint32_t seed = 800;
+  ForEachSimdTarget([&] {
+    ThreadPool pool(2);
+    for (DType dt : {DType::kBF16, DType::kF16, DType::kF32}) {
+      for (int64_t M : {2, 4}) {
+        const int64_t N = 97, K = 1100;
+        std::mt19937 rng(seed++);
+        std::vector<float> x = RandomFloats(rng, size_t(M * K));
+        TestMatrix w(rng, dt, N, K, K + 2);
+        std::vector<float> batch(size_t(M * N)), one(static_cast<size_t>(N));
+        MatMul(x.data(), M, K, w.view, batch.data(), N, pool);
+        for (int64_t m = 0; m < M; ++m) {
+          MatMul(x.data() + m * K, 1, K, w.view, one.data(), N, pool);
+          for (int64_t n = 0; n < N; ++n)
+            ASSERT_EQ(std::bit_cast<uint32_t>(one[size_t(n)]), std::bit_cast<uint32_t>(batch[size_t(m * N + n)]))
+                << DTypeName(dt) << " M=" << M << " row " << m << " n=" << n;
         }
       }
     }
