@@ -214,9 +214,9 @@ HWY_NOINLINE void Tile(const float* HWY_RESTRICT x, size_t ldxs, const uint8_t* 
 // software prefetch: on a stream this plain it only costs issue slots.
 // Against RowBlock's NR lanes (Zen 5, W in 2 MiB pages, medians of three
 // interleaved rounds): BF16 1.1-1.33x on qwen3-0.6b's shapes with 2
-// threads; qwen3-0.6b BF16 decode (tern bench --huge-pages, three
-// interleaved pairs) 26.9 / 26.4 -> 38.3 / 37.2 tokens/s. (Four
-// accumulators per row read 1.17-1.2x faster on one thread, the same on
+// threads; qwen3-0.6b BF16 decode (tern bench --huge-pages, interleaved
+// pairs) 26.9 / 26.4 -> 38.3 / 37.2 tokens/s. (Four accumulators per row,
+// as measured there, read 1.17-1.2x faster on one thread and the same on
 // two, and broke the bit-identity below; not kept.)
 template <Fmt kF>
 HWY_NOINLINE void RowStream(const float* HWY_RESTRICT x, const MatrixView& w, size_t n0, size_t n1, size_t k0,
