@@ -38,6 +38,14 @@ void GrammarMatcher::FillNextTokenMask(std::span<uint64_t> mask) {
   for (size_t i = 0; i < nodes; ++i) {
     const int32_t s = pool_.node(current_.nodes[i]).state;
     if (!a.HasBytes(s)) continue;
+    // Nodes in one state (different stacks) share its mask: a mask past the
+    // budget is computed once per call, not once per node.
+    size_t same = 0;
+    while (same < i && !(masks_[same] != nullptr && pool_.node(current_.nodes[same]).state == s)) ++same;
+    if (same < i) {
+      masks_[i] = masks_[same];
+      continue;  // (its tokens are already set)
+    }
     const StateMask& m = grammar_->mask(s, spill_[i]);
     masks_[i] = &m;
     if (!m.accepted_bits.empty()) {
