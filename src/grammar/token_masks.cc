@@ -140,8 +140,12 @@ uint64_t ContentHash(const StateMask& m) {
   add(m.uncertain.data(), m.uncertain.size() * sizeof(int32_t));
   return h;
 }
+// What a stored mask holds: its lists' capacity (ComputeMask shrinks them to
+// their size first), the mask itself, and its unique_ptr and by_content_ entry
+// (a node of about four words).
 size_t MaskBytes(const StateMask& m) {
-  return m.accepted_bits.size() * 8 + m.accepted.size() * 4 + m.uncertain.size() * 4 + sizeof(StateMask);
+  return m.accepted_bits.capacity() * 8 + m.accepted.capacity() * 4 + m.uncertain.capacity() * 4 +
+         sizeof(StateMask) + sizeof(void*) * 5;
 }
 
 std::atomic<size_t> process_mask_bytes{0};
@@ -210,6 +214,9 @@ const StateMask* CompiledGrammar::ComputeMask(int32_t s, StateMask* spill) const
     // A new mask: stored if this grammar's budget and the process's allow
     // (the process's total is reserved first, so concurrent grammars never
     // pass it together).
+    m.accepted_bits.shrink_to_fit();
+    m.accepted.shrink_to_fit();
+    m.uncertain.shrink_to_fit();
     const size_t bytes = MaskBytes(m);
     bool fits = stored_bytes_ + bytes <= max_mask_bytes_;
     if (fits) {
