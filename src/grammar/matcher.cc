@@ -35,19 +35,24 @@ void GrammarMatcher::FillNextTokenMask(std::span<uint64_t> mask) {
   const size_t nodes = current_.nodes.size();
   if (spill_.size() < nodes) spill_.resize(nodes);
   masks_.assign(nodes, nullptr);
+  bool spilled = false;
   for (size_t i = 0; i < nodes; ++i) {
     const int32_t s = pool_.node(current_.nodes[i]).state;
     if (!a.HasBytes(s)) continue;
-    // Nodes in one state (different stacks) share its mask: a mask past the
-    // budget is computed once per call, not once per node.
-    size_t same = 0;
-    while (same < i && !(masks_[same] != nullptr && pool_.node(current_.nodes[same]).state == s)) ++same;
-    if (same < i) {
-      masks_[i] = masks_[same];
-      continue;  // (its tokens are already set)
+    // Nodes in one state (different stacks) share a mask computed past the
+    // grammar's budget: computed once per call, not once per node. (Only
+    // once one was: within the budget a mask costs a lookup.)
+    if (spilled) {
+      size_t same = 0;
+      while (same < i && !(masks_[same] == &spill_[same] && pool_.node(current_.nodes[same]).state == s)) ++same;
+      if (same < i) {
+        masks_[i] = masks_[same];
+        continue;  // (its tokens are already set)
+      }
     }
     const StateMask& m = grammar_->mask(s, spill_[i]);
     masks_[i] = &m;
+    spilled = spilled || &m == &spill_[i];
     if (!m.accepted_bits.empty()) {
       for (size_t w = 0; w < mask.size(); ++w) mask[w] |= m.accepted_bits[w];
     } else {
