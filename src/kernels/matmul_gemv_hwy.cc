@@ -224,10 +224,12 @@ HWY_NOINLINE void RowStream(const float* HWY_RESTRICT x, const MatrixView& w, si
   const auto* base = static_cast<const uint8_t*>(w.data);
   const size_t row_bytes = wload::RowBytes<kF>(size_t(w.row_stride));
   const size_t k0_bytes = wload::RowBytes<kF>(k0);
-  const float g = w.global_scale;
-  const uint8_t* const srows[1] = {nullptr};
+  const size_t k0_scale = wload::ScaleBytes<kF>(k0);
+  const float g = wload::FmtGlobalScale<kF>(w);
   for (size_t n = n0; n < n1; ++n) {
     const uint8_t* const rows[1] = {base + n * row_bytes + k0_bytes};
+    const uint8_t* s = wload::ScaleRow<kF>(w, n);
+    const uint8_t* const srows[1] = {s == nullptr ? s : s + k0_scale};
     // The tile's own steps, one accumulator in order: each sum is
     // bit-identical to that row's in a batch of 2-4 rows of x (a
     // speculative verify of up to 3 drafts scores its rows as one-row
@@ -253,7 +255,7 @@ void RowBlock(const float* xs, size_t ldxs, const MatrixView& w, size_t n0, size
     const uint8_t* s = wload::ScaleRow<kF>(w, n);
     return s == nullptr ? s : s + k0_scale;
   };
-  const float g = w.global_scale;
+  const float g = wload::FmtGlobalScale<kF>(w);
   if constexpr (MR == 1 && (kF == Fmt::kBF16 || kF == Fmt::kF32 || kF == Fmt::kF16)) {
     if (prefetch) return RowStream<kF>(xs, w, n0, n1, k0, k1, y, accumulate);
   }
@@ -460,9 +462,11 @@ void MatMulManyImpl(const float* x, int64_t M, int64_t ldx, const MatMulTarget* 
   const size_t S = 2 * hn::Lanes(DF());
   const size_t kp = (K + S - 1) / S * S;
   float* xs = ThreadScratch(ScratchSlot::kMatMulX, size_t(M) * kp);
-  // x in the order the tile's W vectors come in: BF16 and NVFP4 decode into
-  // (even, odd) halves, except NVFP4 through a dequantized chunk (natural order).
-  const bool interleave = fmt == Fmt::kBF16 || (fmt == Fmt::kNvfp4 && size_t(M) <= kQuantDirectRows);
+  // x in the order the tile's W vectors come in: BF16, NVFP4 and FP8 decode
+  // into (even, odd) halves, except quantized W through a dequantized chunk
+  // (natural order).
+  const bool quant = fmt == Fmt::kNvfp4 || fmt == Fmt::kFp8 || fmt == Fmt::kFp8Block;
+  const bool interleave = fmt == Fmt::kBF16 || (quant && size_t(M) <= kQuantDirectRows);
   if (size_t(M) * K >= (size_t(1) << 16)) {
     pool.ParallelFor(size_t(M), 1,
                      [&](size_t b, size_t e, size_t) { PrepareRows(x, size_t(ldx), b, e, K, kp, interleave, xs); });
