@@ -229,6 +229,50 @@ def request_seeds():
     put(t, "invalid_json", '{"messages": [')
 
 
+# --- structured-output constraints (fuzz/grammar.cc: a mode byte, then the text)
+def grammar_seeds():
+    t = "grammar"
+    schemas = {
+        "object": {"type": "object", "properties": {"name": {"type": "string", "maxLength": 8},
+                                                    "age": {"type": "integer", "minimum": 0, "maximum": 150},
+                                                    "tags": {"type": "array", "items": {"type": "string"},
+                                                             "maxItems": 3}},
+                   "required": ["name"]},
+        "refs": {"$defs": {"node": {"type": "object", "properties": {"v": {"type": "number"},
+                                                                       "next": {"anyOf": [{"$ref": "#/$defs/node"},
+                                                                                          {"type": "null"}]}}}},
+                 "$ref": "#/$defs/node"},
+        "enum_const": {"oneOf": [{"enum": ["a", 1, None, True, {"k": [1]}]}, {"const": "x\u00e9"}]},
+        "numbers": {"type": "array", "prefixItems": [{"type": "number", "exclusiveMinimum": -1.5,
+                                                      "multipleOf": 0.25}, {"type": "integer", "minimum": -100}],
+                    "minItems": 1},
+        "formats": {"type": "object", "properties": {"d": {"type": "string", "format": "date-time"},
+                                                     "u": {"type": "string", "format": "uuid"},
+                                                     "p": {"type": "string", "pattern": "^[a-z]{2,4}\\d?$"}},
+                    "additionalProperties": {"type": "boolean"}, "minProperties": 1},
+        "any": {},
+    }
+    for name, schema in schemas.items():
+        put(t, "schema_" + name, b"\x00" + json.dumps(schema, ensure_ascii=False).encode("utf-8"))
+    put(t, "schema_spaced_loose", b"\x14" + json.dumps(schemas["object"]).encode("utf-8"))
+    regexes = {
+        "phone": r"^(\d{3})-[a-f\d]{2,}(x|y)?\.?$",
+        "escapes": r"\u0041\x42\u{1F600}[\]\-]{2}\{1\}",
+        "nested": r"((ab|c)*d){1,3}[^xyz]+?",
+        "classes": r"[\w\s]{0,5}\S\W(?:e|é|€)",
+    }
+    for name, rx in regexes.items():
+        put(t, "regex_" + name, b"\x01" + rx.encode("utf-8"))
+    grammars = {
+        "pairs": 'root ::= "{" pair ("," pair)* "}"   # comment\npair ::= [a-z]+ ":" (num | "null")\n'
+                 'num ::= "-"? [0-9]{1,3} ("." [0-9]+)?\n',
+        "recursive": 'root ::= "(" root ")" | [^()]\nx ::= "unused"\n',
+        "unicode": 'root ::= ("é" | [\\u4e00-\\u9fff] | "\\x41")+ end\nend ::= "." | "!"\n',
+    }
+    for name, g in grammars.items():
+        put(t, "ebnf_" + name, b"\x02" + g.encode("utf-8"))
+
+
 def main():
     synth = sys.argv[1] if len(sys.argv) > 1 else "/tmp/synth"
     clean()
@@ -238,6 +282,7 @@ def main():
     tokenizer_seeds(synth)
     jinja_seeds()
     request_seeds()
+    grammar_seeds()
     for t in sorted(os.listdir(OUT)):
         files = os.listdir(os.path.join(OUT, t))
         size = sum(os.path.getsize(os.path.join(OUT, t, n)) for n in files)

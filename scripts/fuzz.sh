@@ -6,7 +6,7 @@
 # when any target crashes, leaks, times out or runs out of memory; the
 # reproducer is left in build-fuzz/fuzz/artifacts/<target>/.
 #
-#   scripts/fuzz.sh                  # every target, TERN_FUZZ_SECONDS (20) each
+#   scripts/fuzz.sh                  # every target, TERN_FUZZ_SECONDS (15) each
 #   scripts/fuzz.sh jinja tokenizer_json
 #   TERN_FUZZ_SECONDS=900 TERN_FUZZ_PARALLEL=1 scripts/fuzz.sh jinja   # a campaign by hand
 #   TERN_FUZZ_EXTRA="-fork=1 -ignore_crashes=1" ...   # more libFuzzer flags (keep going past crashes)
@@ -16,11 +16,11 @@
 # to the committed corpus). fuzz/README.md says how to add a reproducer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-seconds=${TERN_FUZZ_SECONDS:-20}
+seconds=${TERN_FUZZ_SECONDS:-15}
 parallel=${TERN_FUZZ_PARALLEL:-$(nproc)}
 export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=true
 
-all=(safetensors_header safetensors_index model_config tokenizer_json tokenizer_config jinja request_body)
+all=(safetensors_header safetensors_index model_config tokenizer_json tokenizer_config jinja request_body grammar)
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=("${all[@]}")
 
@@ -32,6 +32,7 @@ dict_parts() {
     tokenizer_json | tokenizer_config) echo json tokenizer ;;
     jinja) echo jinja ;;
     request_body) echo json request ;;
+    grammar) echo json grammar ;;
   esac
 }
 

@@ -22,5 +22,5 @@ cmake --build build-asan -j"$jobs" --target unit_tests
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-asan --output-on-failure -j"$jobs" -L unit
 
-echo "== libFuzzer targets, ${TERN_FUZZ_SECONDS:-20} s each over fuzz/corpus (clang, build-fuzz)"
+echo "== libFuzzer targets, ${TERN_FUZZ_SECONDS:-15} s each over fuzz/corpus (clang, build-fuzz)"
 scripts/fuzz.sh

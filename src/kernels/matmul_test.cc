@@ -235,6 +235,41 @@ TEST(MatMulTest, QuantizedWeightsMatchReference) {
   });
 }
 
+// FP8 whose scales are far from 1 (checkpoints' block scales are usually
+// small, but nothing bounds them): block scales of 2^10-2^11 and 2^-40, a
+// per-tensor scale of 2^100, x scaled by 2^-60. (Before the F16 decode, the
+// block scale times 2^120 overflowed to inf for any scale of 2^8 or more.)
+TEST(MatMulTest, Fp8LargeAndSmallScalesMatchReference) {
+  uint32_t seed = 1000;
+  ForEachSimdTarget([&] {
+    ThreadPool pool(2);
+    for (const Case& c : {Case{.M = 1, .N = 150, .K = 300}, Case{.M = 3, .N = 140, .K = 272},
+                          Case{.M = 9, .N = 33, .K = 1100}, Case{.M = 30, .N = 40, .K = 256}}) {
+      for (bool block : {false, true}) {
+        for (float factor : {0x1p10f, 0x1p-40f}) {
+          SCOPED_TRACE(::testing::Message() << "M=" << c.M << " N=" << c.N << " K=" << c.K
+                                            << (block ? " block" : " per-tensor") << " factor=" << factor);
+          std::mt19937 rng(seed++);
+          std::vector<float> x = RandomFloats(rng, size_t(c.M * c.K));
+          for (float& v : x) v *= 0x1p-60f;
+          testing::QuantTestMatrix w(rng, WeightFormat::kFp8, block, c.N, c.K);
+          if (block) {
+            for (size_t i = 0; i + 4 <= w.scale_bytes.size(); i += 4) {
+              float sc;
+              std::memcpy(&sc, &w.scale_bytes[i], 4);
+              sc *= factor;
+              std::memcpy(&w.scale_bytes[i], &sc, 4);
+            }
+          } else {
+            w.view.global_scale = 0x1p100f;
+          }
+          CheckAgainstReference(c, w.view, x, pool);
+        }
+      }
+    }
+  });
+}
+
 // NVFP4 decode (1 to 8 rows of x) rounds x per block of 16, never per row or
 // across rows: blocks whose magnitudes differ by up to 10^8 each stay within
 // 2^-23 of their own max (a per-row scale would lose the small blocks

@@ -5,14 +5,16 @@
 // per-target header: included after foreach_target.h, re-read per target.
 //
 // A step yields two vectors (lo, hi). For the "interleaved" formats, in which
-// one 32-bit lane or one byte holds a pair of consecutive elements (BF16,
-// NVFP4), lo holds the even elements k, k+2, ... and hi the odd ones; for the
-// others lo holds elements [k, k+L) and hi [k+L, k+2L). Callers either permute
-// x to match (the GEMV) or re-interleave on store (DequantizeRows).
+// one 32-bit lane, one 16-bit lane or one byte holds a pair of consecutive
+// elements (BF16, FP8, NVFP4), lo holds the even elements k, k+2, ... and hi
+// the odd ones; for the others (F32, F16) lo holds elements [k, k+L) and hi
+// [k+L, k+2L). Callers either permute x to match (the GEMV) or re-interleave
+// on store (DequantizeRows).
 //
 // Scales: NVFP4 block scales (E4M3, one per 16 elements) and FP8 128x128
-// block scales (f32) are applied here, per step; the per-tensor factor
-// (global_scale) is left to the caller, which applies it once per dot product.
+// block scales (f32) are applied here, per step; the per-tensor factor is
+// left to the caller, which applies FmtGlobalScale (global_scale, times 2^8
+// for per-tensor FP8) once per dot product.
 
 // Per-target include guard (Highway's convention).
 #if defined(TERN_KERNELS_WLOAD_INL_H_) == defined(HWY_TARGET_TOGGLE)
@@ -241,7 +243,9 @@ HWY_INLINE VF E4M3Load(const uint8_t* p, VF scale) {
 // VCVTPH2PS. Against E4M3Load (sign-extension, a shift, an AND and a multiply
 // per vector), one-row decode with W in L2 ran 2.3x the weights per cycle
 // (AMD Zen 5, AVX-512; E4M3Load's cross-lane sign-extension and multiply
-// were its cost). Exact, NaN codes included (+-480 times 2^-8).
+// were its cost). Exact for every finite code; the NaN codes 0x7f/0xff
+// (refused at load, model/weight_check.cc) come out as +-480 here and as NaN
+// on the SCALAR target.
 HWY_INLINE void LoadE4M3Pairs(const uint8_t* p, VF& lo, VF& hi) {
   const DF df;
 #if HWY_TARGET == HWY_SCALAR
