@@ -273,6 +273,29 @@ def grammar_seeds():
         put(t, "ebnf_" + name, b"\x02" + g.encode("utf-8"))
 
 
+# --- model replies as the chat endpoint parses them (fuzz/chat_output.cc: a mode byte, then the reply)
+def chat_output_seeds():
+    t = "chat_output"
+    replies = {
+        "think_answer": (0, "<think>\n17 x 19: 17 x 20 = 340, minus 17.\n</think>\n\n323"),
+        "forced_think": (4, "The user wants the time.\n</think>\n\nIt is noon."),
+        "hermes_call": (1, '<think>\nneed a tool\n</think>\n\n<tool_call>\n{"name": "get_time", '
+                           '"arguments": {"timezone": "UTC", "days": 2}}\n</tool_call>'),
+        "qwen25_two": (0, 'Sure.\n<tool_call>\n{"name": "get_time", "arguments": {"opts": {"a": [1, 2.5e3]}}}\n'
+                          '</tool_call>\n<tool_call>\n{"name": "noop", "arguments": {}}\n</tool_call>'),
+        "coder_xml": (2, "<tool_call>\n<function=get_time>\n<parameter=timezone>\nEurope/Paris\n</parameter>\n"
+                         "<parameter=days>\n3\n</parameter>\n<parameter=ok>\nTrue\n</parameter>\n"
+                         "<parameter=tags>\n['a', \"b\"]\n</parameter>\n</function>\n</tool_call>"),
+        "coder_unknown": (2, "<tool_call>\n<function=missing>\n<parameter=x>\n1\n</parameter>\n</function>\n"
+                             "</tool_call> trailing"),
+        "plain": (3, "Hello \u00e9\u6771 \\u00e9 {\"json\": true}"),
+        "unterminated": (9, '<tool_call>\n{"name": "get_time", "arguments": {"timezone": "U'),
+        "held_reasoning": (16, "<think>a</think>b<think>c"),
+    }
+    for name, (mode, text) in replies.items():
+        put(t, name, bytes([mode]) + text.encode("utf-8"))
+
+
 def main():
     synth = sys.argv[1] if len(sys.argv) > 1 else "/tmp/synth"
     clean()
@@ -283,6 +306,7 @@ def main():
     jinja_seeds()
     request_seeds()
     grammar_seeds()
+    chat_output_seeds()
     for t in sorted(os.listdir(OUT)):
         files = os.listdir(os.path.join(OUT, t))
         size = sum(os.path.getsize(os.path.join(OUT, t, n)) for n in files)

@@ -20,7 +20,7 @@ seconds=${TERN_FUZZ_SECONDS:-15}
 parallel=${TERN_FUZZ_PARALLEL:-$(nproc)}
 export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=true
 
-all=(safetensors_header safetensors_index model_config tokenizer_json tokenizer_config jinja request_body grammar)
+all=(safetensors_header safetensors_index model_config tokenizer_json tokenizer_config jinja request_body grammar chat_output)
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=("${all[@]}")
 
@@ -33,6 +33,7 @@ dict_parts() {
     jinja) echo jinja ;;
     request_body) echo json request ;;
     grammar) echo json grammar ;;
+    chat_output) echo json chat_output ;;
   esac
 }
 
