@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "api/chat_output.h"
+#include "api/chat_output_testing.h"
 
 namespace {
 
@@ -52,25 +53,6 @@ ChatParseConfig Config(uint8_t mode) {
   return c;
 }
 
-std::string Summarize(const ChatParseConfig& config, const std::vector<std::string_view>& pieces) {
-  int n = 0;
-  ChatOutputParser parser(config, [&n] { return "id" + std::to_string(n++); });
-  std::string reasoning, content;
-  ToolParseDelta calls;
-  auto take = [&](ChatDelta d) {
-    reasoning += d.reasoning;
-    content += d.content;
-    for (auto& c : d.tool_calls) calls.calls.push_back(std::move(c));
-  };
-  for (std::string_view p : pieces) take(parser.Push(p));
-  take(parser.Finish());
-  ToolCallAccumulator acc;
-  acc.Add(calls);
-  std::string out = "R[" + reasoning + "]C[" + content + "]";
-  for (const auto& c : acc.result().calls) out += "T[" + c.id + "|" + c.name + "|" + c.arguments + "]";
-  return out;
-}
-
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -78,7 +60,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const uint8_t mode = data[0];
   const std::string_view text(reinterpret_cast<const char*>(data + 1), size - 1);
   const ChatParseConfig config = Config(mode);
-  const std::string whole = Summarize(config, {text});
+  const std::string whole = SummarizeChatOutput(config, std::vector<std::string_view>{text});
   std::vector<std::string_view> pieces;
   uint32_t r = 0x9E3779B9u * (uint32_t(mode >> 5) + 1);
   for (size_t i = 0; i < text.size();) {
@@ -87,6 +69,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     pieces.push_back(text.substr(i, len));
     i += len;
   }
-  if (Summarize(config, pieces) != whole) std::abort();
+  if (SummarizeChatOutput(config, pieces) != whole) std::abort();
   return 0;
 }

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "api/chat_output.h"
+#include "api/chat_output_testing.h"
 #include "api/chat_template_inputs.h"
 #include "api/error_json.h"
 #include "api/json_stream.h"
@@ -49,25 +50,6 @@ ChatParseConfig Config(ToolParserKind kind, bool force) {
   return c;
 }
 
-std::string Summarize(const ChatParseConfig& config, const std::vector<std::string>& pieces) {
-  int n = 0;
-  ChatOutputParser parser(config, [&n] { return "id" + std::to_string(n++); });
-  std::string reasoning, content;
-  ToolParseDelta calls;
-  auto take = [&](ChatDelta d) {
-    reasoning += d.reasoning;
-    content += d.content;
-    for (auto& c : d.tool_calls) calls.calls.push_back(std::move(c));
-  };
-  for (const auto& p : pieces) take(parser.Push(p));
-  take(parser.Finish());
-  ToolCallAccumulator acc;
-  acc.Add(calls);
-  std::string out = "R[" + reasoning + "]C[" + content + "]";
-  for (const auto& c : acc.result().calls) out += "T[" + c.id + "|" + c.name + "|" + c.arguments + "]";
-  return out;
-}
-
 TEST(Fuzz, StreamingParsersAreSplitInvariant) {
   std::mt19937 rng(20240611);
   for (int iter = 0; iter < 1500; ++iter) {
@@ -76,7 +58,7 @@ TEST(Fuzz, StreamingParsersAreSplitInvariant) {
                                 : iter % 3 == 1 ? ToolParserKind::kHermes
                                                 : ToolParserKind::kQwen25;
     const ChatParseConfig config = Config(kind, iter % 2 == 0);
-    const std::string whole = Summarize(config, {text});
+    const std::string whole = SummarizeChatOutput(config, std::vector<std::string>{text});
     std::vector<std::string> pieces;
     size_t i = 0;
     while (i < text.size()) {
@@ -84,7 +66,7 @@ TEST(Fuzz, StreamingParsersAreSplitInvariant) {
       pieces.push_back(text.substr(i, len));
       i += len;
     }
-    ASSERT_EQ(Summarize(config, pieces), whole) << "input: " << text;
+    ASSERT_EQ(SummarizeChatOutput(config, pieces), whole) << "input: " << text;
   }
 }
 
