@@ -224,12 +224,10 @@ HWY_NOINLINE void RowStream(const float* HWY_RESTRICT x, const MatrixView& w, si
   const auto* base = static_cast<const uint8_t*>(w.data);
   const size_t row_bytes = wload::RowBytes<kF>(size_t(w.row_stride));
   const size_t k0_bytes = wload::RowBytes<kF>(k0);
-  const size_t k0_scale = wload::ScaleBytes<kF>(k0);
-  const float g = wload::FmtGlobalScale<kF>(w);
+  const float g = w.global_scale;
+  const uint8_t* const srows[1] = {nullptr};
   for (size_t n = n0; n < n1; ++n) {
     const uint8_t* const rows[1] = {base + n * row_bytes + k0_bytes};
-    const uint8_t* s = wload::ScaleRow<kF>(w, n);
-    const uint8_t* const srows[1] = {s == nullptr ? s : s + k0_scale};
     // The tile's own steps, one accumulator in order: each sum is
     // bit-identical to that row's in a batch of 2-4 rows of x (a
     // speculative verify of up to 3 drafts scores its rows as one-row
