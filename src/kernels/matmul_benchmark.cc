@@ -190,6 +190,15 @@ void PrefillShapes(benchmark::internal::Benchmark* b) {
 BENCHMARK(BM_MatMul<DType::kBF16>)->Apply(DecodeShapes);
 BENCHMARK(BM_MatMul<DType::kBF16, MatMul, true>)->Apply(DecodeShapes)->Name("BM_MatMul<BF16,huge>");
 BENCHMARK(BM_MatMul<DType::kF8E4M3, MatMul, true>)->Apply(DecodeShapes)->Name("BM_MatMul<FP8,huge>");
+// A speculative verify (2-4 rows) or a small batch on FP8 W, one decoded W
+// vector feeding every row.
+BENCHMARK(BM_MatMul<DType::kF8E4M3, MatMul, true>)
+    ->Args({2, 3072, 1024})
+    ->Args({4, 3072, 1024})
+    ->Args({4, 151936, 1024})
+    ->Apply(BenchTiming)
+    ->Unit(benchmark::kMicrosecond)
+    ->Name("BM_MatMul<FP8,huge>");
 BENCHMARK(BM_MatMul<DType::kBF16>)->Apply(BatchShapes);
 BENCHMARK(BM_MatMul<DType::kBF16>)->Apply(PrefillShapes);
 // The three implementations MatMul chooses between, around the crossovers.
