@@ -42,13 +42,21 @@ constexpr size_t kStep = 128;
 // 151936 x 1024 31-32 -> 33-36; one thread: 512 B to 2 KiB ahead slower or
 // no better, 4 KiB best, 8-16 KiB within noise.
 //
+// The requests go to L2 (prefetcht1), 8 KiB ahead: on AMD Zen 4 (2 threads,
+// medians of 3, three interleaved rounds) against L1 requests 4 KiB ahead,
+// 2048 x 1024 79-84 -> 100-102 GFLOP/s, 1024 x 3072 76-78 -> 78-81, 151936 x
+// 1024 87-88 -> 109-110, W4A4 151936 x 1024 101-105 -> 118-119; 16-32 KiB
+// ahead the same within noise, 2 KiB, or L1 requests 1 KiB ahead added to
+// the L2 ones, slower. (The L1's miss buffers are the scarcer; on Zen 5,
+// where the 4 KiB L1 distance was chosen, L2 requests were not tried.)
+//
 // Where the prefetched address enters a new 4 KiB page, one byte of it is
 // also loaded: the translation is then in the TLB for the prefetches that
 // follow (a software prefetch that misses the TLB may be dropped). qwen3-0.6b
 // NVFP4 decode (`tern bench`, 2 threads, Zen 5, seven interleaved pairs, the
 // weights mapped from 4 KiB and from 2 MiB pages): 1.06x median (0.82-1.11,
 // the 0.82 under another tenant's load); moe-small NVFP4 0.99-1.04x.
-constexpr size_t kPrefetchBytes = 4096;
+constexpr size_t kPrefetchBytes = 8192;
 // The steps an x side prepares for K: whole pairs (a zero step pads an odd count).
 size_t PaddedSteps(size_t K) { return ((K + 2 * kStep - 1) / (2 * kStep)) * 2; }
 
@@ -160,8 +168,8 @@ void RowGroup(const Consts& c, const typename X::Step* steps, size_t stride, con
     for (size_t j = 0; j < NW; ++j) {
       if (ahead) {
         const char* at = reinterpret_cast<const char*>(r[j] + s * (kStep / 2) + kPrefetchBytes);
-        _mm_prefetch(at, _MM_HINT_T0);
-        _mm_prefetch(at + 64, _MM_HINT_T0);
+        _mm_prefetch(at, _MM_HINT_T1);
+        _mm_prefetch(at + 64, _MM_HINT_T1);
         if ((reinterpret_cast<uintptr_t>(at) & 4095) < 128) {  // a new page (two lines a pair)
           const char v = *reinterpret_cast<const volatile char*>(at);  // inside rows [n, n1): `ahead`
           asm volatile("" ::"r"(v));
