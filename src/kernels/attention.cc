@@ -71,14 +71,14 @@ void MergePartials(const float* partials, const Task* tasks, size_t count, int64
 
 }  // namespace
 
-// The GEMM's dense crossover (cpu_features.h), or TERN_BF16_MIN_ROWS when
+// kBf16DotMinAttentionQueries (cpu_features.h), or TERN_BF16_MIN_ROWS when
 // set (then a job of fewer queries than the decode kernel's limit takes the
 // prefill kernel: the reference tests set 1 so that every attention rounds).
 // 0: the mode is off (another path, f32 activations, not Highway's AVX3 target).
 int64_t AttentionBf16MinQueries() {
   if (!UseBf16Dot() || std::strcmp(SimdTargetName(), "AVX3") != 0) return 0;
   const int64_t o = Bf16MinRowsOverride();
-  return o > 0 ? o : kBf16DotMinRowsDense;
+  return o > 0 ? o : kBf16DotMinAttentionQueries;
 }
 
 void PagedAttention(std::span<const AttentionJob> jobs, int64_t q_heads, float scale, ThreadPool& pool,

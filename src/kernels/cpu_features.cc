@@ -206,7 +206,7 @@ std::string CpuPathDescription() {
     d += o > 0 ? fmt::format("; AVX512-BF16 GEMM, BF16 activations from {} rows", o)
                : fmt::format("; AVX512-BF16 GEMM, BF16 activations from {} rows ({} for NVFP4/FP8 weights)",
                              kBf16DotMinRowsDense, kBf16DotMinRowsQuantized);
-    d += fmt::format(", prefill attention from {} queries", o > 0 ? o : kBf16DotMinRowsDense);  // (ops.h)
+    d += fmt::format(", prefill attention from {} queries", o > 0 ? o : kBf16DotMinAttentionQueries);  // (ops.h)
   }
   if (p >= kBf16Dot && !UseAmx() && !UseBf16Dot()) d += "; activations f32";
   if (UseAvx512Vnni()) d += "; AVX-512 VNNI NVFP4 decode";

@@ -97,7 +97,23 @@ inline constexpr int64_t kAmxMinRowsDense = 5, kAmxMinRowsQuantized = 8;
 // step at 8 rows, no longer stays in L1), 16 rows f32 tile 989-1052 / 530-770
 // (the GEMM decodes all of W into BF16 panels, which at these sizes is most
 // of its time).
-inline constexpr int64_t kBf16DotMinRowsDense = 5, kBf16DotMinRowsQuantized = 7;
+//
+// Later, with the GEMV reading W once for up to 6 rows of x on AVX-512 (dense
+// W; MatMul took MatMulSmallBatch from 5 rows before) and the VNNI kernel
+// pairing W rows once its 8 prepared rows of x outgrow L1, the f32 kernels
+// lead further (AMD Zen 4, 2 threads, medians of 3; f32 kernel / this GEMM):
+// BF16 W 3072 x 1024 GEMV 5 rows 288 / 478 us, 6 rows 343 / 499, 7 rows
+// (two GEMV passes) 490 / 516, 8 rows 517 / 535, 10 rows 649 / 575; NVFP4 W
+// 2048 x 2048 VNNI 6 rows 371-397 / 513, 8 rows 428-460 / 564; FP8 W 3072 x
+// 1024 (BM_Gemv<FP8>) 6 rows 278 / 418, 7 rows 451 / 451, 8 rows 469 / 528,
+// 10 rows 675 / 565. On Zen 5 the Zen 5 figures above put the GEMV at 5-6
+// rows and VNNI at 8 rows (395-489 us with the paired rows) level with or
+// ahead of this GEMM. Hence from 7 rows (dense) and 9 (NVFP4, FP8); f32
+// activations below.
+inline constexpr int64_t kBf16DotMinRowsDense = 7, kBf16DotMinRowsQuantized = 9;
+// Queries from which prefill attention runs on VDPBF16PS on the avx512-bf16
+// path (attention.cc; unchanged when the GEMM's crossovers moved above).
+inline constexpr int64_t kBf16DotMinAttentionQueries = 5;
 // TERN_BF16_MIN_ROWS (>= 1) when set, else 0 (the defaults above): the
 // reference tests set 1 so that every MatMul of the BF16-activation mode
 // rounds x, which the float64 reference then reproduces (tests/reference).

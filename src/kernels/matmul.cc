@@ -24,7 +24,7 @@ Path PathFor(int64_t M, const MatrixView& w, bool bf16_ok = true) {
   if (w.format != WeightFormat::kDense) return M >= kGemmMinRowsQuantized ? Path::kGemm : Path::kGemv;
   if (w.dtype == DType::kBF16 || w.dtype == DType::kF32) {
     if (M >= kSmallBatchMaxRows + 1) return Path::kGemm;
-    return M >= kSmallBatchMinRows ? Path::kSmallBatch : Path::kGemv;
+    return M > GemvStreamRows() ? Path::kSmallBatch : Path::kGemv;
   }
   return M >= kGemmMinRows ? Path::kGemm : Path::kGemv;  // F16 (a scalar conversion per element in MatMulSmallBatch)
 }

@@ -168,14 +168,14 @@ void DecodeShapes(benchmark::internal::Benchmark* b) {
   b->Unit(benchmark::kMicrosecond);
 }
 void BatchShapes(benchmark::internal::Benchmark* b) {
-  for (int64_t m : {2, 4, 6, 8, 12, 16, 24, 32, 64}) b->Args({m, 3072, 1024});
+  for (int64_t m : {2, 4, 5, 6, 7, 8, 10, 12, 16, 24, 32, 64}) b->Args({m, 3072, 1024});
   BenchTiming(b);
   b->Unit(benchmark::kMicrosecond);
 }
 // Batched decode through a vocabulary-sized lm_head (Qwen3-0.6B's, 311 MB):
 // W streams from memory once per call while M rows of x reuse it.
 void LmHeadBatchShapes(benchmark::internal::Benchmark* b) {
-  for (int64_t m : {4, 8, 16, 32}) b->Args({m, 151936, 1024});
+  for (int64_t m : {4, 6, 8, 12, 16, 32}) b->Args({m, 151936, 1024});
   BenchTiming(b);
   b->Unit(benchmark::kMillisecond);
 }
@@ -288,6 +288,11 @@ void BM_Bf16Dot(benchmark::State& state) {
 BENCHMARK(BM_Bf16Dot<DType::kBF16>)->Apply(BatchShapes)->Name("BM_Bf16Dot<BF16>");
 BENCHMARK(BM_Bf16Dot<DType::kBF16>)->Apply(PrefillShapes)->Name("BM_Bf16Dot<BF16>");
 BENCHMARK(BM_Bf16Dot<DType::kU8>)->Apply(Nvfp4BatchShapes)->Name("BM_Bf16Dot<NVFP4>");
+// FP8 W (per-tensor) around the same crossover: the F32 tile decoding W in
+// registers (up to kQuantDirectRows rows, then a dequantized chunk) against
+// the BF16 GEMM.
+BENCHMARK(BM_MatMul<DType::kF8E4M3, MatMulGemv, true>)->Apply(BatchShapes)->Name("BM_Gemv<FP8>");
+BENCHMARK(BM_Bf16Dot<DType::kF8E4M3>)->Apply(BatchShapes)->Name("BM_Bf16Dot<FP8>");
 BENCHMARK(BM_Bf16Dot<DType::kU8>)->Args({512, 2048, 2048})->Apply(BenchTiming)->Unit(benchmark::kMillisecond)
     ->Name("BM_Bf16Dot<NVFP4>");
 BENCHMARK(BM_MatMul<DType::kBF16, MatMulGemm>)->Apply(PrefillShapes)->Name("BM_Gemm<BF16>");

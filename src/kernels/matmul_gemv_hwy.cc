@@ -474,6 +474,8 @@ void MatMulManyImpl(const float* x, int64_t M, int64_t ldx, const MatMulTarget* 
   wload::VisitFmt(fmt, [&](auto f) { MatMulTyped<decltype(f)::value>(xs, kp, size_t(M), all, pool); });
 }
 
+int64_t GemvStreamRowsImpl() { return kMaxMR; }
+
 }  // namespace HWY_NAMESPACE
 }  // namespace tern::kernels
 HWY_AFTER_NAMESPACE();
@@ -482,6 +484,9 @@ HWY_AFTER_NAMESPACE();
 namespace tern::kernels {
 
 HWY_EXPORT(MatMulManyImpl);
+HWY_EXPORT(GemvStreamRowsImpl);
+
+int64_t GemvStreamRows() { return HWY_DYNAMIC_DISPATCH(GemvStreamRowsImpl)(); }
 
 void MatMulGemv(const float* x, int64_t M, int64_t ldx, const MatrixView& w, float* y, int64_t ldy, ThreadPool& pool) {
   if (w.rows <= 0) return;

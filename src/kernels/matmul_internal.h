@@ -79,10 +79,12 @@ void MatMulSmallBatch(const float* x, int64_t M, int64_t ldx, const MatrixView& 
 
 // Where MatMul switches implementation, from BM_Gemv / BM_SmallBatch /
 // BM_Gemm in tern_benchmark (AVX2, 2 threads, weights from memory, medians of
-// 5 interleaved runs, 3072x1024 and the 151936x1024 lm_head shape):
+// 5 interleaved runs, 3072x1024 and the 151936x1024 lm_head shape; an older
+// GEMV, Zen 2-3 class EPYC):
 // * Dense BF16 and F32 W: the GEMV up to 4 rows of x (one streaming row
-//   block: 4 rows 553 us against 917-933 for the others); MatMulSmallBatch
-//   from 5 to 16 rows (6: 914 us against GEMV 1185 / GEMM 1016; 8: 842 / 1254
+//   block: 4 rows 553 us against 917-933 for the others; now up to
+//   GemvStreamRows(), below); MatMulSmallBatch
+//   to 16 rows (6: 914 us against GEMV 1185 / GEMM 1016; 8: 842 / 1254
 //   / 1140, lm_head 41 / 66 / 59 ms; 12: 1360 / 1537 / 1391; 16: 1534 / 2414 /
 //   1580, lm_head 68 / 96 / 82 ms); the GEMM from 17 (24: 2260 / 2345 / 1873;
 //   32: 3702 / 2871 / 2527: MatMulSmallBatch's tile is down to one W row).
@@ -92,7 +94,18 @@ void MatMulSmallBatch(const float* x, int64_t M, int64_t ldx, const MatrixView& 
 // * Quantized W: the GEMV decodes in registers or dequantizes each chunk once
 //   (matmul_gemv_hwy.cc), ahead of the GEMM's dequantize-then-pack up to ~24
 //   rows (16: GEMV 1.15x; 32: GEMM 1.05x).
-inline constexpr int64_t kSmallBatchMinRows = 5, kSmallBatchMaxRows = 16;
+//
+// Since the GEMV streams W once for up to kMaxMR rows of x (6 on AVX-512, 5
+// on AVX2), dense W takes it up to that many rows (GemvStreamRows), and
+// MatMulSmallBatch only above. AMD Zen 4, 2 threads, BF16 W 3072 x 1024,
+// medians of 3, BM_Gemv / BM_SmallBatch: avx512 5 rows 288 / 732 us, 6 rows
+// 343 / 667, 7 rows (two passes of the GEMV) 490 / 679; avx2 5 rows 253 /
+// 439, 6 rows (two passes) 542 / 442; the 151936 x 1024 lm_head at 6 rows,
+// avx512, 15.9 / 31.5 ms.
+inline constexpr int64_t kSmallBatchMaxRows = 16;
+// Rows of x the GEMV reads W once for on the current Highway target (its
+// kMaxMR): MatMul's GEMV limit for dense W.
+int64_t GemvStreamRows();
 
 // Rows of x from which MatMul takes the BF16-activation GEMM of the current
 // path (cpu_features.h: kAmxMinRows* on amx, kBf16DotMinRows* on avx512-bf16,
