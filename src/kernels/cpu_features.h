@@ -106,9 +106,10 @@ inline constexpr int64_t kAmxMinRowsDense = 5, kAmxMinRowsQuantized = 8;
 // (two GEMV passes) 490 / 516, 8 rows 517 / 535, 10 rows 649 / 575; NVFP4 W
 // 2048 x 2048 VNNI 6 rows 371-397 / 513, 8 rows 428-460 / 564; FP8 W 3072 x
 // 1024 (BM_Gemv<FP8>) 6 rows 278 / 418, 7 rows 451 / 451, 8 rows 469 / 528,
-// 10 rows 675 / 565. On Zen 5 the Zen 5 figures above put the GEMV at 5-6
-// rows and VNNI at 8 rows (395-489 us with the paired rows) level with or
-// ahead of this GEMM. Hence from 7 rows (dense) and 9 (NVFP4, FP8); f32
+// 10 rows 675 / 565. On Zen 5 the GEMV at 5-6 rows was not measured (4
+// rows: 241-261 us against this GEMM's 312-331, above); VNNI with the paired
+// rows measured 395-489 us at 8 rows there (nvfp4_vnni_w-inl.h) against this
+// GEMM's 447-562 above. Hence from 7 rows (dense) and 9 (NVFP4, FP8); f32
 // activations below.
 inline constexpr int64_t kBf16DotMinRowsDense = 7, kBf16DotMinRowsQuantized = 9;
 // Queries from which prefill attention runs on VDPBF16PS on the avx512-bf16
