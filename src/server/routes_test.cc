@@ -217,7 +217,11 @@ TEST_F(RoutesTest, DetokenizedTextIsBounded) {
   auto body = [&](size_t n) {
     std::string b = R"({"tokens": [)";
     b.reserve(n * 7 + 32);
-    for (size_t i = 0; i < n; ++i) b += (i ? "," : "") + std::to_string(longest);
+    const std::string id = std::to_string(longest);
+    for (size_t i = 0; i < n; ++i) {
+      if (i) b += ',';
+      b += id;
+    }
     return b + "]}";
   };
   const size_t limit = size_t(64) << 20;
