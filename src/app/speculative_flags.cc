@@ -3,12 +3,13 @@
 #include <string>
 
 #include "app/commands.h"
+#include "base/mapped_file.h"
 
 namespace tern::app {
 
 std::function<Result<SpeculativeOptions>()> AddSpeculativeOptions(CLI::App& app) {
   struct Raw {
-    std::string algorithm, rollback;
+    std::string algorithm, rollback, token_map;
     SpeculativeOptions o;
     bool draft_tokens_given = false;
   };
@@ -37,6 +38,9 @@ std::function<Result<SpeculativeOptions>()> AddSpeculativeOptions(CLI::App& app)
                  "kept tokens in the next one; one spare state per sequence) or per-token (the verify keeps the "
                  "state after each draft; one spare state per draft, nothing recomputed; the default)")
       ->default_val("per-token");
+  app.add_option("--speculative-token-map", raw->token_map,
+                 "NEXTN: a file of token ids (comma- or whitespace-separated, or a JSON array) the MTP head drafts "
+                 "among: its lm_head step reads only these rows (SGLang's hot-token map); the output is unchanged");
   return [raw]() -> Result<SpeculativeOptions> {
     SpeculativeOptions o = raw->o;
     o.algorithm = SpeculativeAlgorithm::kNone;
@@ -47,6 +51,14 @@ std::function<Result<SpeculativeOptions>()> AddSpeculativeOptions(CLI::App& app)
       o.state_rollback = StateRollback::kPerToken;
     } else if (raw->rollback != "recompute") {
       return Status::Errorf("--speculative-state-rollback {}: must be recompute or per-token", raw->rollback);
+    }
+    if (!raw->token_map.empty()) {
+      // At most 16 Mi ids of up to 10 digits and a separator each.
+      auto text = ReadFileToString(raw->token_map, size_t(11) << 24);
+      if (!text.ok()) return Status::Errorf("--speculative-token-map {}: {}", raw->token_map, text.status().message());
+      auto ids = ParseTokenMap(*text);
+      if (!ids.ok()) return Status::Errorf("--speculative-token-map {}: {}", raw->token_map, ids.status().message());
+      o.token_map = std::move(*ids);
     }
     if (!raw->draft_tokens_given)
       o.num_draft_tokens = o.algorithm == SpeculativeAlgorithm::kNextn ? o.num_steps + 1 : 4;

@@ -39,7 +39,13 @@ int32_t Argmax(const float* row, int64_t V) { return int32_t(std::max_element(ro
 
 void Engine::MtpRound(const std::vector<Sequence*>& seqs, const std::vector<SequenceChunk>& chunks,
                       const std::vector<int64_t>& tokens_before) {
-  const int64_t H = model_.config().hidden_size, V = model_.config().vocab_size;
+  // V: the head's logits per row, the whole vocabulary or the token map's ids (draft_id maps back).
+  const std::vector<int32_t>& map = opts_.speculative.token_map;
+  const int64_t H = model_.config().hidden_size, V = map.empty() ? model_.config().vocab_size : int64_t(map.size());
+  const auto draft_id = [&](const float* row) {
+    const int32_t i = Argmax(row, V);
+    return map.empty() ? i : map[size_t(i)];
+  };
   mtp_chunks_.clear();
   std::vector<Sequence*> drafting;  // in mtp_chunks_ order, those whose last row drafts
   std::vector<Sequence*> in_round;
@@ -85,7 +91,7 @@ void Engine::MtpRound(const std::vector<Sequence*>& seqs, const std::vector<Sequ
   for (size_t c = 0, d = 0; c < in_round.size(); ++c) {
     if (d == drafting.size() || in_round[c] != drafting[d]) continue;
     Sequence* s = drafting[d];
-    s->mtp_drafts = {Argmax(mtp_logits_.data() + int64_t(d) * V, V)};
+    s->mtp_drafts = {draft_id(mtp_logits_.data() + int64_t(d) * V)};
     s->mtp_drafts_for = int64_t(s->tokens.size());
     std::memcpy(last.data() + d * size_t(H), mtp_last_.data() + c * size_t(H), size_t(H) * sizeof(float));
     ++d;
@@ -124,7 +130,7 @@ void Engine::MtpRound(const std::vector<Sequence*>& seqs, const std::vector<Sequ
       return;  // (the drafts so far stand)
     }
     last.assign(mtp_last_.begin(), mtp_last_.begin() + r * H);
-    for (size_t d = 0; d < next.size(); ++d) next[d]->mtp_drafts.push_back(Argmax(mtp_logits_.data() + int64_t(d) * V, V));
+    for (size_t d = 0; d < next.size(); ++d) next[d]->mtp_drafts.push_back(draft_id(mtp_logits_.data() + int64_t(d) * V));
     drafting = std::move(next);
   }
 }

@@ -91,6 +91,50 @@ TEST(SpeculativeOptions, ParseAndValidate) {
   EXPECT_NE(eagle.status().message().find("draft model"), std::string::npos) << eagle.status().message();
 }
 
+// --speculative-token-map's text: ids separated by commas and/or whitespace,
+// optionally in one pair of brackets; anything else is an error naming where.
+TEST(SpeculativeOptions, TokenMapText) {
+  EXPECT_EQ(*ParseTokenMap("[5, 0, 17]"), (std::vector<int32_t>{5, 0, 17}));
+  EXPECT_EQ(*ParseTokenMap("5\n0\r\n17\n"), (std::vector<int32_t>{5, 0, 17}));
+  EXPECT_EQ(*ParseTokenMap(" 2147483647 ,1"), (std::vector<int32_t>{2147483647, 1}));
+  for (const char* bad : {"", "[]", " , ", "[1, 2", "1, 2]", "[1] 2", "1 [2]", "1, -2", "1.5", "0x10", "2147483648",
+                          "99999999999999999999", "[[1]]", "1\x01"}) {
+    const auto r = ParseTokenMap(bad);
+    EXPECT_FALSE(r.ok()) << "accepted: " << bad;
+    if (!r.ok()) {
+      EXPECT_NE(r.status().message().find("token map"), std::string::npos) << r.status().message();
+    }
+  }
+  const auto at = ParseTokenMap("1, 2, x");
+  ASSERT_FALSE(at.ok());
+  EXPECT_NE(at.status().message().find("'x' at byte 6"), std::string::npos) << at.status().message();
+  // Only NEXTN takes one.
+  SpeculativeOptions o{.algorithm = SpeculativeAlgorithm::kNgram, .token_map = {1, 2}};
+  EXPECT_FALSE(ValidateSpeculativeOptions(o).ok());
+  o.algorithm = SpeculativeAlgorithm::kNone;
+  EXPECT_FALSE(ValidateSpeculativeOptions(o).ok());
+  o.algorithm = SpeculativeAlgorithm::kNextn;
+  EXPECT_TRUE(ValidateSpeculativeOptions(o).ok());
+}
+
+// A token map the model cannot take is refused when the engine is made, with
+// the offending id; an empty one restores the whole vocabulary.
+TEST(SpeculativeOptions, TokenMapCheckedAgainstTheModel) {
+  const std::string dir = ::testing::TempDir() + "/engine_spec_tokenmap";
+  testing::WriteTinyHybridMtp(dir);
+  auto m = LoadModel(dir, {.threads = 1});
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  const int32_t V = int32_t((*m)->config().vocab_size);
+  for (const auto& [ids, want] : std::vector<std::pair<std::vector<int32_t>, std::string>>{
+           {{1, V}, "id " + std::to_string(V)}, {{3, 4, 3}, "id 3 appears more than once"}}) {
+    EngineOptions o{.kv = {.block_size = 4, .num_blocks = 16, .dtype = DType::kF32},
+                    .speculative = {.algorithm = SpeculativeAlgorithm::kNextn, .token_map = ids}};
+    const auto e = Engine::Create(**m, o);
+    ASSERT_FALSE(e.ok());
+    EXPECT_NE(e.status().message().find(want), std::string::npos) << e.status().message();
+  }
+}
+
 // NEXTN on a model without an MTP head is refused when the engine is made.
 TEST(SpeculativeOptions, NextnNeedsAnMtpHead) {
   const std::string dir = ::testing::TempDir() + "/engine_spec_nohead";

@@ -1,6 +1,9 @@
 #include "engine/speculative.h"
 
 #include <algorithm>
+#include <limits>
+
+#include <fmt/format.h>
 
 namespace tern {
 
@@ -18,7 +21,10 @@ Result<SpeculativeAlgorithm> ParseSpeculativeAlgorithm(std::string_view name) {
 }
 
 Status ValidateSpeculativeOptions(const SpeculativeOptions& o) {
-  if (o.algorithm == SpeculativeAlgorithm::kNone) return Status::Ok();
+  if (o.algorithm == SpeculativeAlgorithm::kNone) {
+    if (!o.token_map.empty()) return Status::Error("--speculative-token-map needs --speculative-algorithm NEXTN");
+    return Status::Ok();
+  }
   if (o.num_draft_tokens < 1 || o.num_draft_tokens > 64)
     return Status::Errorf("--speculative-num-draft-tokens {}: must be in [1, 64]", o.num_draft_tokens);
   if (o.algorithm == SpeculativeAlgorithm::kNextn) {
@@ -27,12 +33,16 @@ Status ValidateSpeculativeOptions(const SpeculativeOptions& o) {
                             o.eagle_topk);
     if (o.num_steps < 1 || o.num_steps > 16)
       return Status::Errorf("--speculative-num-steps {}: must be in [1, 16]", o.num_steps);
+    if (o.token_map.size() > size_t(1) << 24)
+      return Status::Errorf("--speculative-token-map: {} ids, more than any vocabulary", o.token_map.size());
     if (o.num_draft_tokens != o.num_steps + 1)
       return Status::Errorf("--speculative-num-draft-tokens {} with --speculative-num-steps {} and top-k 1: must be "
                             "num_steps + 1 = {} (the last accepted token and one draft per step)",
                             o.num_draft_tokens, o.num_steps, o.num_steps + 1);
     return Status::Ok();
   }
+  if (!o.token_map.empty())
+    return Status::Error("--speculative-token-map: only NEXTN drafts from a head's logits (NGRAM copies tokens)");
   if (o.ngram_min_match < 1 || o.ngram_min_match > 1024)
     return Status::Errorf("--speculative-ngram-min-match-window-size {}: must be in [1, 1024]", o.ngram_min_match);
   if (o.ngram_max_match < o.ngram_min_match || o.ngram_max_match > 1024)
@@ -63,6 +73,41 @@ void NgramDraft(std::span<const int32_t> tokens, int64_t min_match, int64_t max_
       return;
     }
   }
+}
+
+Result<std::vector<int32_t>> ParseTokenMap(std::string_view text) {
+  std::vector<int32_t> ids;
+  size_t i = 0, open = std::string_view::npos, close = std::string_view::npos;
+  const auto is_space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
+  while (i < text.size()) {
+    const char c = text[i];
+    if (is_space(c) || c == ',') {
+      ++i;
+    } else if (c == '[' && open == std::string_view::npos && ids.empty()) {
+      open = i++;
+    } else if (c == ']' && open != std::string_view::npos && close == std::string_view::npos) {
+      close = i++;
+    } else if (c >= '0' && c <= '9' && close == std::string_view::npos) {
+      int64_t v = 0;
+      const size_t start = i;
+      while (i < text.size() && text[i] >= '0' && text[i] <= '9') {
+        v = v * 10 + (text[i] - '0');
+        if (v > std::numeric_limits<int32_t>::max())
+          return Status::Errorf("token map: the id at byte {} is larger than any token id", start);
+        ++i;
+      }
+      ids.push_back(int32_t(v));
+    } else {
+      const bool printable = c > ' ' && c < 127;
+      return Status::Errorf("token map: unexpected {} at byte {} (token ids separated by commas or whitespace, "
+                            "optionally in one [ ] pair)",
+                            printable ? fmt::format("'{}'", c) : fmt::format("byte 0x{:02x}", uint8_t(c)), i);
+    }
+  }
+  if (open != std::string_view::npos && close == std::string_view::npos)
+    return Status::Errorf("token map: the '[' at byte {} is not closed", open);
+  if (ids.empty()) return Status::Error("token map: no token ids");
+  return ids;
 }
 
 }  // namespace tern

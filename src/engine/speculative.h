@@ -70,7 +70,21 @@ struct SpeculativeOptions {
   bool adaptive_budget = true;
   // Hybrid models only (--speculative-state-rollback).
   StateRollback state_rollback = StateRollback::kPerToken;
+  // NEXTN: the head drafts only among these token ids (SGLang's
+  // --speculative-token-map, FR-Spec's "hot" vocabulary): its lm_head step
+  // reads these rows of lm_head instead of all of them, the largest part of
+  // a head step's bytes on a big-vocabulary model. Drafts outside the map are
+  // never proposed; the output is unchanged either way. Empty: the whole
+  // vocabulary.
+  std::vector<int32_t> token_map;
 };
+
+// A token map's text: token ids as decimal integers separated by commas
+// and/or whitespace, optionally inside one pair of brackets (a JSON array,
+// or one id per line). Errors name the offending position; range and
+// uniqueness against the model are checked where it is applied
+// (Model::SetDraftVocabulary).
+Result<std::vector<int32_t>> ParseTokenMap(std::string_view text);
 
 // "NGRAM" -> kNgram and "NEXTN" -> kNextn (either all upper or all lower
 // case). EAGLE / EAGLE3 (a separate draft model in SGLang) and anything else

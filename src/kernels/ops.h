@@ -56,7 +56,7 @@ struct MatrixView {
 // (k = 16j .. 16j + 15) to 24-bit fixed point: each element off by at most
 // 2^-23 of its block's largest magnitude (nvfp4_gemv_int-inl.h).
 // On the "amx" CPU path (cpu_features.h), M >= 5 rows with BF16 W, or 8 with
-// NVFP4 or FP8 W, and on "avx512-bf16" M >= 5 (BF16 W) or 7 (NVFP4, FP8),
+// NVFP4 or FP8 W, and on "avx512-bf16" M >= 7 (BF16 W) or 9 (NVFP4, FP8),
 // round x to BF16 instead (matmul_amx.h's bound).
 void MatMul(const float* x, int64_t M, int64_t ldx, const MatrixView& w, float* y, int64_t ldy,
             ThreadPool& pool);

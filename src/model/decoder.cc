@@ -81,8 +81,8 @@ void DecoderModel::Embed(std::span<const SequenceChunk> batch, float* x) const {
 }
 
 void DecoderModel::Logits(std::span<const SequenceChunk> batch, const float* x, const float* norm,
-                          std::vector<float>& logits) {
-  const int64_t H = cfg_.hidden_size, V = cfg_.vocab_size;
+                          std::vector<float>& logits, const Linear* head) {
+  const int64_t H = cfg_.hidden_size, V = head != nullptr ? head->out() : cfg_.vocab_size;
   int64_t out_rows = 0;
   for (const auto& c : batch) out_rows += c.skip_logits ? 0 : c.all_logits ? int64_t(c.tokens.size()) : 1;
   if (!sharding.computes_logits) return;
@@ -98,6 +98,10 @@ void DecoderModel::Logits(std::span<const SequenceChunk> batch, const float* x, 
       std::memcpy(sel + r * H, x + (layout_.row_begin[i] + t) * H, size_t(H) * sizeof(float));
   }
   if (norm != nullptr) kernels::RmsNorm(sel, norm, out_rows, H, float(cfg_.rms_norm_eps), sel);
+  if (head != nullptr) {
+    head->Forward(sel, out_rows, logits.data(), pool_);
+    return;
+  }
   dist::Comm* group = sharding.logits_group;
   if (group == nullptr) {
     lm_head.Forward(sel, out_rows, logits.data(), pool_);
@@ -181,7 +185,55 @@ Status DecoderModel::MtpForward(std::span<const SequenceChunk> batch, std::span<
       std::memcpy(last_hidden->data() + i * H, x + (layout_.row_begin[size_t(i) + 1] - 1) * H, size_t(H) * sizeof(float));
     kernels::RmsNorm(last_hidden->data(), mtp->norm.data(), n, H, eps, last_hidden->data());
   }
-  Logits(batch, x, mtp->norm.data(), logits);
+  Logits(batch, x, mtp->norm.data(), logits, draft_head_.in() > 0 ? &draft_head_ : nullptr);
+  return Status::Ok();
+}
+
+Status DecoderModel::SetDraftVocabulary(std::span<const int32_t> ids) {
+  if (ids.empty()) {
+    draft_head_ = Linear{};
+    return Status::Ok();
+  }
+  if (!mtp) return Status::Errorf("{} has no multi-token-prediction (MTP) head to restrict", cfg_.model_type);
+  if (sharding.logits_group != nullptr || !sharding.computes_logits)
+    return Status::Error("a draft vocabulary (--speculative-token-map) is not supported with --tp / --ep yet");
+  const kernels::MatrixView& w = lm_head.w;
+  const int64_t V = w.rows;
+  std::vector<uint8_t> seen(size_t(V), 0);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] < 0 || ids[i] >= V)
+      return Status::Errorf("token map: id {} (entry {}) is not a token of this model (vocabulary of {})", ids[i], i, V);
+    if (seen[size_t(ids[i])]++ != 0) return Status::Errorf("token map: id {} appears more than once", ids[i]);
+  }
+  if (w.format == kernels::WeightFormat::kFp8 && w.scales != nullptr)
+    return Status::Errorf("a draft vocabulary needs lm_head's rows on their own; {} has 128x128-block FP8 scales",
+                          lm_head.name);
+  // Rows of codes (and NVFP4's rows of block scales) copied whole, strides kept.
+  const bool nvfp4 = w.format == kernels::WeightFormat::kNvfp4;
+  const size_t row_bytes = nvfp4 ? size_t(w.row_stride) / 2 : size_t(w.row_stride) * DTypeSize(w.dtype);
+  const size_t scale_bytes = nvfp4 ? size_t(w.scale_stride) : 0;
+  const size_t n = ids.size(), codes = n * row_bytes;
+  auto buf = std::make_shared<std::vector<uint8_t>>(codes + n * scale_bytes + 64);
+  uint8_t* base = buf->data() + (64 - reinterpret_cast<uintptr_t>(buf->data()) % 64) % 64;
+  for (size_t i = 0; i < n; ++i) {
+    const size_t r = size_t(ids[i]);
+    std::memcpy(base + i * row_bytes, static_cast<const uint8_t*>(w.data) + r * row_bytes, row_bytes);
+    if (nvfp4)
+      std::memcpy(base + codes + i * scale_bytes, static_cast<const uint8_t*>(w.scales) + r * scale_bytes,
+                  scale_bytes);
+  }
+  Linear d = lm_head;
+  d.name = lm_head.name + " (draft rows)";
+  d.w.data = base;
+  d.w.rows = int64_t(n);
+  d.w.scales = nvfp4 ? base + codes : w.scales;
+  d.observer = nullptr;
+  d.owned = buf;
+  if (!lm_head.bias.empty()) {
+    d.bias.resize(n);
+    for (size_t i = 0; i < n; ++i) d.bias[i] = lm_head.bias[size_t(ids[i])];
+  }
+  draft_head_ = std::move(d);
   return Status::Ok();
 }
 

@@ -130,6 +130,15 @@ class Model {
     return Status::Error("this model has no multi-token-prediction (MTP) head");
   }
 
+  // NEXTN's draft vocabulary (SpeculativeOptions::token_map): afterwards
+  // MtpForward's logits cover these ids only, in this order ([rows,
+  // ids.size()]), computed from a copy of their lm_head rows. The ids must be
+  // distinct and in [0, vocab_size). Empty: the whole vocabulary again.
+  virtual Status SetDraftVocabulary(std::span<const int32_t> ids) {
+    if (ids.empty()) return Status::Ok();
+    return Status::Error("this model has no multi-token-prediction (MTP) head to restrict");
+  }
+
   // Whether this process's KvCache holds the whole recurrent state of a
   // sequence, so the engine may copy it (state snapshots of the hybrid prefix
   // cache). False under tensor/expert parallelism, where every rank holds its part.

@@ -240,8 +240,11 @@ Status StartEngine(ServerContext& ctx) {
     Log(LogLevel::kInfo, "speculative decoding: NGRAM (prompt lookup), up to {} drafts per verify, suffixes of {}-{} tokens",
         o.speculative.num_draft_tokens, o.speculative.ngram_min_match, o.speculative.ngram_max_match);
   if (o.speculative.algorithm == SpeculativeAlgorithm::kNextn)
-    Log(LogLevel::kInfo, "speculative decoding: NEXTN (the model's MTP head, {} layer{}), {} drafts per verify, top-k 1",
-        ctx.model->mtp_num_layers(), ctx.model->mtp_num_layers() == 1 ? "" : "s", o.speculative.num_steps);
+    Log(LogLevel::kInfo, "speculative decoding: NEXTN (the model's MTP head, {} layer{}), {} drafts per verify, top-k 1{}",
+        ctx.model->mtp_num_layers(), ctx.model->mtp_num_layers() == 1 ? "" : "s", o.speculative.num_steps,
+        o.speculative.token_map.empty()
+            ? std::string()
+            : fmt::format(", drafting among the token map's {} ids", o.speculative.token_map.size()));
   if (const int64_t sb = ctx.engine->snapshot_blocks(); sb > 0)
     Log(LogLevel::kInfo, "prefix cache keeps recurrent-state snapshots: {:.2f} MB each ({} KV blocks of the pool)",
         double(ctx.model->cache_spec().recurrent_state_bytes) / 1e6, sb);
