@@ -74,14 +74,17 @@ Result<std::unique_ptr<Engine>> Engine::Create(Model& model, const EngineOptions
         "--speculative-algorithm NEXTN drafts with the model's multi-token-prediction head, and this {} model has "
         "none (no mtp.* tensors, or mtp_num_hidden_layers 0 in config.json); NGRAM needs no head",
         model.config().model_type);
-  if (o.speculative.algorithm == SpeculativeAlgorithm::kNextn) {
-    // (Every NEXTN engine sets it, the empty map too: a model reused by a later engine keeps no earlier map.)
-    if (Status st = model.SetDraftVocabulary(o.speculative.token_map); !st.ok())
-      return Status::Errorf("--speculative-token-map: {}", st.message());
+  std::shared_ptr<const DraftHead> draft_head;
+  if (o.speculative.algorithm == SpeculativeAlgorithm::kNextn && !o.speculative.token_map.empty()) {
+    auto d = model.MakeDraftHead(o.speculative.token_map);
+    if (!d.ok()) return Status::Errorf("--speculative-token-map: {}", d.status().message());
+    draft_head = std::move(*d);
   }
   o.kv.num_state_slots = StateSlotsPerSequence(model, o) * o.max_running_requests;
   TERN_ASSIGN_OR_RETURN(auto cache, KvCache::Create(CacheSpecFor(model, o), o.kv));
-  return std::unique_ptr<Engine>(new Engine(model, o, std::move(cache), prefix_cache));
+  auto engine = std::unique_ptr<Engine>(new Engine(model, o, std::move(cache), prefix_cache));
+  engine->draft_head_ = std::move(draft_head);
+  return engine;
 }
 
 CacheSpec Engine::CacheSpecFor(const Model& model, const EngineOptions& o) {

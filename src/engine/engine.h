@@ -272,6 +272,8 @@ class Engine {
   // NEXTN scratch: the forward's hidden rows [T, H]; the head's input rows,
   // chunks, logits and normed last rows.
   std::vector<float> hidden_, mtp_hidden_, mtp_logits_, mtp_last_;
+  // NEXTN with a token map: lm_head's rows of its ids (Model::MakeDraftHead); null: the whole vocabulary.
+  std::shared_ptr<const DraftHead> draft_head_;
   std::vector<SequenceChunk> mtp_chunks_;
   bool mtp_error_logged_ = false;
   std::atomic<int64_t> last_output_ns_{0};

@@ -39,12 +39,13 @@ int32_t Argmax(const float* row, int64_t V) { return int32_t(std::max_element(ro
 
 void Engine::MtpRound(const std::vector<Sequence*>& seqs, const std::vector<SequenceChunk>& chunks,
                       const std::vector<int64_t>& tokens_before) {
-  // V: the head's logits per row, the whole vocabulary or the token map's ids (draft_id maps back).
-  const std::vector<int32_t>& map = opts_.speculative.token_map;
-  const int64_t H = model_.config().hidden_size, V = map.empty() ? model_.config().vocab_size : int64_t(map.size());
+  // V: the head's logits per row, the whole vocabulary or the draft head's ids (draft_id maps back).
+  const DraftHead* draft = draft_head_.get();
+  const int64_t H = model_.config().hidden_size,
+                V = draft == nullptr ? model_.config().vocab_size : int64_t(draft->ids.size());
   const auto draft_id = [&](const float* row) {
     const int32_t i = Argmax(row, V);
-    return map.empty() ? i : map[size_t(i)];
+    return draft == nullptr ? i : draft->ids[size_t(i)];
   };
   mtp_chunks_.clear();
   std::vector<Sequence*> drafting;  // in mtp_chunks_ order, those whose last row drafts
@@ -83,9 +84,11 @@ void Engine::MtpRound(const std::vector<Sequence*>& seqs, const std::vector<Sequ
     for (Sequence* s : drafting) s->mtp_drafts.clear();
   };
   if (Status st = model_.MtpForward(mtp_chunks_, std::span<const float>(mtp_hidden_.data(), size_t(rows * H)), *cache_,
-                                    mtp_logits_, 0, &mtp_last_);
+                                    mtp_logits_, 0, &mtp_last_, draft);
       !st.ok())
     return fail(st);
+  if (mtp_logits_.size() != drafting.size() * size_t(V))
+    return fail(Status::Errorf("{} head logits for {} rows of {}", mtp_logits_.size(), drafting.size(), V));
   // The drafting sequences' normed last rows, in `drafting` order.
   std::vector<float> last(drafting.size() * size_t(H));
   for (size_t c = 0, d = 0; c < in_round.size(); ++c) {
@@ -123,8 +126,9 @@ void Engine::MtpRound(const std::vector<Sequence*>& seqs, const std::vector<Sequ
     }
     if (next.empty()) break;
     if (Status st = model_.MtpForward(mtp_chunks_, std::span<const float>(mtp_hidden_.data(), size_t(r * H)), *cache_,
-                                      mtp_logits_, step, &mtp_last_);
-        !st.ok()) {
+                                      mtp_logits_, step, &mtp_last_, draft);
+        !st.ok() || mtp_logits_.size() != next.size() * size_t(V)) {
+      if (st.ok()) st = Status::Errorf("{} head logits for {} rows of {}", mtp_logits_.size(), next.size(), V);
       if (!mtp_error_logged_) fmt::print(stderr, "NEXTN: a chained MTP step failed: {}\n", st.message());
       mtp_error_logged_ = true;
       return;  // (the drafts so far stand)

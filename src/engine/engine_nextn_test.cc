@@ -205,10 +205,10 @@ TEST(NextnDrafts, TokenMapDraftsAmongItsIds) {
   EXPECT_GT(would_differ, 0u) << "the whole vocabulary's head never drafted outside the map: the map was not tested";
 }
 
-// The draft rows in lm_head's own format: with an NVFP4 lm_head (codes and
-// block scales copied per row) and an F32 one, MtpForward's logits under a
-// token map equal, bit for bit, the whole vocabulary's logits at the map's
-// ids, in map order (same rows of x, same kernels).
+// The draft rows in lm_head's own format (Model::MakeDraftHead): with an
+// NVFP4 lm_head (codes and block scales copied per row) and an F32 one,
+// MtpForward's logits with the draft head equal, bit for bit, the whole
+// vocabulary's logits at its ids, in map order (same rows of x, same kernels).
 TEST(NextnDrafts, TokenMapLogitsAreTheHeadsOwn) {
   const std::string f32_dir = ::testing::TempDir() + "/engine_nextn_map_f32";
   const std::string nvfp4_dir = ::testing::TempDir() + "/engine_nextn_map_nvfp4";
@@ -227,18 +227,18 @@ TEST(NextnDrafts, TokenMapLogitsAreTheHeadsOwn) {
   }
   for (const std::string& dir : {f32_dir, nvfp4_dir}) {
     SCOPED_TRACE(dir);
-    auto mapped = LoadModel(dir, {.threads = 2});
-    auto whole = LoadModel(dir, {.threads = 2});
-    ASSERT_TRUE(mapped.ok() && whole.ok());
-    const int64_t V = (*whole)->config().vocab_size, H = (*whole)->config().hidden_size;
+    auto model = LoadModel(dir, {.threads = 2});
+    ASSERT_TRUE(model.ok()) << model.status().message();
+    Model& m = **model;
+    const int64_t V = m.config().vocab_size, H = m.config().hidden_size;
     const std::vector<int32_t> map = {int32_t(V - 1), 0, 17, 5, int32_t(V / 2), 3};
-    ASSERT_TRUE((*mapped)->SetDraftVocabulary(map).ok());
+    auto draft = m.MakeDraftHead(map);
+    ASSERT_TRUE(draft.ok()) << draft.status().message();
     std::vector<int32_t> tokens;
     for (int t = 0; t < 9; ++t) tokens.push_back(3 + (t * 23) % 80);
     const int64_t L = int64_t(tokens.size());
     std::vector<std::vector<float>> logits(2);
     for (int k = 0; k < 2; ++k) {
-      Model& m = k == 0 ? **mapped : **whole;
       auto cache = KvCache::Create(m.cache_spec_with_mtp(),
                                    {.block_size = 16, .num_blocks = 2, .dtype = DType::kF32, .num_state_slots = 1});
       ASSERT_TRUE(cache.ok()) << cache.status().message();
@@ -249,7 +249,8 @@ TEST(NextnDrafts, TokenMapLogitsAreTheHeadsOwn) {
       // Every row's logits (all_logits): 8 rows of the head at once.
       SequenceChunk h{.tokens = std::span<const int32_t>(tokens).subspan(1), .start_pos = 0, .block_table = table,
                       .all_logits = true};
-      ASSERT_TRUE(m.MtpForward({&h, 1}, std::span<const float>(hidden).first(size_t((L - 1) * H)), **cache, logits[k])
+      ASSERT_TRUE(m.MtpForward({&h, 1}, std::span<const float>(hidden).first(size_t((L - 1) * H)), **cache, logits[k],
+                               0, nullptr, k == 0 ? draft->get() : nullptr)
                       .ok());
     }
     const int64_t rows = L - 1, n = int64_t(map.size());
@@ -260,8 +261,6 @@ TEST(NextnDrafts, TokenMapLogitsAreTheHeadsOwn) {
         ASSERT_EQ(std::bit_cast<uint32_t>(logits[0][size_t(r * n + j)]),
                   std::bit_cast<uint32_t>(logits[1][size_t(r * V + map[size_t(j)])]))
             << "row " << r << " id " << map[size_t(j)];
-    // And back to the whole vocabulary.
-    ASSERT_TRUE((*mapped)->SetDraftVocabulary({}).ok());
   }
 }
 

@@ -6,6 +6,7 @@
 // one batch). On the hybrid model a rejected draft rolls the recurrent state
 // back, so the tests check that rejections happened. Both model families:
 // the tiny Qwen3-MoE and the tiny Qwen3.5 hybrid.
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -105,6 +106,9 @@ TEST(SpeculativeOptions, TokenMapText) {
       EXPECT_NE(r.status().message().find("token map"), std::string::npos) << r.status().message();
     }
   }
+  const auto pt = ParseTokenMap(std::string_view("PK\x03\x04rest", 8));
+  ASSERT_FALSE(pt.ok());
+  EXPECT_NE(pt.status().message().find(".pt"), std::string::npos) << pt.status().message();
   const auto at = ParseTokenMap("1, 2, x");
   ASSERT_FALSE(at.ok());
   EXPECT_NE(at.status().message().find("'x' at byte 6"), std::string::npos) << at.status().message();
@@ -117,8 +121,10 @@ TEST(SpeculativeOptions, TokenMapText) {
   EXPECT_TRUE(ValidateSpeculativeOptions(o).ok());
 }
 
-// A token map the model cannot take is refused when the engine is made, with
-// the offending id; an empty one restores the whole vocabulary.
+// A token map the model cannot take is refused when the engine is made,
+// naming the flag and the offending id. Engines on one model keep their own
+// maps (the draft head is the engine's): one with a map and one without run
+// side by side.
 TEST(SpeculativeOptions, TokenMapCheckedAgainstTheModel) {
   const std::string dir = ::testing::TempDir() + "/engine_spec_tokenmap";
   testing::WriteTinyHybridMtp(dir);
@@ -132,7 +138,39 @@ TEST(SpeculativeOptions, TokenMapCheckedAgainstTheModel) {
     const auto e = Engine::Create(**m, o);
     ASSERT_FALSE(e.ok());
     EXPECT_NE(e.status().message().find(want), std::string::npos) << e.status().message();
+    EXPECT_NE(e.status().message().find("--speculative-token-map"), std::string::npos) << e.status().message();
   }
+  std::vector<int32_t> drafts_whole, drafts_mapped;
+  EngineOptions whole{.kv = {.block_size = 4, .num_blocks = 64, .dtype = DType::kF32},
+                      .speculative = {.algorithm = SpeculativeAlgorithm::kNextn, .adaptive_budget = false}};
+  whole.on_drafts = [&](const std::string&, int64_t, std::span<const int32_t> d) {
+    drafts_whole.insert(drafts_whole.end(), d.begin(), d.end());
+  };
+  EngineOptions mapped = whole;
+  const std::vector<int32_t> map = {5, 9, 3, 40};
+  mapped.speculative.token_map = map;
+  mapped.on_drafts = [&](const std::string&, int64_t, std::span<const int32_t> d) {
+    drafts_mapped.insert(drafts_mapped.end(), d.begin(), d.end());
+  };
+  auto a = Engine::Create(**m, whole);
+  auto b = Engine::Create(**m, mapped);
+  ASSERT_TRUE(a.ok() && b.ok());
+  std::vector<std::vector<int32_t>> outputs;
+  for (int round = 0; round < 2; ++round) {
+    for (Engine* e : {a->get(), b->get()}) {
+      EngineRequest r{.id = "r", .prompt = {3, 4, 5, 6, 7}, .max_tokens = 8};
+      r.sampling.temperature = 0;
+      auto res = RunToCompletion(*e, {r});
+      ASSERT_TRUE(res.ok()) << res.status().message();
+      outputs.push_back((*res)[0].ids());
+    }
+  }
+  for (const auto& o : outputs) EXPECT_EQ(o, outputs[0]) << "drafting changed the greedy output";
+  ASSERT_FALSE(drafts_mapped.empty());
+  for (int32_t d : drafts_mapped) EXPECT_NE(std::find(map.begin(), map.end(), d), map.end()) << d;
+  EXPECT_TRUE(std::any_of(drafts_whole.begin(), drafts_whole.end(),
+                          [&](int32_t d) { return std::find(map.begin(), map.end(), d) == map.end(); }))
+      << "the engine without a map drafted only the map's ids";
 }
 
 // NEXTN on a model without an MTP head is refused when the engine is made.

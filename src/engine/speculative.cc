@@ -33,7 +33,7 @@ Status ValidateSpeculativeOptions(const SpeculativeOptions& o) {
                             o.eagle_topk);
     if (o.num_steps < 1 || o.num_steps > 16)
       return Status::Errorf("--speculative-num-steps {}: must be in [1, 16]", o.num_steps);
-    if (o.token_map.size() > size_t(1) << 24)
+    if (o.token_map.size() > kMaxTokenMapIds)
       return Status::Errorf("--speculative-token-map: {} ids, more than any vocabulary", o.token_map.size());
     if (o.num_draft_tokens != o.num_steps + 1)
       return Status::Errorf("--speculative-num-draft-tokens {} with --speculative-num-steps {} and top-k 1: must be "
@@ -76,6 +76,10 @@ void NgramDraft(std::span<const int32_t> tokens, int64_t min_match, int64_t max_
 }
 
 Result<std::vector<int32_t>> ParseTokenMap(std::string_view text) {
+  // SGLang's maps are torch.save files: a zip archive, or a pickle before torch 1.6.
+  if (text.starts_with("PK\x03\x04") || text.starts_with("\x80"))
+    return Status::Error("token map: this looks like a PyTorch file (SGLang's .pt); tern reads the ids as text, "
+                         "e.g. from python: json.dump(torch.load(path).tolist(), f)");
   std::vector<int32_t> ids;
   size_t i = 0, open = std::string_view::npos, close = std::string_view::npos;
   const auto is_space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
@@ -96,6 +100,8 @@ Result<std::vector<int32_t>> ParseTokenMap(std::string_view text) {
           return Status::Errorf("token map: the id at byte {} is larger than any token id", start);
         ++i;
       }
+      if (ids.size() == kMaxTokenMapIds)
+        return Status::Errorf("token map: more than {} ids, more than any vocabulary", kMaxTokenMapIds);
       ids.push_back(int32_t(v));
     } else {
       const bool printable = c > ' ' && c < 127;

@@ -84,6 +84,7 @@ struct SpeculativeOptions {
 // or one id per line). Errors name the offending position; range and
 // uniqueness against the model are checked where it is applied
 // (Model::SetDraftVocabulary).
+inline constexpr size_t kMaxTokenMapIds = size_t(1) << 24;
 Result<std::vector<int32_t>> ParseTokenMap(std::string_view text);
 
 // "NGRAM" -> kNgram and "NEXTN" -> kNextn (either all upper or all lower

@@ -109,9 +109,11 @@ inline constexpr int64_t kAmxMinRowsDense = 5, kAmxMinRowsQuantized = 8;
 // 10 rows 675 / 565. On Zen 5 the GEMV at 5-6 rows was not measured (4
 // rows: 241-261 us against this GEMM's 312-331, above); VNNI with the paired
 // rows measured 395-489 us at 8 rows there (nvfp4_vnni_w-inl.h) against this
-// GEMM's 447-562 above. Hence from 7 rows (dense) and 9 (NVFP4, FP8); f32
-// activations below.
-inline constexpr int64_t kBf16DotMinRowsDense = 7, kBf16DotMinRowsQuantized = 9;
+// GEMM's 447-562 above. At 7-8 dense rows f32 takes MatMulSmallBatch (on
+// 256-bit vectors there): 450-481 us against this GEMM's 454-542 (Zen 4, two
+// rounds), level, so the more exact f32 activations stay. Hence from 9 rows
+// for every format; f32 activations below.
+inline constexpr int64_t kBf16DotMinRowsDense = 9, kBf16DotMinRowsQuantized = 9;
 // Queries from which prefill attention runs on VDPBF16PS on the avx512-bf16
 // path (attention.cc; unchanged when the GEMM's crossovers moved above).
 inline constexpr int64_t kBf16DotMinAttentionQueries = 5;

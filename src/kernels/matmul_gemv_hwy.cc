@@ -229,9 +229,9 @@ HWY_NOINLINE void RowStream(const float* HWY_RESTRICT x, const MatrixView& w, si
   for (size_t n = n0; n < n1; ++n) {
     const uint8_t* const rows[1] = {base + n * row_bytes + k0_bytes};
     // The tile's own steps, one accumulator in order: each sum is
-    // bit-identical to that row's in a batch of 2-4 rows of x (a
-    // speculative verify of up to 3 drafts scores its rows as one-row
-    // decode would; MatMulTest.OneRowEqualsItsRowInASmallBatch).
+    // bit-identical to that row's in a batch of 2 to kMaxMR rows of x (a
+    // speculative verify of up to kMaxMR - 1 drafts scores its rows as
+    // one-row decode would; MatMulTest.OneRowEqualsItsRowInASmallBatch).
     float dot = 0;
     Tile<kF, 1, 1>(x + k0, 0, rows, srows, nullptr, 0, k1 - k0, Prefetch::kNone, &dot);
     y[n] = accumulate ? y[n] + dot * g : dot * g;

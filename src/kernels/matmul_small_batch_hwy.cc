@@ -1,6 +1,8 @@
 // MatMulSmallBatch (matmul_internal.h): y[M, N] = x[M, K] · W[N, K]^T for a
-// few rows of x (batched decode; MatMul sends it 6 or 7 to 16 rows of dense BF16 (F32 only on the amx path) or
-// F32 W, above what the GEMV reads W once for) with dense W, written once with Highway and compiled per SIMD target.
+// few rows of x (batched decode; MatMul sends it dense BF16 or F32 W from
+// the rows past what the GEMV reads W once for to 16, BF16 only below the
+// BF16 GEMMs' thresholds on the amx and avx512-bf16 paths), written once with
+// Highway and compiled per SIMD target.
 //
 // Why a third implementation. With 8-40 rows of x, each W element feeds
 // 16-80 flops, so the product is compute-bound on a 2-core AVX2 machine

@@ -163,6 +163,10 @@ TEST(MatMulTest, BlockedPathsAndThreadCounts) {
       CheckCase({.M = 9, .N = 70, .K = 1030, .stride_pad = 4}, DType::kF16, pool, seed++);
       CheckCase({.M = 16, .N = 50, .K = 2100, .ldx_pad = 2}, DType::kBF16, pool, seed++);
       CheckCase({.M = 7, .N = 45, .K = 4700}, DType::kF32, pool, seed++);
+      // MatMulSmallBatch's 256-bit vectors on AVX-512 full (8 rows), and the
+      // GEMV's full row block on AVX-512 (6).
+      CheckCase({.M = 8, .N = 37, .K = 515, .ldx_pad = 1}, DType::kBF16, pool, seed++);
+      CheckCase({.M = 6, .N = 41, .K = 333}, DType::kBF16, pool, seed++);
       // One row of x: dense W read row after row (RowStream): whole groups of
       // four steps, single steps after them and a partial last step.
       CheckCase({.M = 1, .N = 301, .K = 1100, .stride_pad = 3}, DType::kBF16, pool, seed++);
@@ -503,7 +507,7 @@ TEST(MatMulTest, ManyEqualsOneByOne) {
   ForEachSimdTarget([&] {
     for (size_t threads : {1, 2}) {
       ThreadPool pool(threads);
-      for (int64_t M : {1, 2, 3, 5, 9, 17}) {
+      for (int64_t M : {1, 2, 3, 5, 6, 9, 17}) {
         const int64_t K = 272;
         std::mt19937 rng(seed++);
         std::vector<float> x = RandomFloats(rng, size_t(M * (K + 3)));

@@ -56,7 +56,7 @@ struct MatrixView {
 // (k = 16j .. 16j + 15) to 24-bit fixed point: each element off by at most
 // 2^-23 of its block's largest magnitude (nvfp4_gemv_int-inl.h).
 // On the "amx" CPU path (cpu_features.h), M >= 5 rows with BF16 W, or 8 with
-// NVFP4 or FP8 W, and on "avx512-bf16" M >= 7 (BF16 W) or 9 (NVFP4, FP8),
+// NVFP4 or FP8 W, and on "avx512-bf16" M >= 9 (any of those formats),
 // round x to BF16 instead (matmul_amx.h's bound).
 void MatMul(const float* x, int64_t M, int64_t ldx, const MatrixView& w, float* y, int64_t ldy,
             ThreadPool& pool);
@@ -209,9 +209,9 @@ struct AttentionJob {
 // convex combination of rows of bf16(v) (relative 2^-9 each) with weights
 // within 2^-8 relative of the f32 ones.
 // bf16_ok: the model runs in that mode at all (WeightsExactInBf16 of its
-// projections); false keeps f32. (The threshold is the dense GEMM's even for
-// NVFP4 / FP8 projections, which round from 7 rows: a chunk of 5-6 queries
-// then has f32 projections and BF16 attention, each within its own bound.)
+// projections); false keeps f32. (The threshold is its own, 5 queries
+// (kBf16DotMinAttentionQueries), below the GEMMs' 9 rows: a chunk of 5-8
+// queries has f32 projections and BF16 attention, each within its own bound.)
 // The amx path keeps attention in f32: its VDPBF16PS retires at a quarter
 // of the AMD rate (cpu_features.h), and tiles for attention are not built.
 int64_t AttentionBf16MinQueries();

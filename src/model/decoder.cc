@@ -160,9 +160,12 @@ Status DecoderModel::ForwardImpl(std::span<const SequenceChunk> batch, KvCache& 
 }
 
 Status DecoderModel::MtpForward(std::span<const SequenceChunk> batch, std::span<const float> hidden, KvCache& cache,
-                                std::vector<float>& logits, int64_t step, std::vector<float>* last_hidden) {
+                                std::vector<float>& logits, int64_t step, std::vector<float>* last_hidden,
+                                const DraftHead* draft) {
   if (!mtp) return Status::Errorf("{} has no multi-token-prediction (MTP) head", cfg_.model_type);
   if (step < 0) return Status::Errorf("MTP step {} is negative", step);
+  if (draft != nullptr && draft->head.in() != cfg_.hidden_size)
+    return Status::Errorf("MTP: a draft head of {} columns for hidden size {}", draft->head.in(), cfg_.hidden_size);
   TERN_RETURN_IF_ERROR(Validate(batch, cache, /*uses_state=*/false));
   if (cache.spec().attention_layers < cache_spec_with_mtp().attention_layers)
     return Status::Errorf("MTP: the KV cache has {} attention layers, the model and its MTP head need {} "
@@ -185,56 +188,60 @@ Status DecoderModel::MtpForward(std::span<const SequenceChunk> batch, std::span<
       std::memcpy(last_hidden->data() + i * H, x + (layout_.row_begin[size_t(i) + 1] - 1) * H, size_t(H) * sizeof(float));
     kernels::RmsNorm(last_hidden->data(), mtp->norm.data(), n, H, eps, last_hidden->data());
   }
-  Logits(batch, x, mtp->norm.data(), logits, draft_head_.in() > 0 ? &draft_head_ : nullptr);
+  Logits(batch, x, mtp->norm.data(), logits, draft != nullptr ? &draft->head : nullptr);
   return Status::Ok();
 }
 
-Status DecoderModel::SetDraftVocabulary(std::span<const int32_t> ids) {
-  if (ids.empty()) {
-    draft_head_ = Linear{};
-    return Status::Ok();
-  }
-  if (!mtp) return Status::Errorf("{} has no multi-token-prediction (MTP) head to restrict", cfg_.model_type);
+Result<std::shared_ptr<const DraftHead>> DecoderModel::MakeDraftHead(std::span<const int32_t> ids) const {
+  if (!mtp) return Status::Errorf("{} has no multi-token-prediction (MTP) head to draft with", cfg_.model_type);
   if (sharding.logits_group != nullptr || !sharding.computes_logits)
-    return Status::Error("a draft vocabulary (--speculative-token-map) is not supported with --tp / --ep yet");
+    return Status::Error("a draft vocabulary is not supported with --tp / --ep yet");
+  if (ids.empty()) return Status::Error("no token ids");
   const kernels::MatrixView& w = lm_head.w;
   const int64_t V = w.rows;
   std::vector<uint8_t> seen(size_t(V), 0);
   for (size_t i = 0; i < ids.size(); ++i) {
     if (ids[i] < 0 || ids[i] >= V)
-      return Status::Errorf("token map: id {} (entry {}) is not a token of this model (vocabulary of {})", ids[i], i, V);
-    if (seen[size_t(ids[i])]++ != 0) return Status::Errorf("token map: id {} appears more than once", ids[i]);
+      return Status::Errorf("id {} (entry {}) is not a token of this model (vocabulary of {})", ids[i], i, V);
+    if (seen[size_t(ids[i])]++ != 0) return Status::Errorf("id {} appears more than once", ids[i]);
   }
   if (w.format == kernels::WeightFormat::kFp8 && w.scales != nullptr)
-    return Status::Errorf("a draft vocabulary needs lm_head's rows on their own; {} has 128x128-block FP8 scales",
+    return Status::Errorf("the draft rows need lm_head's rows on their own; {} has 128x128-block FP8 scales",
                           lm_head.name);
-  // Rows of codes (and NVFP4's rows of block scales) copied whole, strides kept.
+  // Each row's K columns of codes (and NVFP4's K / 16 block scales) copied,
+  // packed: the copy's strides are K (nothing of a source row's padding is read).
   const bool nvfp4 = w.format == kernels::WeightFormat::kNvfp4;
-  const size_t row_bytes = nvfp4 ? size_t(w.row_stride) / 2 : size_t(w.row_stride) * DTypeSize(w.dtype);
-  const size_t scale_bytes = nvfp4 ? size_t(w.scale_stride) : 0;
+  const int64_t K = w.cols;
+  if (nvfp4 && K % kernels::kNvfp4Block != 0) return Status::Errorf("{}: NVFP4 with {} columns", lm_head.name, K);
+  const size_t src_row = nvfp4 ? size_t(w.row_stride) / 2 : size_t(w.row_stride) * DTypeSize(w.dtype);
+  const size_t row_bytes = nvfp4 ? size_t(K) / 2 : size_t(K) * DTypeSize(w.dtype);
+  const size_t scale_bytes = nvfp4 ? size_t(K) / size_t(kernels::kNvfp4Block) : 0;
   const size_t n = ids.size(), codes = n * row_bytes;
   auto buf = std::make_shared<std::vector<uint8_t>>(codes + n * scale_bytes + 64);
   uint8_t* base = buf->data() + (64 - reinterpret_cast<uintptr_t>(buf->data()) % 64) % 64;
   for (size_t i = 0; i < n; ++i) {
     const size_t r = size_t(ids[i]);
-    std::memcpy(base + i * row_bytes, static_cast<const uint8_t*>(w.data) + r * row_bytes, row_bytes);
+    std::memcpy(base + i * row_bytes, static_cast<const uint8_t*>(w.data) + r * src_row, row_bytes);
     if (nvfp4)
-      std::memcpy(base + codes + i * scale_bytes, static_cast<const uint8_t*>(w.scales) + r * scale_bytes,
+      std::memcpy(base + codes + i * scale_bytes, static_cast<const uint8_t*>(w.scales) + r * size_t(w.scale_stride),
                   scale_bytes);
   }
-  Linear d = lm_head;
-  d.name = lm_head.name + " (draft rows)";
-  d.w.data = base;
-  d.w.rows = int64_t(n);
-  d.w.scales = nvfp4 ? base + codes : w.scales;
-  d.observer = nullptr;
-  d.owned = buf;
-  if (!lm_head.bias.empty()) {
-    d.bias.resize(n);
-    for (size_t i = 0; i < n; ++i) d.bias[i] = lm_head.bias[size_t(ids[i])];
-  }
-  draft_head_ = std::move(d);
-  return Status::Ok();
+  auto d = std::make_shared<DraftHead>();
+  d->ids.assign(ids.begin(), ids.end());
+  Linear& h = d->head;
+  h = lm_head;
+  h.name = lm_head.name + " (draft rows)";
+  h.w.data = base;
+  h.w.rows = int64_t(n);
+  h.w.row_stride = K;
+  h.w.scales = nvfp4 ? base + codes : nullptr;
+  h.w.scale_stride = nvfp4 ? K / kernels::kNvfp4Block : 0;
+  h.observer = nullptr;
+  h.owned = buf;
+  h.bias.clear();
+  if (!lm_head.bias.empty())
+    for (int32_t id : ids) h.bias.push_back(lm_head.bias[size_t(id)]);
+  return std::shared_ptr<const DraftHead>(std::move(d));
 }
 
 int64_t DecoderModel::WeightBytesPerToken() const {

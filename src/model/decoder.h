@@ -62,8 +62,9 @@ class DecoderModel final : public Model {
                            std::vector<float>& hidden) override;
   int64_t mtp_num_layers() const override { return mtp ? int64_t(mtp->layers.size()) : 0; }
   Status MtpForward(std::span<const SequenceChunk> batch, std::span<const float> hidden, KvCache& cache,
-                    std::vector<float>& logits, int64_t step, std::vector<float>* last_hidden) override;
-  Status SetDraftVocabulary(std::span<const int32_t> ids) override;
+                    std::vector<float>& logits, int64_t step, std::vector<float>* last_hidden,
+                    const DraftHead* draft) override;
+  Result<std::shared_ptr<const DraftHead>> MakeDraftHead(std::span<const int32_t> ids) const override;
   int64_t WeightBytesPerToken() const override;
   double PrefillFlopsPerToken(double context) const override;
   int64_t WeightBytes() const override;
@@ -80,7 +81,7 @@ class DecoderModel final : public Model {
   void Embed(std::span<const SequenceChunk> batch, float* x) const;
   // The rows of x [layout_.rows, hidden] that need logits, normed with `norm`
   // unless already normed (norm == nullptr), through lm_head into logits.
-  // head: lm_head, or the MTP head's draft rows (draft_head_: no vocabulary parallelism).
+  // head: lm_head (null), or a draft head's rows (no vocabulary parallelism).
   void Logits(std::span<const SequenceChunk> batch, const float* x, const float* norm, std::vector<float>& logits,
               const Linear* head = nullptr);
 
@@ -94,9 +95,6 @@ class DecoderModel final : public Model {
   std::vector<float> x_;  // residual stream [rows, hidden]
   std::vector<float> embedded_;  // MtpForward: embedding rows [rows, hidden]
   std::vector<float> vocab_part_, vocab_all_;  // tensor parallel: [rows, vocab_slice], [tp, rows, vocab_slice]
-  // SetDraftVocabulary: lm_head's rows of the draft ids, in lm_head's format
-  // (its memory in `owned`); in() == 0 when unset.
-  Linear draft_head_;
 };
 
 }  // namespace tern

@@ -59,6 +59,13 @@ struct LoadOptions {
   int64_t max_positions = 0;
 };
 
+// lm_head's rows for a token map (Model::MakeDraftHead): head [ids.size(),
+// hidden_size] in lm_head's format, owning its memory.
+struct DraftHead {
+  std::vector<int32_t> ids;
+  Linear head;
+};
+
 class Model {
  public:
   virtual ~Model() = default;
@@ -123,20 +130,22 @@ class Model {
   // predicting t_{p+2}. step selects the MTP layer (step % mtp_num_layers()).
   // last_hidden, when given: resized to [chunks, hidden_size], chunk i's last
   // row after the head's final norm (what its lm_head read): the h a chained
-  // head step takes at the next position.
+  // head step takes at the next position. draft, when given (MakeDraftHead):
+  // the logits rows are over its ids only, [rows, draft->ids.size()].
   virtual Status MtpForward(std::span<const SequenceChunk> batch, std::span<const float> hidden, KvCache& cache,
-                            std::vector<float>& logits, int64_t step = 0, std::vector<float>* last_hidden = nullptr) {
-    (void)batch, (void)hidden, (void)cache, (void)logits, (void)step, (void)last_hidden;
+                            std::vector<float>& logits, int64_t step = 0, std::vector<float>* last_hidden = nullptr,
+                            const DraftHead* draft = nullptr) {
+    (void)batch, (void)hidden, (void)cache, (void)logits, (void)step, (void)last_hidden, (void)draft;
     return Status::Error("this model has no multi-token-prediction (MTP) head");
   }
 
-  // NEXTN's draft vocabulary (SpeculativeOptions::token_map): afterwards
-  // MtpForward's logits cover these ids only, in this order ([rows,
-  // ids.size()]), computed from a copy of their lm_head rows. The ids must be
-  // distinct and in [0, vocab_size). Empty: the whole vocabulary again.
-  virtual Status SetDraftVocabulary(std::span<const int32_t> ids) {
-    if (ids.empty()) return Status::Ok();
-    return Status::Error("this model has no multi-token-prediction (MTP) head to restrict");
+  // NEXTN's draft vocabulary (SpeculativeOptions::token_map): lm_head's rows
+  // of `ids` (distinct, in [0, vocab_size)), copied in lm_head's own format,
+  // for MtpForward to compute the head's logits over those ids only. The
+  // caller owns it (an engine, for its lifetime): the model keeps nothing.
+  virtual Result<std::shared_ptr<const DraftHead>> MakeDraftHead(std::span<const int32_t> ids) const {
+    (void)ids;
+    return Status::Error("this model has no multi-token-prediction (MTP) head to draft with");
   }
 
   // Whether this process's KvCache holds the whole recurrent state of a

@@ -41,6 +41,8 @@ def main():
                 break
             except OSError:
                 time.sleep(0.2)
+        else:
+            sys.exit(f"tern serve --model {args.model} did not become healthy")
         rng = random.Random(args.seed)
         texts = []
         for i in range(args.requests):
@@ -56,8 +58,10 @@ def main():
     finally:
         server.terminate()
         server.wait()
-    ids = json.loads(subprocess.check_output([args.tern, "tokenize", "--model", args.model, "--no-special-tokens",
-                                              "--text", "\n\n".join(texts)]))
+    ids = []  # one reply at a time (a command-line argument is limited in size)
+    for t in texts:
+        ids += json.loads(subprocess.check_output([args.tern, "tokenize", "--model", args.model,
+                                                   "--no-special-tokens", "--text", t]))
     with open(os.path.join(args.model, "tokenizer.json")) as f:
         special = [t["id"] for t in json.load(f).get("added_tokens", [])]
     hot = collections.Counter(ids)
