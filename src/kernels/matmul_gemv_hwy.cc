@@ -65,7 +65,7 @@ namespace hn = hwy::HWY_NAMESPACE;
 using DF = hn::ScalableTag<float>;
 using VF = hn::Vec<DF>;
 
-#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3  // every AVX-512 target (AVX3, AVX3_DL, and newer Highways' AVX3_ZEN4 / SPR)
 constexpr int kMaxMR = 6;
 constexpr bool kWideRegs = true;  // 32 vector registers
 #else
