@@ -83,7 +83,7 @@ struct SpeculativeOptions {
 // and/or whitespace, optionally inside one pair of brackets (a JSON array,
 // or one id per line). Errors name the offending position; range and
 // uniqueness against the model are checked where it is applied
-// (Model::SetDraftVocabulary).
+// (Model::MakeDraftHead).
 inline constexpr size_t kMaxTokenMapIds = size_t(1) << 24;
 Result<std::vector<int32_t>> ParseTokenMap(std::string_view text);
 

@@ -101,7 +101,9 @@ void MatMulSmallBatch(const float* x, int64_t M, int64_t ldx, const MatrixView& 
 // medians of 3, BM_Gemv / BM_SmallBatch: avx512 5 rows 288 / 732 us, 6 rows
 // 343 / 667, 7 rows (two passes of the GEMV) 490 / 679; avx2 5 rows 253 /
 // 439, 6 rows (two passes) 542 / 442; the 151936 x 1024 lm_head at 6 rows,
-// avx512, 15.9 / 31.5 ms.
+// avx512, 15.9 / 31.5 ms. (Those avx512 small-batch figures are from before
+// its 256-bit rows, matmul_small_batch_hwy.cc; with them, 461 us at 4-6
+// rows, 541 at 7: the GEMV still leads at 5-6.)
 inline constexpr int64_t kSmallBatchMaxRows = 16;
 // Rows of x the GEMV reads W once for on the current Highway target (its
 // kMaxMR): MatMul's GEMV limit for dense W.

@@ -196,8 +196,8 @@ void Typed(const float* x, size_t M, size_t ldx, const MatrixView& w, float* y, 
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
     // Half a 512-bit vector holds these rows: a 256-bit one does the same
     // work at the rate of 256-bit FMAs, twice the 512-bit rate on AMD Zen 4
-    // (which runs a 512-bit FMA as two halves) and no worse where 512-bit
-    // FMAs are full rate. AMD Zen 4, 2 threads, medians of 3, two interleaved
+    // (which runs a 512-bit FMA as two halves), and where 512-bit FMAs are
+    // full rate (Intel; not measured) the same useful FMAs per cycle. AMD Zen 4, 2 threads, medians of 3, two interleaved
     // rounds, BM_SmallBatch<BF16> 8 rows: 3072 x 1024 661-726 -> 446-473 us
     // (avx2 439-453), 151936 x 1024 31.7-32.3 -> 21.2-21.4 ms (avx2 20.1).
     if (2 * rows <= L) {

@@ -45,10 +45,12 @@ constexpr size_t kStep = 128;
 // The requests go to L2 (prefetcht1), 8 KiB ahead: on AMD Zen 4 (2 threads,
 // medians of 3, three interleaved rounds) against L1 requests 4 KiB ahead,
 // 2048 x 1024 79-84 -> 100-102 GFLOP/s, 1024 x 3072 76-78 -> 78-81, 151936 x
-// 1024 87-88 -> 109-110, W4A4 151936 x 1024 101-105 -> 118-119; 16-32 KiB
-// ahead the same within noise, 2 KiB, or L1 requests 1 KiB ahead added to
-// the L2 ones, slower. (The L1's miss buffers are the scarcer; on Zen 5,
-// where the 4 KiB L1 distance was chosen, L2 requests were not tried.)
+// 1024 87-88 -> 109-110, W4A4 151936 x 1024 101-105 -> 118-119. On the
+// 151936 x 1024 shape in other rounds: L2 requests 16-32 KiB ahead 96-109
+// (the same within noise), L1 requests 2 KiB ahead 91-93 against 98-111 for
+// these, L1 requests 1 KiB ahead added to these 81-85 against 91-107. (The
+// L1's miss buffers are the scarcer; on Zen 5, where the 4 KiB L1 distance
+// was chosen, L2 requests were not tried.)
 //
 // Where the prefetched address enters a new 4 KiB page, one byte of it is
 // also loaded: the translation is then in the TLB for the prefetches that
