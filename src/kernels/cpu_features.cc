@@ -100,6 +100,7 @@ std::string& AmxRefusal() {
 }
 std::atomic<int> g_path{-1};  // -1: the best available
 std::atomic<bool> g_f32_activations{false};
+std::atomic<int> g_fp8_decode{-1};  // -1: by vendor, 0: F16 route, 1: integer
 
 // The best path of the CPU itself, computed once (before any test mock of the
 // Highway targets: see kBestAtStartup).
@@ -169,6 +170,10 @@ Status SetCpuPathFromEnvironment() {
     Status s = SetActivations(env);
     if (!s.ok()) return Status::Errorf("TERN_ACTIVATIONS: {}", s.message());
   }
+  if (const char* env = std::getenv("TERN_FP8_DECODE"); env != nullptr && *env != '\0') {
+    Status s = SetFp8Decode(env);
+    if (!s.ok()) return Status::Errorf("TERN_FP8_DECODE: {}", s.message());
+  }
   const char* env = std::getenv("TERN_CPU_PATH");
   if (env == nullptr || *env == '\0') return Status::Ok();
   Status s = SetCpuPath(env);
@@ -210,6 +215,7 @@ std::string CpuPathDescription() {
   }
   if (p >= kBf16Dot && !UseAmx() && !UseBf16Dot()) d += "; activations f32";
   if (UseAvx512Vnni()) d += "; AVX-512 VNNI NVFP4 decode";
+  d += UseFp8IntegerDecode() ? "; FP8 decode integer" : "; FP8 decode by way of F16";
   d += ")";
   if (p < kAmx && !AmxRefusal().empty() && DetectedCpuExtensions().amx_tile) d += "; amx off: " + AmxRefusal();
   if (p < BestPath()) d += fmt::format("; the CPU has {}", kPaths[BestPath()]);
@@ -221,5 +227,17 @@ bool UseAvx512Vnni() { return PathNow() >= kVnni; }
 bool UseAmx() { return PathNow() >= kAmx && !g_f32_activations.load(std::memory_order_relaxed); }
 
 bool UseBf16Dot() { return PathNow() == kBf16Dot && !g_f32_activations.load(std::memory_order_relaxed); }
+
+bool UseFp8IntegerDecode() {
+  const int m = g_fp8_decode.load(std::memory_order_relaxed);
+  return m < 0 ? DetectedCpuExtensions().amd : m == 1;
+}
+
+Status SetFp8Decode(std::string_view mode) {
+  if (mode != "auto" && mode != "int" && mode != "f16")
+    return Status::Errorf("fp8 decode \"{}\": expected auto, int or f16", mode);
+  g_fp8_decode.store(mode == "auto" ? -1 : mode == "int" ? 1 : 0, std::memory_order_relaxed);
+  return Status::Ok();
+}
 
 }  // namespace tern::kernels

@@ -58,7 +58,8 @@ std::string DefaultCpuPath();
 // best). Call before kernels run (startup, or between kernel calls in tests).
 Status SetCpuPath(std::string_view path);
 
-// SetCpuPath(getenv("TERN_CPU_PATH")) and SetActivations(getenv("TERN_ACTIVATIONS")) when set.
+// SetCpuPath(getenv("TERN_CPU_PATH")), SetActivations(getenv("TERN_ACTIVATIONS")) and
+// SetFp8Decode(getenv("TERN_FP8_DECODE")) when set.
 Status SetCpuPathFromEnvironment();
 
 // The path in effect and what it runs, e.g. "avx512-vnni (Highway AVX3; AVX-512 VNNI NVFP4 decode)".
@@ -77,6 +78,19 @@ bool UseAmx();
 // Whether MatMul may take the AVX512-BF16 GEMM (the avx512-bf16 path). Like
 // UseAvx512Vnni, asked only on Highway's AVX3 target.
 bool UseBf16Dot();
+
+// Which FP8 decode the GEMV uses (wload-inl.h, every SIMD target): integer
+// ops only, E4M3's subnormal codes then being subnormal f32 FMA operands
+// (true), or by way of F16 and VCVTPH2PS (false). The default is the
+// integer decode on AMD CPUs, whose FMAs take subnormal operands at full
+// rate (Zen 4, one-row FP8 decode with W in L2 and a subnormal in most
+// vectors: 1.38x the F16 route, see the kernels README), and the F16 route
+// elsewhere (Intel documents subnormal operands as microcode assists).
+// TERN_FP8_DECODE=int|f16 (SetFp8DecodeFromEnvironment) or SetFp8Decode
+// forces one, for A/B runs and for the tests, which run both. Both are exact
+// (the sums' order differs).
+bool UseFp8IntegerDecode();
+Status SetFp8Decode(std::string_view mode);  // "auto", "int" or "f16"
 
 // Rows of x from which MatMul takes the AMX GEMM on the amx path, where it
 // beats the AVX-512 kernels (Sapphire Rapids, 2 threads, medians of 3; each

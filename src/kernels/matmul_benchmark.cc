@@ -127,10 +127,12 @@ void TimeMatMul(benchmark::State& state, MatMulFn fn, size_t bytes, size_t copie
 // With kHuge, W in 2 MiB pages (as tern maps weights: MADV_HUGEPAGE, or
 // --huge-pages): on a VM, reads from 4 KiB pages can run at half the
 // bandwidth (nested page walks), which the plain variant then measures.
-template <DType kDT, MatMulFn kFn = MatMul, bool kHuge = false>
+// With kCached, one copy of W only, for shapes that fit in L2: the kernel's
+// arithmetic rate, without memory.
+template <DType kDT, MatMulFn kFn = MatMul, bool kHuge = false, bool kCached = false>
 void BM_MatMul(benchmark::State& state) {
   const int64_t M = state.range(0), N = state.range(1), K = state.range(2);
-  const size_t wbytes = size_t(N * K) * DTypeSize(kDT), copies = CopiesFor(M, wbytes);
+  const size_t wbytes = size_t(N * K) * DTypeSize(kDT), copies = kCached ? 1 : CopiesFor(M, wbytes);
   std::vector<uint8_t> plain;
   std::shared_ptr<uint8_t> pages;
   uint8_t* weights = nullptr;
@@ -190,6 +192,18 @@ void PrefillShapes(benchmark::internal::Benchmark* b) {
 BENCHMARK(BM_MatMul<DType::kBF16>)->Apply(DecodeShapes);
 BENCHMARK(BM_MatMul<DType::kBF16, MatMul, true>)->Apply(DecodeShapes)->Name("BM_MatMul<BF16,huge>");
 BENCHMARK(BM_MatMul<DType::kF8E4M3, MatMul, true>)->Apply(DecodeShapes)->Name("BM_MatMul<FP8,huge>");
+// One-row decode with W in L2 (256 KiB of FP8, 512 KiB of BF16; with 2
+// threads each reads half): the decode kernels' arithmetic rate.
+BENCHMARK(BM_MatMul<DType::kF8E4M3, MatMul, true, true>)
+    ->Args({1, 256, 1024})
+    ->Apply(BenchTiming)
+    ->Unit(benchmark::kMicrosecond)
+    ->Name("BM_MatMul<FP8,L2>");
+BENCHMARK(BM_MatMul<DType::kBF16, MatMul, true, true>)
+    ->Args({1, 256, 1024})
+    ->Apply(BenchTiming)
+    ->Unit(benchmark::kMicrosecond)
+    ->Name("BM_MatMul<BF16,L2>");
 // A speculative verify (2-4 rows) or a small batch on FP8 W, one decoded W
 // vector feeding every row.
 BENCHMARK(BM_MatMul<DType::kF8E4M3, MatMul, true>)

@@ -60,7 +60,7 @@ using wload::Fmt;
 template <Fmt kF>
 constexpr DType kPackDType = kF == Fmt::kBF16 ? DType::kBF16 : kF == Fmt::kF16 ? DType::kF16 : DType::kF32;
 template <Fmt kF>
-constexpr bool kQuantized = kF == Fmt::kNvfp4 || kF == Fmt::kFp8 || kF == Fmt::kFp8Block;
+constexpr bool kQuantized = wload::kIsQuantized<kF>;
 
 template <Fmt kF>
 void GemmTyped(const float* x, size_t M, size_t ldx, const MatrixView& w, float* y, size_t ldy, ThreadPool& pool) {

@@ -13,6 +13,10 @@
 //   costs one load and two integer ops for two vectors of W. The order this
 //   yields (even elements, then odd ones) is matched by permuting x once per
 //   call (PrepareRows), M*K work against M*N*K.
+// * FP8 (wload-inl.h): on AMD CPUs a 32-bit lane holds four E4M3 bytes and a
+//   block of two steps yields elements 4i, 4i+2 (first step) and 4i+1, 4i+3
+//   (second) with 16-bit shifts and ANDs alone, x permuted and scaled by 2^64
+//   to match (XOrder::kQuads); elsewhere by way of F16 as BF16 pairs.
 // * x is copied to per-thread scratch, zero-padded to a multiple of S, so the K
 //   tail only needs W's last partial step copied to a zero-filled buffer.
 // * Decode with one row of x and dense W: each thread reads its rows of W
@@ -83,7 +87,7 @@ using wload::WLoad;
 constexpr size_t kQuantDirectRows = 8;
 
 template <Fmt kF>
-constexpr bool kQuantFmt = kF == Fmt::kNvfp4 || kF == Fmt::kFp8 || kF == Fmt::kFp8Block;
+constexpr bool kQuantFmt = wload::kIsQuantized<kF>;
 
 // W rows per tile for a row block of MR rows of x (see the register budget).
 // Quantized rows need more registers to decode, so they take fewer rows.
@@ -95,8 +99,19 @@ constexpr int NRFor(int mr) {
   return mr == 1 ? 4 : mr == 2 ? 3 : 2;
 }
 
-// One step of the tile: acc[i][j] += W[j][k..k+S) · x[i][k..k+S).
-template <Fmt kF, int MR, int NR>
+// W's step at kw: FP8 (XOrder::kQuads) as step kStep of the block at kw.
+template <Fmt kF, int kStep>
+HWY_INLINE void LoadW(const uint8_t* row, const uint8_t* srow, size_t kw, VF& lo, VF& hi) {
+  if constexpr (wload::kXOrder<kF> == wload::XOrder::kQuads) {
+    WLoad<kF>::template LoadStep<kStep>(row, srow, kw, lo, hi);
+  } else {
+    WLoad<kF>::Load(row, srow, kw, lo, hi);
+  }
+}
+
+// One step of the tile: acc[i][j] += W[j][k..k+S) · x[i][k..k+S). For FP8,
+// kStep says which step of W's block at kw this is (kx is the step's own).
+template <Fmt kF, int MR, int NR, int kStep = 0>
 HWY_INLINE void TileStep(const float* HWY_RESTRICT x, size_t ldxs, size_t kx, const uint8_t* const* rows,
                          const uint8_t* const* srows, size_t kw, VF (&acc)[MR][NR]) {
   const DF df;
@@ -116,7 +131,7 @@ HWY_INLINE void TileStep(const float* HWY_RESTRICT x, size_t ldxs, size_t kx, co
   }
   VF lo[NR], hi[NR];
   HWY_UNROLL(8)
-  for (int j = 0; j < NR; ++j) WLoad<kF>::Load(rows[j], srows[j], kw, lo[j], hi[j]);
+  for (int j = 0; j < NR; ++j) LoadW<kF, kStep>(rows[j], srows[j], kw, lo[j], hi[j]);
   HWY_UNROLL(8)
   for (int i = 0; i < MR; ++i) {
     const VF xl = hn::LoadU(df, x + i * ldxs + kx);
@@ -126,6 +141,18 @@ HWY_INLINE void TileStep(const float* HWY_RESTRICT x, size_t ldxs, size_t kx, co
       acc[i][j] = hn::MulAdd(lo[j], xl, acc[i][j]);
       acc[i][j] = hn::MulAdd(hi[j], xh, acc[i][j]);
     }
+  }
+}
+
+// A step of the tile, or for FP8 both steps of W's block at kw (x's at kx).
+template <Fmt kF, int MR, int NR>
+HWY_INLINE void TileSteps(const float* HWY_RESTRICT x, size_t ldxs, size_t kx, const uint8_t* const* rows,
+                          const uint8_t* const* srows, size_t kw, VF (&acc)[MR][NR]) {
+  if constexpr (wload::kXOrder<kF> == wload::XOrder::kQuads) {
+    TileStep<kF, MR, NR, 0>(x, ldxs, kx, rows, srows, kw, acc);
+    TileStep<kF, MR, NR, 1>(x, ldxs, kx + 2 * hn::Lanes(DF()), rows, srows, kw, acc);
+  } else {
+    TileStep<kF, MR, NR>(x, ldxs, kx, rows, srows, kw, acc);
   }
 }
 
@@ -164,12 +191,15 @@ HWY_NOINLINE void Tile(const float* HWY_RESTRICT x, size_t ldxs, const uint8_t* 
   for (int i = 0; i < MR; ++i)
     for (int j = 0; j < NR; ++j) acc[i][j] = hn::Zero(df);
 
-  const size_t kmain = k0 + (k1 - k0) / S * S;
+  // FP8 steps go in pairs, the two steps of one W block (XOrder::kQuads).
+  constexpr bool kQuads = wload::kXOrder<kF> == wload::XOrder::kQuads;
+  const size_t step = kQuads ? 2 * S : S;
+  const size_t kmain = k0 + (k1 - k0) / step * step;
   size_t k = k0;
   if (prefetch != Prefetch::kNone) {
-    for (; k < kmain; k += S) {
+    for (; k < kmain; k += step) {
       const size_t byte = wload::RowBytes<kF>(k);
-      if ((byte & 63) < wload::RowBytes<kF>(S)) {  // once per cache line of the rows
+      if ((byte & 63) < wload::RowBytes<kF>(step)) {  // once per cache line of the rows
         // (kAhead past a lane's last row requests the next lane's or past W's
         // end: a prefetch never faults.)
         if (prefetch == Prefetch::kAhead) {
@@ -178,15 +208,16 @@ HWY_NOINLINE void Tile(const float* HWY_RESTRICT x, size_t ldxs, const uint8_t* 
           for (int j = 0; j < NR; ++j) hwy::Prefetch(next_rows[j] + byte);
         }
       }
-      TileStep<kF, MR, NR>(x, ldxs, k, rows, srows, k, acc);
+      TileSteps<kF, MR, NR>(x, ldxs, k, rows, srows, k, acc);
     }
   } else {
-    for (; k < kmain; k += S) TileStep<kF, MR, NR>(x, ldxs, k, rows, srows, k, acc);
+    for (; k < kmain; k += step) TileSteps<kF, MR, NR>(x, ldxs, k, rows, srows, k, acc);
   }
   if (k < k1) {
-    // Tail: the last partial step of each W row, zero-padded (x is padded
-    // too), with the scales that cover it (k is a multiple of S, which
-    // divides both block sizes, so they start at element k's scale).
+    // Tail: the last partial step (FP8: block) of each W row, zero-padded (x
+    // is padded too), with the scales that cover it (k is a multiple of the
+    // step, which divides both block sizes, so they start at element k's
+    // scale).
     alignas(64) uint8_t buf[NR][2 * HWY_MAX_BYTES];
     alignas(64) uint8_t sbuf[NR][16];
     const uint8_t* tail_rows[NR];
@@ -198,10 +229,10 @@ HWY_NOINLINE void Tile(const float* HWY_RESTRICT x, size_t ldxs, const uint8_t* 
       std::memset(sbuf[j], 0, sizeof(sbuf[j]));
       if (srows[j] != nullptr)
         std::memcpy(sbuf[j], srows[j] + wload::ScaleBytes<kF>(k),
-                    wload::ScaleBytes<kF>(k1 - 1) - wload::ScaleBytes<kF>(k) + (kF == Fmt::kFp8Block ? 4 : 1));
+                    wload::ScaleBytes<kF>(k1 - 1) - wload::ScaleBytes<kF>(k) + (wload::kIsFp8Block<kF> ? 4 : 1));
       tail_srows[j] = sbuf[j];
     }
-    TileStep<kF, MR, NR>(x, ldxs, k, tail_rows, tail_srows, 0, acc);
+    TileSteps<kF, MR, NR>(x, ldxs, k, tail_rows, tail_srows, 0, acc);
   }
   for (int i = 0; i < MR; ++i)
     for (int j = 0; j < NR; ++j) sums[i * NR + j] = hn::GetLane(hn::SumOfLanes(df, acc[i][j]));
@@ -254,6 +285,7 @@ void RowBlock(const float* xs, size_t ldxs, const MatrixView& w, size_t n0, size
     return s == nullptr ? s : s + k0_scale;
   };
   const float g = wload::FmtGlobalScale<kF>(w);
+  constexpr float su = wload::kSumUnit<kF>;  // (a power of two: exact)
   if constexpr (MR == 1 && (kF == Fmt::kBF16 || kF == Fmt::kF32 || kF == Fmt::kF16)) {
     if (prefetch) return RowStream<kF>(xs, w, n0, n1, k0, k1, y, accumulate);
   }
@@ -288,7 +320,7 @@ void RowBlock(const float* xs, size_t ldxs, const MatrixView& w, size_t n0, size
         if (r_of[j] >= n1) continue;
         for (int i = 0; i < MR; ++i) {
           float* yi = y + i * ldy + r_of[j];
-          *yi = accumulate ? *yi + sums[i * NR + j] * g : sums[i * NR + j] * g;
+          *yi = accumulate ? *yi + sums[i * NR + j] * su * g : sums[i * NR + j] * su * g;
         }
       }
     }
@@ -312,9 +344,9 @@ void RowBlock(const float* xs, size_t ldxs, const MatrixView& w, size_t n0, size
     for (int i = 0; i < MR; ++i) {
       float* yi = y + i * ldy + n;
       if (accumulate) {
-        for (size_t j = 0; j < valid; ++j) yi[j] += sums[i * NR + j] * g;
+        for (size_t j = 0; j < valid; ++j) yi[j] += sums[i * NR + j] * su * g;
       } else {
-        for (size_t j = 0; j < valid; ++j) yi[j] = sums[i * NR + j] * g;
+        for (size_t j = 0; j < valid; ++j) yi[j] = sums[i * NR + j] * su * g;
       }
     }
   }
@@ -329,34 +361,61 @@ void RowBlockFor(size_t mr, const float* xs, size_t ldxs, const MatrixView& w, s
   }
 }
 
-// Copies rows [m0, m1) of x into xs (row stride kp, zero-padded), permuted per
-// step into (even, odd) halves when `interleave`.
-void PrepareRows(const float* x, size_t ldx, size_t m0, size_t m1, size_t K, size_t kp, bool interleave, float* xs) {
+// Copies rows [m0, m1) of x into xs (row stride kp, zero-padded; kp a
+// multiple of 2 steps), in the order of the tile's W vectors (wload::XOrder)
+// and times `unit` (wload::kXUnit, a power of two: exact).
+void PrepareRows(const float* x, size_t ldx, size_t m0, size_t m1, size_t K, size_t kp, wload::XOrder order,
+                 float unit, float* xs) {
   const DF df;
-  const size_t L = hn::Lanes(df);
+  const size_t L = hn::Lanes(df), S = 2 * L;
+  const VF u = hn::Set(df, unit);
   for (size_t m = m0; m < m1; ++m) {
     const float* src = x + m * ldx;
     float* dst = xs + m * kp;
-    if (!interleave || L == 1) {  // (one lane: the permutation is the identity)
-      std::memcpy(dst, src, K * sizeof(float));
-      std::fill(dst + K, dst + kp, 0.0f);
-      continue;
-    }
     size_t k = 0;
-#if HWY_TARGET != HWY_SCALAR  // (no ConcatEven there)
-    const size_t S = 2 * L;
-    for (; k + S <= K; k += S) {
-      const VF a = hn::LoadU(df, src + k), b = hn::LoadU(df, src + k + L);
-      hn::StoreU(hn::ConcatEven(df, b, a), df, dst + k);
-      hn::StoreU(hn::ConcatOdd(df, b, a), df, dst + k + L);
-    }
+    switch (order) {
+      case wload::XOrder::kNatural:  // (F32, F16, and dequantized chunks: unit 1)
+        if (unit == 1.0f) {
+          std::memcpy(dst, src, K * sizeof(float));
+          k = K;
+        }
+        for (; k < K; ++k) dst[k] = src[k] * unit;
+        break;
+      case wload::XOrder::kPairs:  // per step: even elements, odd elements
+#if HWY_TARGET != HWY_SCALAR       // (no ConcatEven there)
+        for (; k + S <= K; k += S) {
+          const VF a = hn::Mul(hn::LoadU(df, src + k), u), b = hn::Mul(hn::LoadU(df, src + k + L), u);
+          hn::StoreU(hn::ConcatEven(df, b, a), df, dst + k);
+          hn::StoreU(hn::ConcatOdd(df, b, a), df, dst + k + L);
+        }
 #endif
-    if (k < K) {
-      for (size_t i = 0; i < L; ++i) {
-        dst[k + i] = k + 2 * i < K ? src[k + 2 * i] : 0.0f;
-        dst[k + L + i] = k + 2 * i + 1 < K ? src[k + 2 * i + 1] : 0.0f;
-      }
+        for (; k < K; k += S) {
+          for (size_t i = 0; i < L; ++i) {
+            dst[k + i] = k + 2 * i < K ? src[k + 2 * i] * unit : 0.0f;
+            dst[k + L + i] = k + 2 * i + 1 < K ? src[k + 2 * i + 1] * unit : 0.0f;
+          }
+        }
+        break;
+      case wload::XOrder::kQuads:  // per block of 2 steps: elements 4i, 4i+2, 4i+1, 4i+3
+        for (; k + 2 * S <= K; k += 2 * S) {
+          VF e0, e1, e2, e3;
+          hn::LoadInterleaved4(df, src + k, e0, e1, e2, e3);
+          hn::StoreU(hn::Mul(e0, u), df, dst + k);
+          hn::StoreU(hn::Mul(e2, u), df, dst + k + L);
+          hn::StoreU(hn::Mul(e1, u), df, dst + k + 2 * L);
+          hn::StoreU(hn::Mul(e3, u), df, dst + k + 3 * L);
+        }
+        for (; k < K; k += 2 * S) {
+          for (size_t i = 0; i < L; ++i) {
+            for (size_t j = 0; j < 4; ++j) {  // element 4i + j goes to step j % 2, vector j / 2
+              const size_t e = k + 4 * i + j;
+              dst[k + (j % 2) * S + (j / 2) * L + i] = e < K ? src[e] * unit : 0.0f;
+            }
+          }
+        }
+        break;
     }
+    std::fill(dst + k, dst + kp, 0.0f);
   }
 }
 
@@ -457,19 +516,27 @@ void MatMulManyImpl(const float* x, int64_t M, int64_t ldx, const MatMulTarget* 
       std::all_of(all.begin(), all.end(), [](const MatMulTarget& t) { return nvfp4_int::Supports(t.w); })) {
     return nvfp4_int::MatMul(x, size_t(M), size_t(ldx), all, pool);
   }
-  const size_t S = 2 * hn::Lanes(DF());
-  const size_t kp = (K + S - 1) / S * S;
+  // x in the order the tile's W vectors come in (wload::XOrder), except
+  // quantized W through a dequantized chunk (natural order, plain x).
+  const bool quant = wload::IsQuantized(fmt);
+  const bool direct = !quant || size_t(M) <= kQuantDirectRows;
+  wload::XOrder order = wload::XOrder::kNatural;
+  float unit = 1.0f;
+  if (direct) {
+    wload::VisitFmt(fmt, [&](auto f) {
+      order = wload::kXOrder<decltype(f)::value>;
+      unit = wload::kXUnit<decltype(f)::value>;
+    });
+  }
+  const size_t S2 = 4 * hn::Lanes(DF());  // two steps: FP8's block
+  const size_t kp = (K + S2 - 1) / S2 * S2;
   float* xs = ThreadScratch(ScratchSlot::kMatMulX, size_t(M) * kp);
-  // x in the order the tile's W vectors come in: BF16, NVFP4 and FP8 decode
-  // into (even, odd) halves, except quantized W through a dequantized chunk
-  // (natural order).
-  const bool quant = fmt == Fmt::kNvfp4 || fmt == Fmt::kFp8 || fmt == Fmt::kFp8Block;
-  const bool interleave = fmt == Fmt::kBF16 || (quant && size_t(M) <= kQuantDirectRows);
   if (size_t(M) * K >= (size_t(1) << 16)) {
-    pool.ParallelFor(size_t(M), 1,
-                     [&](size_t b, size_t e, size_t) { PrepareRows(x, size_t(ldx), b, e, K, kp, interleave, xs); });
+    pool.ParallelFor(size_t(M), 1, [&](size_t b, size_t e, size_t) {
+      PrepareRows(x, size_t(ldx), b, e, K, kp, order, unit, xs);
+    });
   } else {
-    PrepareRows(x, size_t(ldx), 0, size_t(M), K, kp, interleave, xs);
+    PrepareRows(x, size_t(ldx), 0, size_t(M), K, kp, order, unit, xs);
   }
   wload::VisitFmt(fmt, [&](auto f) { MatMulTyped<decltype(f)::value>(xs, kp, size_t(M), all, pool); });
 }

@@ -29,6 +29,7 @@ namespace tern::kernels {
 namespace {
 
 using testing::ForEachSimdTarget;
+using testing::ForEachFp8Decode;
 using testing::RandomFloats;
 using testing::TestMatrix;
 
@@ -224,18 +225,20 @@ TEST(MatMulTest, QuantizedWeightsMatchReference) {
       {.M = 16, .N = 41, .K = 2096},
   };
   uint32_t seed = 400;
-  ForEachSimdTarget([&] {
-    for (size_t threads : {1, 2}) {
-      ThreadPool pool(threads);
-      for (const Case& c : shapes) {
-        CheckQuantCase({WeightFormat::kNvfp4, false, c}, pool, seed++);
-        CheckQuantCase({WeightFormat::kFp8, false, c}, pool, seed++);
-        CheckQuantCase({WeightFormat::kFp8, true, c}, pool, seed++);
+  ForEachFp8Decode([&] {
+    ForEachSimdTarget([&] {
+      for (size_t threads : {1, 2}) {
+        ThreadPool pool(threads);
+        for (const Case& c : shapes) {
+          CheckQuantCase({WeightFormat::kNvfp4, false, c}, pool, seed++);
+          CheckQuantCase({WeightFormat::kFp8, false, c}, pool, seed++);
+          CheckQuantCase({WeightFormat::kFp8, true, c}, pool, seed++);
+        }
+        // FP8 with K not a multiple of 16 (no block constraint there).
+        CheckQuantCase({WeightFormat::kFp8, true, {.M = 3, .N = 130, .K = 131}}, pool, seed++);
+        CheckQuantCase({WeightFormat::kFp8, false, {.M = 9, .N = 5, .K = 37}}, pool, seed++);
       }
-      // FP8 with K not a multiple of 16 (no block constraint there).
-      CheckQuantCase({WeightFormat::kFp8, true, {.M = 3, .N = 130, .K = 131}}, pool, seed++);
-      CheckQuantCase({WeightFormat::kFp8, false, {.M = 9, .N = 5, .K = 37}}, pool, seed++);
-    }
+    });
   });
 }
 
@@ -245,32 +248,34 @@ TEST(MatMulTest, QuantizedWeightsMatchReference) {
 // block scale times 2^120 overflowed to inf for any scale of 2^8 or more.)
 TEST(MatMulTest, Fp8LargeAndSmallScalesMatchReference) {
   uint32_t seed = 1000;
-  ForEachSimdTarget([&] {
-    ThreadPool pool(2);
-    for (const Case& c : {Case{.M = 1, .N = 150, .K = 300}, Case{.M = 3, .N = 140, .K = 272},
-                          Case{.M = 9, .N = 33, .K = 1100}, Case{.M = 30, .N = 40, .K = 256}}) {
-      for (bool block : {false, true}) {
-        for (float factor : {0x1p10f, 0x1p-40f}) {
-          SCOPED_TRACE(::testing::Message() << "M=" << c.M << " N=" << c.N << " K=" << c.K
-                                            << (block ? " block" : " per-tensor") << " factor=" << factor);
-          std::mt19937 rng(seed++);
-          std::vector<float> x = RandomFloats(rng, size_t(c.M * c.K));
-          for (float& v : x) v *= 0x1p-60f;
-          testing::QuantTestMatrix w(rng, WeightFormat::kFp8, block, c.N, c.K);
-          if (block) {
-            for (size_t i = 0; i + 4 <= w.scale_bytes.size(); i += 4) {
-              float sc;
-              std::memcpy(&sc, &w.scale_bytes[i], 4);
-              sc *= factor;
-              std::memcpy(&w.scale_bytes[i], &sc, 4);
+  ForEachFp8Decode([&] {
+    ForEachSimdTarget([&] {
+      ThreadPool pool(2);
+      for (const Case& c : {Case{.M = 1, .N = 150, .K = 300}, Case{.M = 3, .N = 140, .K = 272},
+                            Case{.M = 9, .N = 33, .K = 1100}, Case{.M = 30, .N = 40, .K = 256}}) {
+        for (bool block : {false, true}) {
+          for (float factor : {0x1p10f, 0x1p-40f}) {
+            SCOPED_TRACE(::testing::Message() << "M=" << c.M << " N=" << c.N << " K=" << c.K
+                                              << (block ? " block" : " per-tensor") << " factor=" << factor);
+            std::mt19937 rng(seed++);
+            std::vector<float> x = RandomFloats(rng, size_t(c.M * c.K));
+            for (float& v : x) v *= 0x1p-60f;
+            testing::QuantTestMatrix w(rng, WeightFormat::kFp8, block, c.N, c.K);
+            if (block) {
+              for (size_t i = 0; i + 4 <= w.scale_bytes.size(); i += 4) {
+                float sc;
+                std::memcpy(&sc, &w.scale_bytes[i], 4);
+                sc *= factor;
+                std::memcpy(&w.scale_bytes[i], &sc, 4);
+              }
+            } else {
+              w.view.global_scale = 0x1p100f;
             }
-          } else {
-            w.view.global_scale = 0x1p100f;
+            CheckAgainstReference(c, w.view, x, pool);
           }
-          CheckAgainstReference(c, w.view, x, pool);
         }
       }
-    }
+    });
   });
 }
 
@@ -420,32 +425,34 @@ class GuardedBytes {
 // mask in the integer kernels would read without changing a result: x is
 // zero past K there.) Results equal those on the padded copy, bit for bit.
 TEST(MatMulTest, QuantizedReadsNothingPastTheMatrix) {
-  ForEachSimdTarget([&] {
-    ThreadPool pool(2);
-    std::mt19937 rng(91);
-    for (int64_t K : {16, 48, 144, 240, 384, 1072}) {
-      for (WeightFormat format : {WeightFormat::kNvfp4, WeightFormat::kFp8}) {
-        const int64_t N = 5;
-        testing::QuantTestMatrix w(rng, format, false, N, K);
-        const bool nvfp4 = format == WeightFormat::kNvfp4;
-        GuardedBytes codes(w.codes.data(), size_t(N * K) / (nvfp4 ? 2 : 1));
-        std::unique_ptr<GuardedBytes> scales;
-        MatrixView guarded = w.view;
-        guarded.data = codes.data();
-        if (nvfp4) {
-          scales = std::make_unique<GuardedBytes>(w.scale_bytes.data(), size_t(N * K / kNvfp4Block));
-          guarded.scales = scales->data();
-        }
-        for (int64_t M : {1, 2, 3, 5, 8, 12, 17}) {
-          SCOPED_TRACE(::testing::Message() << "K=" << K << " M=" << M << (nvfp4 ? " NVFP4" : " FP8"));
-          const std::vector<float> x = RandomFloats(rng, size_t(M * K));
-          std::vector<float> want(size_t(M * N)), got(size_t(M * N));
-          MatMul(x.data(), M, K, w.view, want.data(), N, pool);
-          MatMul(x.data(), M, K, guarded, got.data(), N, pool);
-          EXPECT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float)));
+  ForEachFp8Decode([&] {
+    ForEachSimdTarget([&] {
+      ThreadPool pool(2);
+      std::mt19937 rng(91);
+      for (int64_t K : {16, 48, 144, 240, 384, 1072}) {
+        for (WeightFormat format : {WeightFormat::kNvfp4, WeightFormat::kFp8}) {
+          const int64_t N = 5;
+          testing::QuantTestMatrix w(rng, format, false, N, K);
+          const bool nvfp4 = format == WeightFormat::kNvfp4;
+          GuardedBytes codes(w.codes.data(), size_t(N * K) / (nvfp4 ? 2 : 1));
+          std::unique_ptr<GuardedBytes> scales;
+          MatrixView guarded = w.view;
+          guarded.data = codes.data();
+          if (nvfp4) {
+            scales = std::make_unique<GuardedBytes>(w.scale_bytes.data(), size_t(N * K / kNvfp4Block));
+            guarded.scales = scales->data();
+          }
+          for (int64_t M : {1, 2, 3, 5, 8, 12, 17}) {
+            SCOPED_TRACE(::testing::Message() << "K=" << K << " M=" << M << (nvfp4 ? " NVFP4" : " FP8"));
+            const std::vector<float> x = RandomFloats(rng, size_t(M * K));
+            std::vector<float> want(size_t(M * N)), got(size_t(M * N));
+            MatMul(x.data(), M, K, w.view, want.data(), N, pool);
+            MatMul(x.data(), M, K, guarded, got.data(), N, pool);
+            EXPECT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float)));
+          }
         }
       }
-    }
+    });
   });
 }
 
@@ -472,30 +479,32 @@ void ExpectOneRowEqualsBatchRow(const std::vector<float>& x, int64_t M, int64_t 
 // the GEMV's K blocks sum in their own orders.)
 TEST(MatMulTest, OneRowEqualsItsRowInASmallBatch) {
   uint32_t seed = 800;
-  ForEachSimdTarget([&] {
-    ThreadPool pool(2);
-    for (DType dt : {DType::kBF16, DType::kF16, DType::kF32}) {
-      for (int64_t M : {int64_t(2), int64_t(4), GemvStreamRows()}) {
-        const int64_t N = 97, K = 1100;
-        std::mt19937 rng(seed++);
-        std::vector<float> x = RandomFloats(rng, size_t(M * K));
-        TestMatrix w(rng, dt, N, K, K + 2);
-        if (MatMulBf16Gemm(M, w.view) != Bf16Gemm::kNone) continue;  // the amx path's tiles from 5 rows: BF16 x
-        ExpectOneRowEqualsBatchRow(x, M, K, w.view, pool, DTypeName(dt));
+  ForEachFp8Decode([&] {
+    ForEachSimdTarget([&] {
+      ThreadPool pool(2);
+      for (DType dt : {DType::kBF16, DType::kF16, DType::kF32}) {
+        for (int64_t M : {int64_t(2), int64_t(4), GemvStreamRows()}) {
+          const int64_t N = 97, K = 1100;
+          std::mt19937 rng(seed++);
+          std::vector<float> x = RandomFloats(rng, size_t(M * K));
+          TestMatrix w(rng, dt, N, K, K + 2);
+          if (MatMulBf16Gemm(M, w.view) != Bf16Gemm::kNone) continue;  // the amx path's tiles from 5 rows: BF16 x
+          ExpectOneRowEqualsBatchRow(x, M, K, w.view, pool, DTypeName(dt));
+        }
       }
-    }
-    // FP8, per-tensor and with 128x128 block scales (K = 1100: a partial
-    // last block and step). NVFP4's one-row decode has kernels of its own
-    // on x86 and is not held to this.
-    for (bool block : {false, true}) {
-      for (int64_t M : {2, 4}) {
-        const int64_t N = 97, K = 1100;
-        std::mt19937 rng(seed++);
-        std::vector<float> x = RandomFloats(rng, size_t(M * K));
-        testing::QuantTestMatrix w(rng, WeightFormat::kFp8, block, N, K, 3);
-        ExpectOneRowEqualsBatchRow(x, M, K, w.view, pool, block ? "FP8 block" : "FP8");
+      // FP8, per-tensor and with 128x128 block scales (K = 1100: a partial
+      // last block and step). NVFP4's one-row decode has kernels of its own
+      // on x86 and is not held to this.
+      for (bool block : {false, true}) {
+        for (int64_t M : {2, 4}) {
+          const int64_t N = 97, K = 1100;
+          std::mt19937 rng(seed++);
+          std::vector<float> x = RandomFloats(rng, size_t(M * K));
+          testing::QuantTestMatrix w(rng, WeightFormat::kFp8, block, N, K, 3);
+          ExpectOneRowEqualsBatchRow(x, M, K, w.view, pool, block ? "FP8 block" : "FP8");
+        }
       }
-    }
+    });
   });
 }
 
@@ -504,45 +513,47 @@ TEST(MatMulTest, OneRowEqualsItsRowInASmallBatch) {
 // contract checked against the reference by the tests above.
 TEST(MatMulTest, ManyEqualsOneByOne) {
   uint32_t seed = 900;
-  ForEachSimdTarget([&] {
-    for (size_t threads : {1, 2}) {
-      ThreadPool pool(threads);
-      for (int64_t M : {1, 2, 3, 5, 6, 9, 17}) {
-        const int64_t K = 272;
-        std::mt19937 rng(seed++);
-        std::vector<float> x = RandomFloats(rng, size_t(M * (K + 3)));
-        std::vector<TestMatrix> dense;
-        std::vector<testing::QuantTestMatrix> quant;
-        std::vector<std::vector<MatrixView>> groups(4);
-        for (int64_t N : {200, 24, 24, 0, 7}) {
-          dense.emplace_back(rng, DType::kBF16, N, K, K + 1, 2);
-          quant.emplace_back(rng, WeightFormat::kNvfp4, false, N, K, 1, 1);
-          quant.emplace_back(rng, WeightFormat::kFp8, false, N, K);
-          quant.emplace_back(rng, WeightFormat::kFp8, true, N, K);
-        }
-        for (size_t i = 0; i < dense.size(); ++i) {
-          groups[0].push_back(dense[i].view);
-          for (size_t f = 0; f < 3; ++f) groups[f + 1].push_back(quant[3 * i + f].view);
-        }
-        groups.push_back({dense[0].view, quant[0].view, dense[1].view});  // mixed formats: grouped by format
-        for (const auto& views : groups) {
-          std::vector<std::vector<float>> got, want;
-          std::vector<MatMulTarget> targets;
-          for (const MatrixView& w : views) {
-            const int64_t ldy = w.rows + 2;
-            got.emplace_back(size_t(M * ldy), -7.0f);
-            want.emplace_back(size_t(M * ldy), -7.0f);
-            MatMul(x.data(), M, K + 3, w, want.back().data(), ldy, pool);
-            targets.push_back({.w = w, .y = got.back().data(), .ldy = ldy});
+  ForEachFp8Decode([&] {
+    ForEachSimdTarget([&] {
+      for (size_t threads : {1, 2}) {
+        ThreadPool pool(threads);
+        for (int64_t M : {1, 2, 3, 5, 6, 9, 17}) {
+          const int64_t K = 272;
+          std::mt19937 rng(seed++);
+          std::vector<float> x = RandomFloats(rng, size_t(M * (K + 3)));
+          std::vector<TestMatrix> dense;
+          std::vector<testing::QuantTestMatrix> quant;
+          std::vector<std::vector<MatrixView>> groups(4);
+          for (int64_t N : {200, 24, 24, 0, 7}) {
+            dense.emplace_back(rng, DType::kBF16, N, K, K + 1, 2);
+            quant.emplace_back(rng, WeightFormat::kNvfp4, false, N, K, 1, 1);
+            quant.emplace_back(rng, WeightFormat::kFp8, false, N, K);
+            quant.emplace_back(rng, WeightFormat::kFp8, true, N, K);
           }
-          MatMulMany(x.data(), M, K + 3, targets, pool);
-          for (size_t i = 0; i < views.size(); ++i) {
-            SCOPED_TRACE(::testing::Message() << "M=" << M << " target " << i << " N=" << views[i].rows);
-            ASSERT_EQ(0, std::memcmp(got[i].data(), want[i].data(), got[i].size() * sizeof(float)));
+          for (size_t i = 0; i < dense.size(); ++i) {
+            groups[0].push_back(dense[i].view);
+            for (size_t f = 0; f < 3; ++f) groups[f + 1].push_back(quant[3 * i + f].view);
+          }
+          groups.push_back({dense[0].view, quant[0].view, dense[1].view});  // mixed formats: grouped by format
+          for (const auto& views : groups) {
+            std::vector<std::vector<float>> got, want;
+            std::vector<MatMulTarget> targets;
+            for (const MatrixView& w : views) {
+              const int64_t ldy = w.rows + 2;
+              got.emplace_back(size_t(M * ldy), -7.0f);
+              want.emplace_back(size_t(M * ldy), -7.0f);
+              MatMul(x.data(), M, K + 3, w, want.back().data(), ldy, pool);
+              targets.push_back({.w = w, .y = got.back().data(), .ldy = ldy});
+            }
+            MatMulMany(x.data(), M, K + 3, targets, pool);
+            for (size_t i = 0; i < views.size(); ++i) {
+              SCOPED_TRACE(::testing::Message() << "M=" << M << " target " << i << " N=" << views[i].rows);
+              ASSERT_EQ(0, std::memcmp(got[i].data(), want[i].data(), got[i].size() * sizeof(float)));
+            }
           }
         }
       }
-    }
+    });
   });
 }
 
@@ -550,19 +561,21 @@ TEST(MatMulTest, ManyEqualsOneByOne) {
 // any row range and K range (including ranges that start mid-step).
 TEST(DequantizeRowsTest, ExactForEveryFormat) {
   uint32_t seed = 500;
-  ForEachSimdTarget([&] {
-    for (auto [format, block] : {std::pair{WeightFormat::kNvfp4, false}, std::pair{WeightFormat::kFp8, false},
-                                 std::pair{WeightFormat::kFp8, true}}) {
-      std::mt19937 rng(seed++);
-      testing::QuantTestMatrix w(rng, format, block, 133, 272, 1, 5);
-      for (auto [k0, k1] : {std::pair<int64_t, int64_t>{0, 272}, {16, 144}, {128, 272}, {32, 48}}) {
-        const int64_t n0 = 3, rows = 130, width = k1 - k0;
-        std::vector<float> got(size_t(rows * (width + 1)), -1.0f), want(got.size(), -1.0f);
-        DequantizeRows(w.view, n0, rows, k0, k1, got.data(), width + 1);
-        ref::DequantizeRows(w.view, n0, rows, k0, k1, want.data(), width + 1);
-        for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(F32ToBits(got[i]), F32ToBits(want[i])) << "element " << i;
+  ForEachFp8Decode([&] {
+    ForEachSimdTarget([&] {
+      for (auto [format, block] : {std::pair{WeightFormat::kNvfp4, false}, std::pair{WeightFormat::kFp8, false},
+                                   std::pair{WeightFormat::kFp8, true}}) {
+        std::mt19937 rng(seed++);
+        testing::QuantTestMatrix w(rng, format, block, 133, 272, 1, 5);
+        for (auto [k0, k1] : {std::pair<int64_t, int64_t>{0, 272}, {16, 144}, {128, 272}, {32, 48}}) {
+          const int64_t n0 = 3, rows = 130, width = k1 - k0;
+          std::vector<float> got(size_t(rows * (width + 1)), -1.0f), want(got.size(), -1.0f);
+          DequantizeRows(w.view, n0, rows, k0, k1, got.data(), width + 1);
+          ref::DequantizeRows(w.view, n0, rows, k0, k1, want.data(), width + 1);
+          for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(F32ToBits(got[i]), F32ToBits(want[i])) << "element " << i;
+        }
       }
-    }
+    });
   });
 }
 

@@ -45,6 +45,18 @@ void ForEachSimdTarget(F&& body) {
   SetSimdTargetForTest(0);
 }
 
+// Runs body once per FP8 decode of the GEMV (cpu_features.h
+// UseFp8IntegerDecode), both on any CPU, then restores the default.
+template <class F>
+void ForEachFp8Decode(F&& body) {
+  for (const char* mode : {"int", "f16"}) {
+    SCOPED_TRACE(std::string("FP8 decode ") + mode);
+    EXPECT_TRUE(SetFp8Decode(mode).ok());
+    body();
+  }
+  EXPECT_TRUE(SetFp8Decode("auto").ok());
+}
+
 inline std::vector<float> RandomFloats(std::mt19937& rng, size_t n, float lo = -1.0f, float hi = 1.0f) {
   std::uniform_real_distribution<float> dist(lo, hi);
   std::vector<float> v(n);

@@ -24,11 +24,13 @@
 #define TERN_KERNELS_WLOAD_INL_H_
 #endif
 
+#include <cmath>
 #include <cstring>
 #include <type_traits>
 
 #include "base/dtype.h"
 #include "hwy/highway.h"
+#include "kernels/cpu_features.h"
 #include "kernels/ops.h"
 #include "kernels/reference.h"
 
@@ -43,20 +45,32 @@ using DF = hn::ScalableTag<float>;
 using DU = hn::RebindToUnsigned<DF>;
 using VF = hn::Vec<DF>;
 
-// The storage formats the kernels are instantiated for.
-enum class Fmt { kF32, kBF16, kF16, kNvfp4, kFp8, kFp8Block };
+// The storage formats the kernels are instantiated for. FP8 comes in two
+// decodes (LoadE4M3Quad, LoadE4M3Pairs below), picked per CPU
+// (UseFp8IntegerDecode, cpu_features.h): kFp8 / kFp8Block integer only,
+// kFp8F16 / kFp8BlockF16 by way of F16 and VCVTPH2PS.
+enum class Fmt { kF32, kBF16, kF16, kNvfp4, kFp8, kFp8Block, kFp8F16, kFp8BlockF16 };
 
 inline Fmt FmtOf(const MatrixView& w) {
   switch (w.format) {
     case WeightFormat::kNvfp4:
       return Fmt::kNvfp4;
     case WeightFormat::kFp8:
-      return w.scales != nullptr ? Fmt::kFp8Block : Fmt::kFp8;
+      if (UseFp8IntegerDecode()) return w.scales != nullptr ? Fmt::kFp8Block : Fmt::kFp8;
+      return w.scales != nullptr ? Fmt::kFp8BlockF16 : Fmt::kFp8F16;
     case WeightFormat::kDense:
       break;
   }
   return w.dtype == DType::kBF16 ? Fmt::kBF16 : w.dtype == DType::kF16 ? Fmt::kF16 : Fmt::kF32;
 }
+
+template <Fmt F>
+constexpr bool kIsFp8 = F == Fmt::kFp8 || F == Fmt::kFp8Block || F == Fmt::kFp8F16 || F == Fmt::kFp8BlockF16;
+template <Fmt F>
+constexpr bool kIsFp8Block = F == Fmt::kFp8Block || F == Fmt::kFp8BlockF16;
+template <Fmt F>
+constexpr bool kIsQuantized = F == Fmt::kNvfp4 || kIsFp8<F>;
+inline bool IsQuantized(Fmt f) { return f != Fmt::kF32 && f != Fmt::kBF16 && f != Fmt::kF16; }
 
 // Calls fn(std::integral_constant<Fmt, F>()) for w's format F: the one place
 // that turns the run-time format into a template argument.
@@ -69,9 +83,10 @@ HWY_INLINE void VisitFmt(Fmt f, Fn&& fn) {
     case Fmt::kNvfp4: return fn(std::integral_constant<Fmt, Fmt::kNvfp4>());
     case Fmt::kFp8: return fn(std::integral_constant<Fmt, Fmt::kFp8>());
     case Fmt::kFp8Block: return fn(std::integral_constant<Fmt, Fmt::kFp8Block>());
+    case Fmt::kFp8F16: return fn(std::integral_constant<Fmt, Fmt::kFp8F16>());
+    case Fmt::kFp8BlockF16: return fn(std::integral_constant<Fmt, Fmt::kFp8BlockF16>());
   }
 }
-
 
 template <Fmt F>
 struct WLoad;
@@ -89,19 +104,40 @@ constexpr size_t RowBytes(size_t elements) {
 template <Fmt F>
 constexpr size_t ScaleBytes(size_t k) {
   if constexpr (F == Fmt::kNvfp4) return k / size_t(kNvfp4Block);
-  if constexpr (F == Fmt::kFp8Block) return k / size_t(kFp8Block) * sizeof(float);
+  if constexpr (kIsFp8Block<F>) return k / size_t(kFp8Block) * sizeof(float);
   return 0;
 }
+// How a caller orders x to match a step's two W vectors (lo, hi), see the
+// top of this file: kNatural (F32, F16: elements [k, k+L), [k+L, k+2L)),
+// kPairs (BF16, NVFP4, FP8 by way of F16: even elements, odd elements),
+// kQuads (integer-decoded FP8, see LoadE4M3Quad: blocks of 2 steps, 4L
+// elements).
+enum class XOrder { kNatural, kPairs, kQuads };
 template <Fmt F>
-constexpr bool kInterleaved = F == Fmt::kBF16 || F == Fmt::kNvfp4 || F == Fmt::kFp8 || F == Fmt::kFp8Block;
-// FP8 steps come as the values times kFp8Unit (LoadE4M3Pairs below).
-inline constexpr float kFp8Unit = 0x1p-8f;
-// The factor a caller multiplies its sums of WLoad<F>::Load's values by: W's
-// global scale, times 2^8 for per-tensor FP8 (block FP8 takes it back with
-// its block scale).
+constexpr XOrder kXOrder = F == Fmt::kFp8 || F == Fmt::kFp8Block                                     ? XOrder::kQuads
+                           : F == Fmt::kBF16 || F == Fmt::kNvfp4 || F == Fmt::kFp8F16 || F == Fmt::kFp8BlockF16 ? XOrder::kPairs
+                                                                                                      : XOrder::kNatural;
+
+// FP8's units. LoadE4M3Quad: a decoded per-tensor FP8 element is the E4M3
+// value times kFp8WUnit, and x is prepared times kFp8XUnit, so a sum of
+// their products is the plain sum times 2^-56; the caller multiplies it by
+// kSumUnit (exactly: a power of two) before the global scale. Block FP8's
+// block scale takes 2^56 back per step, so its sums are plain. (x times 2^64
+// overflows only past |x| = 2^64; products underflow to subnormals only
+// below 2^-70 in plain units.) LoadE4M3Pairs: the value times kFp8F16Unit,
+// x plain, sums times 2^8 (block FP8: the block scale takes it back).
+inline constexpr float kFp8WUnit = 0x1p-120f;
+inline constexpr float kFp8XUnit = 0x1p64f;
+inline constexpr float kFp8F16Unit = 0x1p-8f;
+template <Fmt F>
+constexpr float kXUnit = kXOrder<F> == XOrder::kQuads ? kFp8XUnit : 1.0f;
+template <Fmt F>
+constexpr float kSumUnit = F == Fmt::kFp8 ? 0x1p56f : F == Fmt::kFp8F16 ? 0x1p8f : 1.0f;
+// The factor a caller multiplies its sums of WLoad<F>::Load's values by,
+// after kSumUnit: W's global scale.
 template <Fmt F>
 HWY_INLINE float FmtGlobalScale(const MatrixView& w) {
-  return F == Fmt::kFp8 ? w.global_scale * (1.0f / kFp8Unit) : w.global_scale;
+  return w.global_scale;
 }
 
 template <>
@@ -233,25 +269,90 @@ HWY_INLINE VF E4M3Load(const uint8_t* p, VF scale) {
 }
 #endif
 
-// FP8 weights, a step of S = 2 * Lanes(DF) E4M3 bytes, interleaved as BF16
-// is: lo holds elements k, k+2, ..., hi k+1, k+3, ..., each times 2^-8
-// (kFp8Unit), by way of F16: a 16-bit lane holds elements 2i (low byte) and
-// 2i+1 (high byte), and E4M3 bits s.eeee.mmm shifted into F16's s.0eeee.mmm
-// (exponent bias 15 against 7, so the value times 2^-8; E4M3's subnormals
-// land on F16's, which the hardware converts exactly) are two shifts and an
-// AND for the even elements, one shift and an AND for the odd ones, then
-// VCVTPH2PS. Against E4M3Load (sign-extension, a shift, an AND and a multiply
-// per vector), one-row decode with W in L2 ran 2.3x the weights per cycle
-// (AMD Zen 5, AVX-512; E4M3Load's cross-lane sign-extension and multiply
-// were its cost). Exact for every finite code; the NaN codes 0x7f/0xff
-// (refused at load, model/weight_check.cc) come out as +-480 here and as NaN
-// on the SCALAR target.
+// FP8 weights: E4M3 bytes in blocks of Q = 4 * Lanes(DF), two steps each.
+// Lane i of a block's 32-bit lanes holds elements 4i .. 4i+3 (bytes 0-3);
+// step A (k a multiple of Q) yields lo = elements 4i, hi = 4i+2, step B
+// (k + S) lo = 4i+1, hi = 4i+3, each times kFp8WUnit, and x is prepared in
+// that order (XOrder::kQuads). E4M3 bits s.eeee.mmm become F32's
+// s.0000eeee.mmm0... (exponent bias 127 against 7: the value times 2^-120;
+// E4M3's subnormals land on F32's, exactly) with 16-bit shifts: an
+// arithmetic >> 4 of a 16-bit lane puts its high byte's bits where F32
+// wants them, sign copies above, and the low byte's high nibble below, both
+// cleared by one AND with 0x87F00000; the high 16-bit lane is then a whole
+// F32 and the low one is, after a 32-bit << 16. Step A first moves the low
+// bytes up (16-bit << 8): 3 shifts and 2 ANDs, step B 2 shifts and 2 ANDs,
+// for 2 vectors (integer ops only). Against the F16 route it replaced
+// (16-bit shifts into F16's bits, then VCVTPH2PS, 5 integer ops and 2
+// conversions for 2 vectors), see the kernels README. Exact for every
+// finite code; the NaN codes 0x7f/0xff (refused at load,
+// model/weight_check.cc) come out finite here and as NaN on the SCALAR
+// target.
+template <int kStep>  // 0: step A, 1: step B; `block` points at the block
+HWY_INLINE void LoadE4M3Quad(const uint8_t* block, VF& lo, VF& hi) {
+  const DF df;
+#if HWY_TARGET == HWY_SCALAR  // L = 1: a block is 4 elements
+  const float* e4m3 = E4M3Values();
+  lo = hn::Set(df, e4m3[block[kStep]] * kFp8WUnit);
+  hi = hn::Set(df, e4m3[block[kStep + 2]] * kFp8WUnit);
+#else
+  const hn::RebindToSigned<DF> di;
+  const hn::Repartition<int16_t, DF> d16;
+  const hn::Repartition<uint8_t, DF> d8;
+  const auto u = hn::BitCast(d16, hn::LoadU(d8, block));
+  const auto t = hn::BitCast(di, kStep == 0 ? hn::ShiftRight<4>(hn::ShiftLeft<8>(u)) : hn::ShiftRight<4>(u));
+  const auto mask = hn::Set(di, int32_t(0x87F00000u));
+  lo = hn::BitCast(df, hn::And(hn::ShiftLeft<16>(t), mask));
+  hi = hn::BitCast(df, hn::And(t, mask));
+#endif
+}
+
+// Step kStep of the block at element kb (a multiple of Q) of an FP8 row;
+// block FP8 multiplies by the block scale times 2^56 (s * 2^56 times a value
+// * 2^-120 is s * value * 2^-64, rounded once as s * value is; the x side's
+// 2^64 takes the rest back, so block FP8 sums are plain).
+template <bool kBlockScale, int kStep>
+HWY_INLINE void LoadFp8(const uint8_t* row, const uint8_t* srow, size_t kb, VF& lo, VF& hi) {
+  LoadE4M3Quad<kStep>(row + kb, lo, hi);
+  if constexpr (kBlockScale) {
+    float s;
+    std::memcpy(&s, srow + ScaleBytes<Fmt::kFp8Block>(kb), sizeof(float));
+    const VF scale = hn::Set(DF(), s * 0x1p56f);
+    lo = hn::Mul(lo, scale);
+    hi = hn::Mul(hi, scale);
+  }
+}
+
+// FP8's loader takes the step as a template argument, and k as the block's
+// start (the GEMV's tile calls both steps of a block in turn).
+template <bool kBlockScale>
+struct WLoadFp8 {
+  template <int kStep>
+  static HWY_INLINE void LoadStep(const uint8_t* row, const uint8_t* srow, size_t kb, VF& lo, VF& hi) {
+    LoadFp8<kBlockScale, kStep>(row, srow, kb, lo, hi);
+  }
+};
+template <>
+struct WLoad<Fmt::kFp8> : WLoadFp8<false> {};
+template <>
+struct WLoad<Fmt::kFp8Block> : WLoadFp8<true> {};
+
+// FP8 by way of F16, for CPUs that take a subnormal FMA operand as a
+// microcode assist (Intel documents it; LoadE4M3Quad's subnormal codes are
+// such operands): a step of S = 2 * Lanes(DF) E4M3 bytes, interleaved as
+// BF16 is (lo: elements k, k+2, ..., hi: k+1, k+3, ...), each times
+// kFp8F16Unit. A 16-bit lane holds elements 2i (low byte) and 2i+1 (high
+// byte), and E4M3 bits s.eeee.mmm shifted into F16's s.0eeee.mmm (exponent
+// bias 15 against 7, so the value times 2^-8; E4M3's subnormals land on
+// F16's, which VCVTPH2PS converts exactly) are two shifts and an AND for the
+// even elements, one shift and an AND for the odd ones, then VCVTPH2PS.
+// Exact for every finite code; the NaN codes come out as +-480 here and as
+// NaN on the SCALAR target.
 HWY_INLINE void LoadE4M3Pairs(const uint8_t* p, VF& lo, VF& hi) {
   const DF df;
 #if HWY_TARGET == HWY_SCALAR
   const float* e4m3 = E4M3Values();
-  lo = hn::Set(df, e4m3[p[0]] * kFp8Unit);
-  hi = hn::Set(df, e4m3[p[1]] * kFp8Unit);
+  lo = hn::Set(df, e4m3[p[0]] * kFp8F16Unit);
+  hi = hn::Set(df, e4m3[p[1]] * kFp8F16Unit);
 #else
   const hn::Rebind<int16_t, DF> d16;  // Lanes(DF) pairs of bytes
   const hn::Rebind<hwy::float16_t, DF> dh;
@@ -264,42 +365,32 @@ HWY_INLINE void LoadE4M3Pairs(const uint8_t* p, VF& lo, VF& hi) {
 #endif
 }
 
-// kFp8 steps hold the values times kFp8Unit (the caller folds 2^8 into the
-// global scale, FmtGlobalScale); kFp8Block's block scale takes the factor
-// back (s * 2^8 times a value * 2^-8 is the product s * value, rounded once,
-// exactly as a plain multiply).
+// Block FP8: s * 2^8 times a value * 2^-8 is the product s * value, rounded
+// once as a plain multiply.
 template <bool kBlockScale>
-HWY_INLINE void LoadFp8(const uint8_t* row, const uint8_t* srow, size_t k, VF& lo, VF& hi) {
-  LoadE4M3Pairs(row + k, lo, hi);
-  if constexpr (kBlockScale) {
-    float s;
-    std::memcpy(&s, srow + ScaleBytes<Fmt::kFp8Block>(k), sizeof(float));
-    const VF scale = hn::Set(DF(), s * (1.0f / kFp8Unit));
-    lo = hn::Mul(lo, scale);
-    hi = hn::Mul(hi, scale);
-  }
-}
-
-template <>
-struct WLoad<Fmt::kFp8> {
+struct WLoadFp8F16 {
   static HWY_INLINE void Load(const uint8_t* row, const uint8_t* srow, size_t k, VF& lo, VF& hi) {
-    LoadFp8<false>(row, srow, k, lo, hi);
+    LoadE4M3Pairs(row + k, lo, hi);
+    if constexpr (kBlockScale) {
+      float s;
+      std::memcpy(&s, srow + ScaleBytes<Fmt::kFp8Block>(k), sizeof(float));
+      const VF scale = hn::Set(DF(), s * (1.0f / kFp8F16Unit));
+      lo = hn::Mul(lo, scale);
+      hi = hn::Mul(hi, scale);
+    }
   }
 };
-
 template <>
-struct WLoad<Fmt::kFp8Block> {
-  static HWY_INLINE void Load(const uint8_t* row, const uint8_t* srow, size_t k, VF& lo, VF& hi) {
-    LoadFp8<true>(row, srow, k, lo, hi);
-  }
-};
+struct WLoad<Fmt::kFp8F16> : WLoadFp8F16<false> {};
+template <>
+struct WLoad<Fmt::kFp8BlockF16> : WLoadFp8F16<true> {};
 
 // Start of row n's scales (bytes), or null for formats without block scales.
 template <Fmt F>
 HWY_INLINE const uint8_t* ScaleRow(const MatrixView& w, size_t n) {
   const auto* s = static_cast<const uint8_t*>(w.scales);
   if constexpr (F == Fmt::kNvfp4) return s + n * size_t(w.scale_stride);
-  if constexpr (F == Fmt::kFp8Block) return s + n / size_t(kFp8Block) * size_t(w.scale_stride) * sizeof(float);
+  if constexpr (kIsFp8Block<F>) return s + n / size_t(kFp8Block) * size_t(w.scale_stride) * sizeof(float);
   return nullptr;
 }
 
@@ -308,36 +399,49 @@ HWY_INLINE const uint8_t* ScaleRow(const MatrixView& w, size_t n) {
 template <Fmt F>
 void DequantRows(const MatrixView& w, size_t n0, size_t rows, size_t k0, size_t k1, float* HWY_RESTRICT out,
                  size_t ldo) {
-  const DF df;
-  const size_t L = hn::Lanes(df), S = 2 * L;
-  const auto* base = static_cast<const uint8_t*>(w.data);
-  const VF g = hn::Set(df, FmtGlobalScale<F>(w));
-  for (size_t r = 0; r < rows; ++r) {
-    const size_t n = n0 + r;
-    const uint8_t* row = base + RowBytes<F>(n * size_t(w.row_stride));
-    const uint8_t* srow = ScaleRow<F>(w, n);
-    float* o = out + r * ldo - k0;
-    size_t k = k0;
-    // Whole steps start at multiples of S, which divides both block sizes.
-    for (; k < k1 && k % S != 0; ++k) o[k] = ref::MatrixAt(w, int64_t(n), int64_t(k));
-    for (; k + S <= k1; k += S) {
-      VF lo, hi;
-      WLoad<F>::Load(row, srow, k, lo, hi);
-      lo = hn::Mul(lo, g);
-      hi = hn::Mul(hi, g);
-      if constexpr (kInterleaved<F>) {
+  // FP8: the same values by way of F16 pairs, whatever the GEMV's decode
+  // (16 rows of BM_Gemv<FP8> on AVX2, through this dequantized chunk: the
+  // quads' 4-way interleaving store made it 1.12-1.2x slower).
+  if constexpr (F == Fmt::kFp8) {
+    return DequantRows<Fmt::kFp8F16>(w, n0, rows, k0, k1, out, ldo);
+  } else if constexpr (F == Fmt::kFp8Block) {
+    return DequantRows<Fmt::kFp8BlockF16>(w, n0, rows, k0, k1, out, ldo);
+  } else {
+    const DF df;
+    const size_t L = hn::Lanes(df), S = 2 * L;
+    const auto* base = static_cast<const uint8_t*>(w.data);
+    // kSumUnit is a power of two: exact, and so is its product with g
+    // unless it overflows (then two multiplies).
+    const float unit_g = kSumUnit<F> * FmtGlobalScale<F>(w);
+    const bool one_mul = std::isfinite(unit_g);
+    const VF unit = hn::Set(df, kSumUnit<F>), ug = hn::Set(df, unit_g), g = hn::Set(df, FmtGlobalScale<F>(w));
+    for (size_t r = 0; r < rows; ++r) {
+      const size_t n = n0 + r;
+      const uint8_t* row = base + RowBytes<F>(n * size_t(w.row_stride));
+      const uint8_t* srow = ScaleRow<F>(w, n);
+      float* o = out + r * ldo - k0;
+      size_t k = k0;
+      // Whole steps start at multiples of S, which divides both block sizes.
+      for (; k < k1 && k % S != 0; ++k) o[k] = ref::MatrixAt(w, int64_t(n), int64_t(k));
+      for (; k + S <= k1; k += S) {
+        VF lo, hi;
+        WLoad<F>::Load(row, srow, k, lo, hi);
+        lo = one_mul ? hn::Mul(lo, ug) : hn::Mul(hn::Mul(lo, unit), g);
+        hi = one_mul ? hn::Mul(hi, ug) : hn::Mul(hn::Mul(hi, unit), g);
+        if constexpr (kXOrder<F> == XOrder::kPairs) {
 #if HWY_TARGET == HWY_SCALAR
-        o[k] = hn::GetLane(lo);
-        o[k + 1] = hn::GetLane(hi);
+          o[k] = hn::GetLane(lo);
+          o[k + 1] = hn::GetLane(hi);
 #else
-        hn::StoreInterleaved2(lo, hi, df, o + k);
+          hn::StoreInterleaved2(lo, hi, df, o + k);
 #endif
-      } else {
-        hn::StoreU(lo, df, o + k);
-        hn::StoreU(hi, df, o + k + L);
+        } else {
+          hn::StoreU(lo, df, o + k);
+          hn::StoreU(hi, df, o + k + L);
+        }
       }
+      for (; k < k1; ++k) o[k] = ref::MatrixAt(w, int64_t(n), int64_t(k));
     }
-    for (; k < k1; ++k) o[k] = ref::MatrixAt(w, int64_t(n), int64_t(k));
   }
 }
 
