@@ -129,7 +129,7 @@ void TimeMatMul(benchmark::State& state, MatMulFn fn, size_t bytes, size_t copie
 // bandwidth (nested page walks), which the plain variant then measures.
 // With kCached, one copy of W only, for shapes that fit in L2: the kernel's
 // arithmetic rate, without memory.
-template <DType kDT, MatMulFn kFn = MatMul, bool kHuge = false, bool kCached = false>
+template <DType kDT, MatMulFn kFn = MatMul, bool kHuge = false, bool kCached = false, bool kFp8Blocks = false>
 void BM_MatMul(benchmark::State& state) {
   const int64_t M = state.range(0), N = state.range(1), K = state.range(2);
   const size_t wbytes = size_t(N * K) * DTypeSize(kDT), copies = kCached ? 1 : CopiesFor(M, wbytes);
@@ -151,11 +151,20 @@ void BM_MatMul(benchmark::State& state) {
   } else {
     FillRandom(kDT, weights, size_t(N * K) * copies);
   }
+  // kFp8Blocks: 128 x 128 block scales (as Qwen3's FP8 checkpoints), one
+  // set shared by the copies.
+  const int64_t kblocks = (K + kFp8Block - 1) / kFp8Block;
+  std::vector<float> block_scales(kFp8Blocks ? size_t((N + kFp8Block - 1) / kFp8Block * kblocks) : 0);
+  for (size_t i = 0; i < block_scales.size(); ++i) block_scales[i] = 0.001f * float(1 + i % 7);
   TimeMatMul(state, kFn, wbytes, copies, [&](size_t c) {
     MatrixView w{.dtype = kDT, .data = weights + c * wbytes, .rows = N, .cols = K, .row_stride = K};
     if constexpr (kDT == DType::kF8E4M3) {
       w.format = WeightFormat::kFp8;
-      w.global_scale = 0.01f;
+      w.global_scale = kFp8Blocks ? 1.0f : 0.01f;
+      if constexpr (kFp8Blocks) {
+        w.scales = block_scales.data();
+        w.scale_stride = kblocks;
+      }
     }
     return w;
   });
@@ -199,6 +208,14 @@ BENCHMARK(BM_MatMul<DType::kF8E4M3, MatMul, true, true>)
     ->Apply(BenchTiming)
     ->Unit(benchmark::kMicrosecond)
     ->Name("BM_MatMul<FP8,L2>");
+BENCHMARK(BM_MatMul<DType::kF8E4M3, MatMul, true, true, true>)
+    ->Args({1, 256, 1024})
+    ->Args({2, 256, 1024})
+    ->Args({4, 256, 1024})
+    ->Args({6, 256, 1024})
+    ->Apply(BenchTiming)
+    ->Unit(benchmark::kMicrosecond)
+    ->Name("BM_MatMul<FP8block,L2>");
 BENCHMARK(BM_MatMul<DType::kBF16, MatMul, true, true>)
     ->Args({1, 256, 1024})
     ->Apply(BenchTiming)

@@ -121,11 +121,12 @@ constexpr XOrder kXOrder = F == Fmt::kFp8 || F == Fmt::kFp8Block                
 // FP8's units. LoadE4M3Quad: a decoded per-tensor FP8 element is the E4M3
 // value times kFp8WUnit, and x is prepared times kFp8XUnit, so a sum of
 // their products is the plain sum times 2^-56; the caller multiplies it by
-// kSumUnit (exactly: a power of two) before the global scale. Block FP8's
-// block scale takes 2^56 back per step, so its sums are plain. (x times 2^64
-// overflows only past |x| = 2^64; products underflow to subnormals only
-// below 2^-70 in plain units.) LoadE4M3Pairs: the value times kFp8F16Unit,
-// x plain, sums times 2^8 (block FP8: the block scale takes it back).
+// kSumUnit (exactly: a power of two) before the global scale. Block FP8
+// sums each 128-column block that way and multiplies it by its block scale
+// times kSumUnit (the GEMV's Tile), so its sums are plain. (x times 2^64
+// overflows only past |x| = 2^64, a block scale times 2^56 past 2^72;
+// products underflow to subnormals only below 2^-70 in plain units.)
+// LoadE4M3Pairs: the value times kFp8F16Unit, x plain, sums times 2^8.
 inline constexpr float kFp8WUnit = 0x1p-120f;
 inline constexpr float kFp8XUnit = 0x1p64f;
 inline constexpr float kFp8F16Unit = 0x1p-8f;
@@ -306,35 +307,17 @@ HWY_INLINE void LoadE4M3Quad(const uint8_t* block, VF& lo, VF& hi) {
 #endif
 }
 
-// Step kStep of the block at element kb (a multiple of Q) of an FP8 row;
-// block FP8 multiplies by the block scale times 2^56 (s * 2^56 times a value
-// * 2^-120 is s * value * 2^-64, rounded once as s * value is; the x side's
-// 2^64 takes the rest back, so block FP8 sums are plain).
-template <bool kBlockScale, int kStep>
-HWY_INLINE void LoadFp8(const uint8_t* row, const uint8_t* srow, size_t kb, VF& lo, VF& hi) {
-  LoadE4M3Quad<kStep>(row + kb, lo, hi);
-  if constexpr (kBlockScale) {
-    float s;
-    std::memcpy(&s, srow + ScaleBytes<Fmt::kFp8Block>(kb), sizeof(float));
-    const VF scale = hn::Set(DF(), s * 0x1p56f);
-    lo = hn::Mul(lo, scale);
-    hi = hn::Mul(hi, scale);
-  }
-}
-
 // FP8's loader takes the step as a template argument, and k as the block's
-// start (the GEMV's tile calls both steps of a block in turn).
-template <bool kBlockScale>
-struct WLoadFp8 {
+// start (the GEMV's tile calls both steps of a block in turn). Per-tensor
+// only: block FP8 sums each 128-column block with it and scales the sum
+// (matmul_gemv_hwy.cc Tile).
+template <>
+struct WLoad<Fmt::kFp8> {
   template <int kStep>
-  static HWY_INLINE void LoadStep(const uint8_t* row, const uint8_t* srow, size_t kb, VF& lo, VF& hi) {
-    LoadFp8<kBlockScale, kStep>(row, srow, kb, lo, hi);
+  static HWY_INLINE void LoadStep(const uint8_t* row, const uint8_t*, size_t kb, VF& lo, VF& hi) {
+    LoadE4M3Quad<kStep>(row + kb, lo, hi);
   }
 };
-template <>
-struct WLoad<Fmt::kFp8> : WLoadFp8<false> {};
-template <>
-struct WLoad<Fmt::kFp8Block> : WLoadFp8<true> {};
 
 // FP8 by way of F16, for CPUs that take a subnormal FMA operand as a
 // microcode assist (Intel documents it; LoadE4M3Quad's subnormal codes are
@@ -365,8 +348,9 @@ HWY_INLINE void LoadE4M3Pairs(const uint8_t* p, VF& lo, VF& hi) {
 #endif
 }
 
-// Block FP8: s * 2^8 times a value * 2^-8 is the product s * value, rounded
-// once as a plain multiply.
+// Block FP8 (DequantRows; the GEMV scales block sums instead): s * 2^8
+// times a value * 2^-8 is the product s * value, rounded once as a plain
+// multiply.
 template <bool kBlockScale>
 struct WLoadFp8F16 {
   static HWY_INLINE void Load(const uint8_t* row, const uint8_t* srow, size_t k, VF& lo, VF& hi) {
