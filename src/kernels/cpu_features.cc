@@ -8,6 +8,9 @@
 
 #include <atomic>
 #include <cstdlib>
+#if defined(__x86_64__) || defined(__i386__)
+#include <xmmintrin.h>
+#endif
 
 #include <fmt/format.h>
 
@@ -230,7 +233,13 @@ bool UseBf16Dot() { return PathNow() == kBf16Dot && !g_f32_activations.load(std:
 
 bool UseFp8IntegerDecode() {
   const int m = g_fp8_decode.load(std::memory_order_relaxed);
-  return m < 0 ? DetectedCpuExtensions().amd : m == 1;
+  if (m >= 0) return m == 1;
+  if (!DetectedCpuExtensions().amd) return false;
+#if defined(__x86_64__) || defined(__i386__)
+  constexpr unsigned kDaz = 1u << 6;  // MXCSR's denormals-are-zero
+  if ((_mm_getcsr() & kDaz) != 0) return false;
+#endif
+  return true;
 }
 
 Status SetFp8Decode(std::string_view mode) {

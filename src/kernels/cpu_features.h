@@ -84,11 +84,16 @@ bool UseBf16Dot();
 // (true), or by way of F16 and VCVTPH2PS (false). The default is the
 // integer decode on AMD CPUs, whose FMAs take subnormal operands at full
 // rate (Zen 4, one-row FP8 decode with W in L2 and a subnormal in most
-// vectors: 1.38x the F16 route, see the kernels README), and the F16 route
+// vectors: 1.38x the F16 route, see the kernels README), unless the calling
+// thread's MXCSR has DAZ set (tern never sets it; an embedding process
+// might, and DAZ would read the subnormal codes as 0), and the F16 route
 // elsewhere (Intel documents subnormal operands as microcode assists).
-// TERN_FP8_DECODE=int|f16 (SetFp8DecodeFromEnvironment) or SetFp8Decode
-// forces one, for A/B runs and for the tests, which run both. Both are exact
-// (the sums' order differs).
+// TERN_FP8_DECODE=int|f16 (read with SetCpuPathFromEnvironment) or
+// SetFp8Decode forces one, for A/B runs and for the tests, which run both.
+// Both decode every weight exactly and sum in f32 (in different orders); the
+// integer decode holds x times 2^64 and its products times 2^-56, so
+// products below 2^-70 in magnitude lose precision as subnormals (the F16
+// route: below 2^-118), and |x| must stay below 2^64 (ops.h's MatMul).
 bool UseFp8IntegerDecode();
 Status SetFp8Decode(std::string_view mode);  // "auto", "int" or "f16"
 

@@ -17,8 +17,9 @@
 //   block of two steps yields elements 4i, 4i+2 (first step) and 4i+1, 4i+3
 //   (second) with 16-bit shifts and ANDs alone, x permuted and scaled by 2^64
 //   to match (XOrder::kQuads); elsewhere by way of F16 as BF16 pairs.
-// * x is copied to per-thread scratch, zero-padded to a multiple of S, so the K
-//   tail only needs W's last partial step copied to a zero-filled buffer.
+// * x is copied to per-thread scratch, zero-padded to a multiple of 2S, so the
+//   K tail only needs W's last partial step (FP8: block of two) copied to a
+//   zero-filled buffer.
 // * Decode with one row of x and dense W: each thread reads its rows of W
 //   one after the other (RowStream), one sequential stream.
 // * Decode (M <= kMaxMR): one row block of M rows with a wide NR, so each x
@@ -40,7 +41,8 @@
 //   1.5x this tile's rate (the tile is compute-bound there).
 //
 // Register budget (16 vector registers on AVX2, 32 on AVX-512): MR*NR
-// accumulators + 2*NR converted W vectors + 2 x vectors, see NRFor.
+// accumulators (block FP8: twice, with the block sums) + 2*NR converted W
+// vectors + 2 x vectors, see NRFor.
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/matmul_gemv_hwy.cc"
@@ -160,8 +162,9 @@ HWY_INLINE void TileSteps(const float* HWY_RESTRICT x, size_t ldxs, size_t kx, c
 
 // sums[i * NR + j] = sum over k in [k0, k1) of x[i][k] * W[j][k], where x has
 // row stride ldxs (prepared, zero-padded), rows[j] points at W row j and
-// srows[j] at its block scales (formats with block scales), both at k = 0.
-// k0 is a multiple of S; k1 is too unless it equals K (the tail).
+// srows[j] at its block scales (formats with block scales), both at k = 0,
+// in the units of wload::kSumUnit (FP8). k0 is a multiple of 2S; k1 is too
+// unless it equals K (the tail).
 // Prefetch kNextTile with next_rows not null (streaming ranges too short for
 // RowBlock's lanes) requests the rows of the next tile
 // at the same column: a tile's rows are then already in cache when it starts,
@@ -244,22 +247,29 @@ HWY_NOINLINE void Tile(const float* HWY_RESTRICT x, size_t ldxs, const uint8_t* 
     for (int j = 0; j < NR; ++j) acc[i][j] = hn::Zero(df);
   if constexpr (wload::kIsFp8Block<kF>) {
     // Block FP8: each 128-column block's products summed unscaled (the
-    // per-tensor format's steps, the same decode), then one FMA by the block
-    // scale times that format's kSumUnit (its sums are the plain ones over
-    // kSumUnit; see wload's units), instead of two multiplies per step.
+    // per-tensor format's steps, the same decode), times that format's
+    // kSumUnit (its sums are the plain ones over kSumUnit; see wload's
+    // units), then one FMA by the block scale, instead of two multiplies per
+    // step.
     // BM_MatMul<FP8block,L2> (see the kernels README): 1.2-1.5x on AVX-512,
     // 1.8-2.2x on AVX2 (its 16 registers).
     constexpr Fmt kPlain = kF == Fmt::kFp8Block ? Fmt::kFp8 : Fmt::kFp8F16;
+    // (A quads block of 4 * Lanes elements must not straddle two scales.)
+    static_assert(HWY_MAX_BYTES <= kFp8Block, "FP8 blocks of two steps wider than a block scale");
+    const uint8_t* const no_scales[NR] = {};
     for (size_t kb = k0; kb < k1; kb += kFp8Block) {
       VF t[MR][NR];
       for (int i = 0; i < MR; ++i)
         for (int j = 0; j < NR; ++j) t[i][j] = hn::Zero(df);
-      TileRange<kPlain, MR, NR>(x, ldxs, rows, srows, next_rows, kb, std::min(k1, kb + kFp8Block), prefetch, t);
+      TileRange<kPlain, MR, NR>(x, ldxs, rows, no_scales, next_rows, kb, std::min(k1, kb + kFp8Block), prefetch, t);
+      const VF unit = hn::Set(df, wload::kSumUnit<kPlain>);
       for (int j = 0; j < NR; ++j) {
         float s;
         std::memcpy(&s, srows[j] + wload::ScaleBytes<Fmt::kFp8Block>(kb), sizeof(float));
-        const VF scale = hn::Set(df, s * wload::kSumUnit<kPlain>);
-        for (int i = 0; i < MR; ++i) acc[i][j] = hn::MulAdd(t[i][j], scale, acc[i][j]);
+        const VF scale = hn::Set(df, s);
+        // (t * kSumUnit is exact, a power of two; folding it into s instead
+        // overflowed for block scales of 2^72 and more.)
+        for (int i = 0; i < MR; ++i) acc[i][j] = hn::MulAdd(hn::Mul(t[i][j], unit), scale, acc[i][j]);
       }
     }
   } else {
@@ -303,7 +313,8 @@ HWY_NOINLINE void RowStream(const float* HWY_RESTRICT x, const MatrixView& w, si
 // Computes (or, with `accumulate`, adds to) y[0..MR)[n0..n1) the partial
 // products over k in [k0, k1) of MR prepared x rows and W rows n0..n1.
 // k0 is a multiple of the format's block size along K (16 for NVFP4, 128 for
-// block FP8). The per-tensor global_scale is applied here, to the sums.
+// block FP8). The per-tensor global_scale is applied here, to the sums,
+// after wload::kSumUnit.
 template <Fmt kF, int MR>
 void RowBlock(const float* xs, size_t ldxs, const MatrixView& w, size_t n0, size_t n1, size_t k0, size_t k1, float* y,
               size_t ldy, bool accumulate, bool prefetch) {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <unistd.h>
+#include <xmmintrin.h>
 
 #include <algorithm>
 #include <cmath>
@@ -222,6 +223,9 @@ TEST(MatMulTest, QuantizedWeightsMatchReference) {
       {.M = 3, .N = 300, .K = 400},
       // More rows than the GEMV decodes in registers, several K blocks.
       {.M = 12, .N = 70, .K = 1104, .ldy_pad = 3},
+      // Decode rows with a 128-column block, a whole FP8 block of two steps
+      // and a tail after it (AVX-512: 128 + 64 + 16).
+      {.M = 4, .N = 33, .K = 208},
       {.M = 16, .N = 41, .K = 2096},
   };
   uint32_t seed = 400;
@@ -243,9 +247,10 @@ TEST(MatMulTest, QuantizedWeightsMatchReference) {
 }
 
 // FP8 whose scales are far from 1 (checkpoints' block scales are usually
-// small, but nothing bounds them): block scales of 2^10-2^11 and 2^-40, a
-// per-tensor scale of 2^100, x scaled by 2^-60. (Before the F16 decode, the
-// block scale times 2^120 overflowed to inf for any scale of 2^8 or more.)
+// small, but nothing bounds them): block scales of 2^10-2^11, 2^80-2^81 and
+// 2^-40, a per-tensor scale of 2^100, x scaled by 2^-60. (Before the F16
+// decode, the block scale times 2^120 overflowed to inf for any scale of
+// 2^8 or more; a first integer decode's block scale times 2^56, from 2^72.)
 TEST(MatMulTest, Fp8LargeAndSmallScalesMatchReference) {
   uint32_t seed = 1000;
   ForEachFp8Decode([&] {
@@ -254,7 +259,7 @@ TEST(MatMulTest, Fp8LargeAndSmallScalesMatchReference) {
       for (const Case& c : {Case{.M = 1, .N = 150, .K = 300}, Case{.M = 3, .N = 140, .K = 272},
                             Case{.M = 9, .N = 33, .K = 1100}, Case{.M = 30, .N = 40, .K = 256}}) {
         for (bool block : {false, true}) {
-          for (float factor : {0x1p10f, 0x1p-40f}) {
+          for (float factor : {0x1p10f, 0x1p80f, 0x1p-40f}) {
             SCOPED_TRACE(::testing::Message() << "M=" << c.M << " N=" << c.N << " K=" << c.K
                                               << (block ? " block" : " per-tensor") << " factor=" << factor);
             std::mt19937 rng(seed++);
@@ -430,9 +435,10 @@ TEST(MatMulTest, QuantizedReadsNothingPastTheMatrix) {
       ThreadPool pool(2);
       std::mt19937 rng(91);
       for (int64_t K : {16, 48, 144, 240, 384, 1072}) {
-        for (WeightFormat format : {WeightFormat::kNvfp4, WeightFormat::kFp8}) {
+        for (auto [format, block] : {std::pair{WeightFormat::kNvfp4, false}, std::pair{WeightFormat::kFp8, false},
+                                     std::pair{WeightFormat::kFp8, true}}) {
           const int64_t N = 5;
-          testing::QuantTestMatrix w(rng, format, false, N, K);
+          testing::QuantTestMatrix w(rng, format, block, N, K);
           const bool nvfp4 = format == WeightFormat::kNvfp4;
           GuardedBytes codes(w.codes.data(), size_t(N * K) / (nvfp4 ? 2 : 1));
           std::unique_ptr<GuardedBytes> scales;
@@ -441,9 +447,14 @@ TEST(MatMulTest, QuantizedReadsNothingPastTheMatrix) {
           if (nvfp4) {
             scales = std::make_unique<GuardedBytes>(w.scale_bytes.data(), size_t(N * K / kNvfp4Block));
             guarded.scales = scales->data();
+          } else if (block) {  // one f32 per 128 x 128 block (N = 5: one row of them), the last at the page's end
+            ASSERT_EQ(w.view.scale_stride, (K + kFp8Block - 1) / kFp8Block);
+            scales = std::make_unique<GuardedBytes>(w.scale_bytes.data(), size_t(w.view.scale_stride) * sizeof(float));
+            guarded.scales = scales->data();
           }
           for (int64_t M : {1, 2, 3, 5, 8, 12, 17}) {
-            SCOPED_TRACE(::testing::Message() << "K=" << K << " M=" << M << (nvfp4 ? " NVFP4" : " FP8"));
+            SCOPED_TRACE(::testing::Message() << "K=" << K << " M=" << M
+                                              << (nvfp4 ? " NVFP4" : block ? " FP8 block" : " FP8"));
             const std::vector<float> x = RandomFloats(rng, size_t(M * K));
             std::vector<float> want(size_t(M * N)), got(size_t(M * N));
             MatMul(x.data(), M, K, w.view, want.data(), N, pool);
@@ -506,6 +517,30 @@ TEST(MatMulTest, OneRowEqualsItsRowInASmallBatch) {
       }
     });
   });
+}
+
+// With MXCSR.DAZ set (tern never sets it; a process embedding it might) the
+// FP8 decode picked by default still reads E4M3's subnormal codes: the
+// integer decode, whose subnormal codes are subnormal f32 operands, gives
+// way to the F16 route.
+TEST(MatMulTest, Fp8SubnormalCodesWithDenormalsAreZero) {
+  ASSERT_TRUE(SetFp8Decode("auto").ok());
+  const int64_t N = 3, K = 256;
+  std::vector<uint8_t> codes(size_t(N * K), 0x07);  // 7 * 2^-9, E4M3's largest subnormal
+  for (int64_t k = 0; k < K; k += 3) codes[size_t(k)] = 0x81;  // -2^-9, and on the other rows
+  const MatrixView w{.dtype = DType::kF8E4M3, .data = codes.data(), .rows = N, .cols = K, .row_stride = K,
+                     .format = WeightFormat::kFp8, .global_scale = 2.0f};
+  std::vector<float> x(static_cast<size_t>(K), 1.0f), want(static_cast<size_t>(N)), got(static_cast<size_t>(N), -1.0f);
+  ref::MatMul(x.data(), 1, K, w, want.data(), N);
+  ASSERT_NE(want[0], 0.0f);
+  ThreadPool pool(2);
+  const unsigned csr = _mm_getcsr();
+  _mm_setcsr(csr | (1u << 6));  // DAZ
+  const bool integer = UseFp8IntegerDecode();
+  MatMul(x.data(), 1, K, w, got.data(), N, pool);
+  _mm_setcsr(csr);
+  EXPECT_FALSE(integer);
+  for (int64_t n = 0; n < N; ++n) EXPECT_EQ(got[size_t(n)], want[size_t(n)]) << "row " << n;
 }
 
 // MatMulMany: each target bit for bit what MatMul computes for it alone, for

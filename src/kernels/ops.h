@@ -57,7 +57,10 @@ struct MatrixView {
 // 2^-23 of its block's largest magnitude (nvfp4_gemv_int-inl.h).
 // On the "amx" CPU path (cpu_features.h), M >= 5 rows with BF16 W, or 8 with
 // NVFP4 or FP8 W, and on "avx512-bf16" M >= 9 (any of those formats),
-// round x to BF16 instead (matmul_amx.h's bound).
+// round x to BF16 instead (matmul_amx.h's bound). FP8 W with M <= 8 on the
+// integer decode (cpu_features.h UseFp8IntegerDecode) forms its products
+// times 2^-56: |x| below 2^64, and products below 2^-70 in magnitude
+// rounded as subnormals (absolute error at most 2^-93 each).
 void MatMul(const float* x, int64_t M, int64_t ldx, const MatrixView& w, float* y, int64_t ldy,
             ThreadPool& pool);
 // MatMul that never rounds x to BF16 (any path): for the few layers whose

@@ -4,17 +4,19 @@
 // registers) and DequantizeRows (which stores them for the packed GEMM). A
 // per-target header: included after foreach_target.h, re-read per target.
 //
-// A step yields two vectors (lo, hi). For the "interleaved" formats, in which
-// one 32-bit lane, one 16-bit lane or one byte holds a pair of consecutive
-// elements (BF16, FP8, NVFP4), lo holds the even elements k, k+2, ... and hi
-// the odd ones; for the others (F32, F16) lo holds elements [k, k+L) and hi
-// [k+L, k+2L). Callers either permute x to match (the GEMV) or re-interleave
-// on store (DequantizeRows).
+// A step yields two vectors (lo, hi), in an order per format (XOrder): for
+// the "pairs" formats, in which one 32-bit lane, one 16-bit lane or one byte
+// holds a pair of consecutive elements (BF16, NVFP4, FP8 by way of F16), lo
+// holds the even elements k, k+2, ... and hi the odd ones; integer-decoded
+// FP8 goes by blocks of two steps (LoadE4M3Quad); for the others (F32, F16)
+// lo holds elements [k, k+L) and hi [k+L, k+2L). Callers either permute x to
+// match (the GEMV) or re-interleave on store (DequantizeRows).
 //
-// Scales: NVFP4 block scales (E4M3, one per 16 elements) and FP8 128x128
-// block scales (f32) are applied here, per step; the per-tensor factor is
-// left to the caller, which applies FmtGlobalScale (global_scale, times 2^8
-// for per-tensor FP8) once per dot product.
+// Scales: NVFP4 block scales (E4M3, one per 16 elements) are applied here,
+// per step, and FP8 128x128 block scales (f32) too for DequantRows (the GEMV
+// scales block sums instead); the per-tensor factor is left to the caller,
+// which applies kSumUnit (a power of two: FP8's decodes come scaled) and
+// FmtGlobalScale (global_scale) once per dot product.
 
 // Per-target include guard (Highway's convention).
 #if defined(TERN_KERNELS_WLOAD_INL_H_) == defined(HWY_TARGET_TOGGLE)
@@ -138,7 +140,7 @@ constexpr float kSumUnit = F == Fmt::kFp8 ? 0x1p56f : F == Fmt::kFp8F16 ? 0x1p8f
 // after kSumUnit: W's global scale.
 template <Fmt F>
 HWY_INLINE float FmtGlobalScale(const MatrixView& w) {
-  return w.global_scale;
+  return w.global_scale;  // (the same for every format now that kSumUnit carries FP8's units)
 }
 
 template <>
@@ -282,9 +284,10 @@ HWY_INLINE VF E4M3Load(const uint8_t* p, VF scale) {
 // cleared by one AND with 0x87F00000; the high 16-bit lane is then a whole
 // F32 and the low one is, after a 32-bit << 16. Step A first moves the low
 // bytes up (16-bit << 8): 3 shifts and 2 ANDs, step B 2 shifts and 2 ANDs,
-// for 2 vectors (integer ops only). Against the F16 route it replaced
-// (16-bit shifts into F16's bits, then VCVTPH2PS, 5 integer ops and 2
-// conversions for 2 vectors), see the kernels README. Exact for every
+// for 2 vectors (integer ops only). Against the F16 route (LoadE4M3Pairs:
+// 16-bit shifts into F16's bits, then VCVTPH2PS, 5 integer ops and 2
+// conversions for 2 vectors), see the kernels README. Needs MXCSR.DAZ off
+// (UseFp8IntegerDecode checks it): with it on, the subnormal codes read 0. Exact for every
 // finite code; the NaN codes 0x7f/0xff (refused at load,
 // model/weight_check.cc) come out finite here and as NaN on the SCALAR
 // target.
