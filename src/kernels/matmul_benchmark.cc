@@ -201,6 +201,9 @@ void PrefillShapes(benchmark::internal::Benchmark* b) {
 BENCHMARK(BM_MatMul<DType::kBF16>)->Apply(DecodeShapes);
 BENCHMARK(BM_MatMul<DType::kBF16, MatMul, true>)->Apply(DecodeShapes)->Name("BM_MatMul<BF16,huge>");
 BENCHMARK(BM_MatMul<DType::kF8E4M3, MatMul, true>)->Apply(DecodeShapes)->Name("BM_MatMul<FP8,huge>");
+BENCHMARK(BM_MatMul<DType::kF8E4M3, MatMul, true, false, true>)
+    ->Apply(DecodeShapes)
+    ->Name("BM_MatMul<FP8block,huge>");  // 128 x 128 block scales, as Qwen3's FP8 checkpoints
 // One-row decode with W in L2 (256 KiB of FP8, 512 KiB of BF16; with 2
 // threads each reads half): the decode kernels' arithmetic rate.
 BENCHMARK(BM_MatMul<DType::kF8E4M3, MatMul, true, true>)
