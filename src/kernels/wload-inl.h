@@ -124,11 +124,11 @@ constexpr XOrder kXOrder = F == Fmt::kFp8 || F == Fmt::kFp8Block                
 // value times kFp8WUnit, and x is prepared times kFp8XUnit, so a sum of
 // their products is the plain sum times 2^-56; the caller multiplies it by
 // kSumUnit (exactly: a power of two) before the global scale. Block FP8
-// sums each 128-column block that way and multiplies it by its block scale
-// times kSumUnit (the GEMV's Tile), so its sums are plain. (x times 2^64
-// overflows only past |x| = 2^64, a block scale times 2^56 past 2^72;
-// products underflow to subnormals only below 2^-70 in plain units.)
-// LoadE4M3Pairs: the value times kFp8F16Unit, x plain, sums times 2^8.
+// sums each 128-column block that way, multiplies the sum by kSumUnit, then
+// by its block scale (the GEMV's Tile), so its sums are plain. (x times
+// 2^64 overflows only past |x| = 2^64; products underflow to subnormals
+// only below 2^-70 in plain units.) LoadE4M3Pairs: the value times
+// kFp8F16Unit, x plain, sums times 2^8.
 inline constexpr float kFp8WUnit = 0x1p-120f;
 inline constexpr float kFp8XUnit = 0x1p64f;
 inline constexpr float kFp8F16Unit = 0x1p-8f;
@@ -287,8 +287,8 @@ HWY_INLINE VF E4M3Load(const uint8_t* p, VF scale) {
 // for 2 vectors (integer ops only). Against the F16 route (LoadE4M3Pairs:
 // 16-bit shifts into F16's bits, then VCVTPH2PS, 5 integer ops and 2
 // conversions for 2 vectors), see the kernels README. Needs MXCSR.DAZ off
-// (UseFp8IntegerDecode checks it): with it on, the subnormal codes read 0. Exact for every
-// finite code; the NaN codes 0x7f/0xff (refused at load,
+// (UseFp8IntegerDecode checks it): with it on, the subnormal codes read 0.
+// Exact for every finite code; the NaN codes 0x7f/0xff (refused at load,
 // model/weight_check.cc) come out finite here and as NaN on the SCALAR
 // target.
 template <int kStep>  // 0: step A, 1: step B; `block` points at the block
