@@ -49,13 +49,19 @@ struct Batch {
 };
 
 // `batch` sequences of ctx_len positions each (the last num_queries of them queried).
-std::unique_ptr<Batch> MakeBatch(int64_t batch, int64_t ctx_len, int64_t num_queries) {
+std::unique_ptr<Batch> MakeBatch(int64_t batch, int64_t ctx_len, int64_t num_queries, DType kv_dtype = DType::kBF16) {
   const int64_t blocks_per_seq = (ctx_len + kBlockSize - 1) / kBlockSize;
   const size_t pool_elems = size_t(batch * blocks_per_seq * kBlockSize * kKvHeads * kHeadDim);
   auto owner = std::make_unique<Batch>(pool_elems);
   Batch& b = *owner;
   FillRandom(DType::kBF16, b.k.data(), pool_elems);
   FillRandom(DType::kBF16, b.v.data(), pool_elems);
+  if (kv_dtype == DType::kF8E4M3) {  // E4M3 codes without the NaN codes (bit 6 clear)
+    for (uint16_t* buf : {b.k.data(), b.v.data()}) {
+      auto* bytes = reinterpret_cast<uint8_t*>(buf);
+      for (size_t i = 0; i < pool_elems; ++i) bytes[i] &= 0xBF;
+    }
+  }
   const size_t q_elems = size_t(num_queries * kQHeads * kHeadDim);
   b.q.resize(size_t(batch) * q_elems);
   b.out.resize(b.q.size());
@@ -73,7 +79,9 @@ std::unique_ptr<Batch> MakeBatch(int64_t batch, int64_t ctx_len, int64_t num_que
                       .ctx_len = ctx_len,
                       .kv = {.k = b.k.data(),
                              .v = b.v.data(),
-                             .dtype = DType::kBF16,
+                             .dtype = kv_dtype,
+                             .k_scale = kv_dtype == DType::kF8E4M3 ? 0.05f : 1.0f,
+                             .v_scale = kv_dtype == DType::kF8E4M3 ? 0.05f : 1.0f,
                              .block_table = b.tables[size_t(s)].data(),
                              .block_size = kBlockSize,
                              .kv_heads = kKvHeads,
@@ -82,9 +90,11 @@ std::unique_ptr<Batch> MakeBatch(int64_t batch, int64_t ctx_len, int64_t num_que
   return owner;
 }
 
+// KV in BF16, or with kFp8 in FP8 E4M3 (--kv-cache-dtype fp8_e4m3).
+template <bool kFp8 = false>
 void BM_AttentionDecode(benchmark::State& state) {
   const int64_t batch = state.range(0), ctx = state.range(1);
-  const std::unique_ptr<Batch> owner = MakeBatch(batch, ctx, 1);
+  const std::unique_ptr<Batch> owner = MakeBatch(batch, ctx, 1, kFp8 ? DType::kF8E4M3 : DType::kBF16);
   Batch& b = *owner;
   ThreadPool& pool = BenchPool();
   const float scale = 0.08838834764f;
@@ -92,13 +102,21 @@ void BM_AttentionDecode(benchmark::State& state) {
     PagedAttention(b.jobs, kQHeads, scale, pool, /*bf16_ok=*/true);
     benchmark::ClobberMemory();
   }
-  const double kv_bytes = double(batch * ctx) * kKvHeads * kHeadDim * 2 * 2;
+  const double kv_bytes = double(batch * ctx) * kKvHeads * kHeadDim * 2 * (kFp8 ? 1 : 2);
   state.counters["GB/s"] =
       benchmark::Counter(kv_bytes * double(state.iterations()) * 1e-9, benchmark::Counter::kIsRate);
   state.SetLabel(SimdTargetName());
 }
-BENCHMARK(BM_AttentionDecode)
+BENCHMARK(BM_AttentionDecode<>)
+    ->Name("BM_AttentionDecode")
     ->Args({1, 512})
+    ->Args({1, 4096})
+    ->Args({8, 1024})
+    ->Args({32, 512})
+    ->Apply(BenchTiming)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_AttentionDecode<true>)
+    ->Name("BM_AttentionDecode<FP8>")
     ->Args({1, 4096})
     ->Args({8, 1024})
     ->Args({32, 512})
