@@ -53,6 +53,39 @@ constexpr size_t kDecodeChunk = std::max<size_t>(16, HWY_MAX_BYTES / sizeof(floa
 // block boundary).
 constexpr size_t kPrefetchAhead = 4;
 
+// FP8 KV rows decode to the E4M3 bits placed as f32 (wload::E4M3Load
+// without its multiply: the value times 2^-120, E4M3's subnormals as f32's),
+// so that q and the probabilities are taken times 2^64 (kInUnit) and the
+// sums times 2^56 back (kOutUnit, exact: powers of two). Products then stay
+// normal down to 2^-70 in plain units. BM_AttentionDecode<FP8> (Zen 4, see
+// the kernels README): the multiply was 1 of 4 decode operations per vector.
+template <DType kDT>
+constexpr float kInUnit = kDT == DType::kF8E4M3 ? 0x1p64f : 1.0f;
+template <DType kDT>
+constexpr float kOutUnit = kDT == DType::kF8E4M3 ? 0x1p56f : 1.0f;
+template <DType kDT>
+constexpr float kRowUnit = kDT == DType::kF8E4M3 ? 0x1p-120f : 1.0f;  // = 1 / (kInUnit * kOutUnit)
+
+// L elements of a KV row from element d, as f32 times kRowUnit.
+template <DType kDT>
+HWY_INLINE VF DecodeRow(const uint8_t* row, size_t d) {
+#if HWY_TARGET != HWY_SCALAR
+  if constexpr (kDT == DType::kF8E4M3) {
+    const DF df;
+    const hn::RebindToSigned<DF> di;
+    const auto b = hn::PromoteTo(di, hn::LoadU(hn::Rebind<int8_t, DF>(), reinterpret_cast<const int8_t*>(row + d)));
+    return hn::BitCast(df, hn::And(hn::ShiftLeft<20>(b), hn::Set(di, int32_t(0x87F00000u))));
+  }
+#endif
+  if constexpr (kDT == DType::kF8E4M3) return hn::Mul(LoadRow<kDT>(row, d), hn::Set(DF(), kRowUnit<kDT>));
+  return LoadRow<kDT>(row, d);
+}
+// Element d of a KV row as f32 times kRowUnit (exact).
+template <DType kDT>
+HWY_INLINE float DecodeElement(const uint8_t* row, size_t d) {
+  return ElementAsF32<kDT>(row, d) * kRowUnit<kDT>;
+}
+
 // scores[g * kDecodeChunk + j] = scale * q[g] . krow, for the GN heads g0.. (q: rows of D).
 // kChains partial sums per head so that the FMA chains do not wait on each
 // other's latency (a dot product of 128 is only 16 vector steps).
@@ -68,19 +101,19 @@ HWY_INLINE void ScoreHeads(const float* HWY_RESTRICT q, size_t g0, size_t D, con
   size_t d = 0;
   for (; d + kChains * L <= D; d += kChains * L) {
     for (int c = 0; c < kChains; ++c) {
-      const VF k = LoadRow<kDT>(krow, d + c * L);
+      const VF k = DecodeRow<kDT>(krow, d + c * L);
       for (int gi = 0; gi < GN; ++gi) a[gi][c] = hn::MulAdd(hn::LoadU(df, q + (g0 + gi) * D + d + c * L), k, a[gi][c]);
     }
   }
   for (; d + L <= D; d += L) {
-    const VF k = LoadRow<kDT>(krow, d);
+    const VF k = DecodeRow<kDT>(krow, d);
     for (int gi = 0; gi < GN; ++gi) a[gi][0] = hn::MulAdd(hn::LoadU(df, q + (g0 + gi) * D + d), k, a[gi][0]);
   }
   for (int gi = 0; gi < GN; ++gi) {
     VF sum = a[gi][0];
     for (int c = 1; c < kChains; ++c) sum = hn::Add(sum, a[gi][c]);
     float s = hn::GetLane(hn::SumOfLanes(df, sum));
-    for (size_t dd = d; dd < D; ++dd) s += q[(g0 + gi) * D + dd] * ElementAsF32<kDT>(krow, dd);
+    for (size_t dd = d; dd < D; ++dd) s += q[(g0 + gi) * D + dd] * DecodeElement<kDT>(krow, dd);
     scores[(g0 + gi) * kDecodeChunk + j] = s * scale;
   }
 }
@@ -100,9 +133,9 @@ HWY_INLINE void AccumulateHeads(const float* HWY_RESTRICT p, size_t g0, const ui
       for (int i = 0; i < 4; ++i) a[gi][i] = hn::LoadU(df, acc + (g0 + gi) * acc_stride + d + i * L);
     for (size_t j = 0; j < nc; ++j) {
       VF v[4];
-      for (int i = 0; i < 4; ++i) v[i] = LoadRow<kDT>(vrows[j], d + i * L);
+      for (int i = 0; i < 4; ++i) v[i] = DecodeRow<kDT>(vrows[j], d + i * L);
       for (int gi = 0; gi < GN; ++gi) {
-        const VF w = hn::Set(df, p[(g0 + gi) * kDecodeChunk + j]);
+        const VF w = hn::Set(df, p[(g0 + gi) * kDecodeChunk + j] * kInUnit<kDT>);
         for (int i = 0; i < 4; ++i) a[gi][i] = hn::MulAdd(w, v[i], a[gi][i]);
       }
     }
@@ -115,15 +148,17 @@ HWY_INLINE void AccumulateHeads(const float* HWY_RESTRICT p, size_t g0, const ui
     VF a[GN];
     for (int gi = 0; gi < GN; ++gi) a[gi] = hn::LoadU(df, acc + (g0 + gi) * acc_stride + d);
     for (size_t j = 0; j < nc; ++j) {
-      const VF v = LoadRow<kDT>(vrows[j], d);
-      for (int gi = 0; gi < GN; ++gi) a[gi] = hn::MulAdd(hn::Set(df, p[(g0 + gi) * kDecodeChunk + j]), v, a[gi]);
+      const VF v = DecodeRow<kDT>(vrows[j], d);
+      for (int gi = 0; gi < GN; ++gi)
+        a[gi] = hn::MulAdd(hn::Set(df, p[(g0 + gi) * kDecodeChunk + j] * kInUnit<kDT>), v, a[gi]);
     }
     for (int gi = 0; gi < GN; ++gi) hn::StoreU(a[gi], df, acc + (g0 + gi) * acc_stride + d);
   }
   for (; d < D; ++d) {
     for (int gi = 0; gi < GN; ++gi) {
       float s = 0;
-      for (size_t j = 0; j < nc; ++j) s += p[(g0 + gi) * kDecodeChunk + j] * ElementAsF32<kDT>(vrows[j], d);
+      for (size_t j = 0; j < nc; ++j)
+        s += p[(g0 + gi) * kDecodeChunk + j] * kInUnit<kDT> * DecodeElement<kDT>(vrows[j], d);
       acc[(g0 + gi) * acc_stride + d] += s;
     }
   }
@@ -140,13 +175,22 @@ void DecodeRange(const AttentionJob& job, int64_t t, int64_t p0, int64_t p1, int
   const size_t row_bytes = D * DTypeSize(kDT);
   const float* q = job.q + t * q_heads * int64_t(D);  // q_heads rows of D
 
-  // Scratch: K/V position pointers (all heads of a position), then scores.
-  float* scratch = ThreadScratch(ScratchSlot::kAttention,
-                                 2 * kDecodeChunk * sizeof(void*) / sizeof(float) + size_t(q_heads) * kDecodeChunk);
+  // Scratch: K/V position pointers (all heads of a position), then scores,
+  // then (FP8) q times kInUnit.
+  constexpr bool kScaled = kInUnit<kDT> != 1.0f;
+  const size_t q_floats = kScaled ? size_t(q_heads) * D : 0;
+  float* scratch = ThreadScratch(ScratchSlot::kAttention, 2 * kDecodeChunk * sizeof(void*) / sizeof(float) +
+                                                              size_t(q_heads) * kDecodeChunk + q_floats);
   auto** kpos = reinterpret_cast<const uint8_t**>(scratch);
   const uint8_t** vpos = kpos + kDecodeChunk;
   float* scores = scratch + 2 * kDecodeChunk * sizeof(void*) / sizeof(float);  // [q_heads][kDecodeChunk]
   const uint8_t* vrows[kDecodeChunk];
+  if constexpr (kScaled) {
+    float* qs = scores + size_t(q_heads) * kDecodeChunk;
+    for (size_t i = 0; i < q_floats; ++i) qs[i] = q[i] * kInUnit<kDT>;
+    q = qs;
+    scale *= kOutUnit<kDT>;
+  }
 
   for (size_t h = 0; h < size_t(q_heads); ++h) {
     float* acc = partial + h * stride;
@@ -207,6 +251,9 @@ void DecodeRange(const AttentionJob& job, int64_t t, int64_t p0, int64_t p1, int
         }
       }
     }
+  }
+  if constexpr (kScaled) {
+    for (size_t h = 0; h < size_t(q_heads); ++h) ScaleRow(partial + h * stride, stride - 16, kOutUnit<kDT>);
   }
 }
 
