@@ -217,6 +217,9 @@ struct AttentionJob {
 // queries has f32 projections and BF16 attention, each within its own bound.)
 // The amx path keeps attention in f32: its VDPBF16PS retires at a quarter
 // of the AMD rate (cpu_features.h), and tiles for attention are not built.
+// Decode over an FP8 cache forms its products times 2^-56 (the E4M3 bits as
+// f32, q and p times 2^64; attention_decode_hwy.cc): products below 2^-70
+// in magnitude are rounded as subnormals (absolute error at most 2^-93 each).
 int64_t AttentionBf16MinQueries();
 void PagedAttention(std::span<const AttentionJob> jobs, int64_t q_heads, float scale, ThreadPool& pool,
                     bool bf16_ok);
