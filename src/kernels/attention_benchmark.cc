@@ -123,9 +123,10 @@ BENCHMARK(BM_AttentionDecode<true>)
     ->Apply(BenchTiming)
     ->Unit(benchmark::kMicrosecond);
 
+template <bool kFp8 = false>
 void BM_AttentionPrefill(benchmark::State& state) {
   const int64_t queries = state.range(0), ctx = state.range(1);
-  const std::unique_ptr<Batch> owner = MakeBatch(1, ctx, queries);
+  const std::unique_ptr<Batch> owner = MakeBatch(1, ctx, queries, kFp8 ? DType::kF8E4M3 : DType::kBF16);
   Batch& b = *owner;
   ThreadPool& pool = BenchPool();
   for (auto _ : state) {
@@ -140,10 +141,17 @@ void BM_AttentionPrefill(benchmark::State& state) {
       benchmark::Counter(flops * double(state.iterations()) * 1e-9, benchmark::Counter::kIsRate);
   state.SetLabel(SimdTargetName());
 }
-BENCHMARK(BM_AttentionPrefill)
+BENCHMARK(BM_AttentionPrefill<>)
+    ->Name("BM_AttentionPrefill")
     ->Args({512, 512})
     ->Args({128, 2048})
     ->Args({2048, 2048})
+    ->Apply(BenchTiming)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_AttentionPrefill<true>)
+    ->Name("BM_AttentionPrefill<FP8>")
+    ->Args({512, 512})
+    ->Args({128, 2048})
     ->Apply(BenchTiming)
     ->Unit(benchmark::kMillisecond);
 

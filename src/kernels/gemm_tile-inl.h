@@ -67,8 +67,8 @@ HWY_INLINE hn::Vec<DU> LoadBlocks(const uint8_t* const* blocks) {
 #endif  // HWY_TARGET != HWY_SCALAR
 
 // Stores the f32 values of a vector of 32-bit units (a pair of 16-bit values,
-// or one f32) as panel rows: unit `pair` goes to out (and out + NW for its
-// second element).
+// one f32, or four E4M3 bytes) as panel rows: a unit's first element goes to
+// out, its second (third, fourth) to out + NW (+ 2 NW, + 3 NW).
 template <DType kDT>
 HWY_INLINE void StoreUnits(hn::Vec<DU> units, float* HWY_RESTRICT out, size_t NW) {
   const DF df;
@@ -76,6 +76,24 @@ HWY_INLINE void StoreUnits(hn::Vec<DU> units, float* HWY_RESTRICT out, size_t NW
   const DI di;
   if constexpr (kDT == DType::kF32) {
     hn::Store(hn::BitCast(df, units), df, out);
+  } else if constexpr (kDT == DType::kF8E4M3) {
+#if HWY_TARGET != HWY_SCALAR  // (SCALAR packs with the scalar loop only)
+    // E4M3 bits s.eeee.mmm into f32's s.0000eeee.mmm (the value times
+    // 2^-120, subnormals included) with 16-bit shifts (wload-inl.h
+    // LoadE4M3Quad), then times 2^120, exactly. (The NaN codes come out as
+    // +-480, as decode attention's wload::E4M3Load reads them: a cache holds
+    // them only where k or v was NaN already.)
+    const hn::Repartition<int16_t, DF> d16;
+    const auto u = hn::BitCast(d16, units);
+    const auto c = hn::BitCast(di, hn::ShiftRight<4>(hn::ShiftLeft<8>(u)));  // bytes 0 and 2
+    const auto a = hn::BitCast(di, hn::ShiftRight<4>(u));                    // bytes 1 and 3
+    const auto mask = hn::Set(di, int32_t(0x87F00000u));
+    const VF unit = hn::Set(df, 0x1p120f);
+    hn::Store(hn::Mul(hn::BitCast(df, hn::And(hn::ShiftLeft<16>(c), mask)), unit), df, out);
+    hn::Store(hn::Mul(hn::BitCast(df, hn::And(hn::ShiftLeft<16>(a), mask)), unit), df, out + NW);
+    hn::Store(hn::Mul(hn::BitCast(df, hn::And(c, mask)), unit), df, out + 2 * NW);
+    hn::Store(hn::Mul(hn::BitCast(df, hn::And(a, mask)), unit), df, out + 3 * NW);
+#endif
   } else if constexpr (kDT == DType::kBF16) {
     hn::Store(hn::BitCast(df, hn::ShiftLeft<16>(units)), df, out);
     hn::Store(hn::BitCast(df, hn::And(units, hn::Set(du, 0xFFFF0000u))), df, out + NW);
@@ -122,12 +140,10 @@ void PackPanel(const uint8_t* const* rows, size_t k0, size_t k1, float* HWY_REST
 
   size_t k = k0;
 #if HWY_TARGET != HWY_SCALAR
-  // (FP8 rows, from an FP8 KV cache, take the scalar loop below.)
-  if constexpr (kDT != DType::kF8E4M3) {
   const DU du;
   const hn::Repartition<uint64_t, DF> du64;
   const size_t L = hn::Lanes(DF()), blocks = L / 4;
-  constexpr size_t kUnitCols = kDT == DType::kF32 ? 1 : 2;  // columns per 32-bit unit
+  constexpr size_t kUnitCols = kDT == DType::kF32 ? 1 : kDT == DType::kF8E4M3 ? 4 : 2;  // columns per 32-bit unit
   for (; k + 4 * kUnitCols <= k1; k += 4 * kUnitCols) {
     const size_t byte = k * DTypeSize(kDT);
     float* out = panel + (k - k0) * NW;
@@ -153,7 +169,6 @@ void PackPanel(const uint8_t* const* rows, size_t k0, size_t k1, float* HWY_REST
       StoreUnits<kDT>(hn::BitCast(du, hn::InterleaveLower(du64, t2, t3)), o + 2 * kUnitCols * NW, NW);
       StoreUnits<kDT>(hn::BitCast(du, hn::InterleaveUpper(du64, t2, t3)), o + 3 * kUnitCols * NW, NW);
     }
-  }
   }
 #endif
   for (; k < k1; ++k) {  // the last few columns (or all, on SCALAR)
