@@ -24,6 +24,7 @@
 #include "base/dtype.h"
 #include "hwy/cache_control.h"
 #include "hwy/highway.h"
+#include "kernels/wload-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace tern::kernels {
@@ -78,21 +79,15 @@ HWY_INLINE void StoreUnits(hn::Vec<DU> units, float* HWY_RESTRICT out, size_t NW
     hn::Store(hn::BitCast(df, units), df, out);
   } else if constexpr (kDT == DType::kF8E4M3) {
 #if HWY_TARGET != HWY_SCALAR  // (SCALAR packs with the scalar loop only)
-    // E4M3 bits s.eeee.mmm into f32's s.0000eeee.mmm (the value times
-    // 2^-120, subnormals included) with 16-bit shifts (wload-inl.h
-    // LoadE4M3Quad), then times 2^120, exactly. (The NaN codes come out as
-    // +-480, as decode attention's wload::E4M3Load reads them: a cache holds
-    // them only where k or v was NaN already.)
-    const hn::Repartition<int16_t, DF> d16;
-    const auto u = hn::BitCast(d16, units);
-    const auto c = hn::BitCast(di, hn::ShiftRight<4>(hn::ShiftLeft<8>(u)));  // bytes 0 and 2
-    const auto a = hn::BitCast(di, hn::ShiftRight<4>(u));                    // bytes 1 and 3
-    const auto mask = hn::Set(di, int32_t(0x87F00000u));
-    const VF unit = hn::Set(df, 0x1p120f);
-    hn::Store(hn::Mul(hn::BitCast(df, hn::And(hn::ShiftLeft<16>(c), mask)), unit), df, out);
-    hn::Store(hn::Mul(hn::BitCast(df, hn::And(hn::ShiftLeft<16>(a), mask)), unit), df, out + NW);
-    hn::Store(hn::Mul(hn::BitCast(df, hn::And(c, mask)), unit), df, out + 2 * NW);
-    hn::Store(hn::Mul(hn::BitCast(df, hn::And(a, mask)), unit), df, out + 3 * NW);
+    // The E4M3 bits as f32 (wload::E4M3UnitBytes: the values times 2^-120,
+    // subnormals included), then times 2^120, exactly. (The NaN codes come
+    // out as +-480, as decode attention's wload::E4M3Load reads them: a cache
+    // holds them only where k or v was NaN already.)
+    VF e[4];
+    wload::E4M3UnitBytes<0>(units, e[0], e[2]);
+    wload::E4M3UnitBytes<1>(units, e[1], e[3]);
+    const VF unit = hn::Set(df, 1.0f / wload::kFp8WUnit);
+    for (int i = 0; i < 4; ++i) hn::Store(hn::Mul(e[i], unit), df, out + size_t(i) * NW);
 #endif
   } else if constexpr (kDT == DType::kBF16) {
     hn::Store(hn::BitCast(df, hn::ShiftLeft<16>(units)), df, out);

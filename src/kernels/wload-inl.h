@@ -291,22 +291,33 @@ HWY_INLINE VF E4M3Load(const uint8_t* p, VF scale) {
 // Exact for every finite code; the NaN codes 0x7f/0xff (refused at load,
 // model/weight_check.cc) come out finite here and as NaN on the SCALAR
 // target.
-template <int kStep>  // 0: step A, 1: step B; `block` points at the block
-HWY_INLINE void LoadE4M3Quad(const uint8_t* block, VF& lo, VF& hi) {
+#if HWY_TARGET != HWY_SCALAR
+// Bytes kStep and kStep + 2 of each 32-bit lane of `units` (E4M3 codes) as
+// f32 bits, the values times kFp8WUnit: lo from byte kStep, hi from kStep + 2.
+// Shared with the panel packer of the GEMM and prefill attention
+// (gemm_tile-inl.h StoreUnits).
+template <int kStep>
+HWY_INLINE void E4M3UnitBytes(hn::Vec<DU> units, VF& lo, VF& hi) {
   const DF df;
-#if HWY_TARGET == HWY_SCALAR  // L = 1: a block is 4 elements
-  const float* e4m3 = E4M3Values();
-  lo = hn::Set(df, e4m3[block[kStep]] * kFp8WUnit);
-  hi = hn::Set(df, e4m3[block[kStep + 2]] * kFp8WUnit);
-#else
   const hn::RebindToSigned<DF> di;
   const hn::Repartition<int16_t, DF> d16;
-  const hn::Repartition<uint8_t, DF> d8;
-  const auto u = hn::BitCast(d16, hn::LoadU(d8, block));
+  const auto u = hn::BitCast(d16, units);
   const auto t = hn::BitCast(di, kStep == 0 ? hn::ShiftRight<4>(hn::ShiftLeft<8>(u)) : hn::ShiftRight<4>(u));
   const auto mask = hn::Set(di, int32_t(0x87F00000u));
   lo = hn::BitCast(df, hn::And(hn::ShiftLeft<16>(t), mask));
   hi = hn::BitCast(df, hn::And(t, mask));
+}
+#endif
+
+template <int kStep>  // 0: step A, 1: step B; `block` points at the block
+HWY_INLINE void LoadE4M3Quad(const uint8_t* block, VF& lo, VF& hi) {
+#if HWY_TARGET == HWY_SCALAR  // L = 1: a block is 4 elements
+  const DF df;
+  const float* e4m3 = E4M3Values();
+  lo = hn::Set(df, e4m3[block[kStep]] * kFp8WUnit);
+  hi = hn::Set(df, e4m3[block[kStep + 2]] * kFp8WUnit);
+#else
+  E4M3UnitBytes<kStep>(hn::BitCast(DU(), hn::LoadU(hn::Repartition<uint8_t, DF>(), block)), lo, hi);
 #endif
 }
 
