@@ -53,8 +53,9 @@ constexpr size_t kDecodeChunk = std::max<size_t>(16, HWY_MAX_BYTES / sizeof(floa
 // block boundary).
 constexpr size_t kPrefetchAhead = 4;
 
-// FP8 KV rows decode to the E4M3 bits placed as f32 (wload::E4M3Load
-// without its multiply: the value times 2^-120, E4M3's subnormals as f32's),
+// FP8 KV rows decode to the E4M3 bits placed as f32 (wload::E4M3Bits,
+// E4M3Load without its multiply: the value times 2^-120, E4M3's subnormals
+// as f32's),
 // so that q and the probabilities are taken times 2^64 (kInUnit) and the
 // sums times 2^56 back (kOutUnit, exact: powers of two). Products then stay
 // normal down to 2^-70 in plain units. BM_AttentionDecode<FP8> (Zen 4, see
@@ -70,12 +71,7 @@ constexpr float kRowUnit = kDT == DType::kF8E4M3 ? 0x1p-120f : 1.0f;  // = 1 / (
 template <DType kDT>
 HWY_INLINE VF DecodeRow(const uint8_t* row, size_t d) {
 #if HWY_TARGET != HWY_SCALAR
-  if constexpr (kDT == DType::kF8E4M3) {
-    const DF df;
-    const hn::RebindToSigned<DF> di;
-    const auto b = hn::PromoteTo(di, hn::LoadU(hn::Rebind<int8_t, DF>(), reinterpret_cast<const int8_t*>(row + d)));
-    return hn::BitCast(df, hn::And(hn::ShiftLeft<20>(b), hn::Set(di, int32_t(0x87F00000u))));
-  }
+  if constexpr (kDT == DType::kF8E4M3) return wload::E4M3Bits(row + d);
 #endif
   if constexpr (kDT == DType::kF8E4M3) return hn::Mul(LoadRow<kDT>(row, d), hn::Set(DF(), kRowUnit<kDT>));
   return LoadRow<kDT>(row, d);

@@ -81,7 +81,7 @@ HWY_INLINE void StoreUnits(hn::Vec<DU> units, float* HWY_RESTRICT out, size_t NW
 #if HWY_TARGET != HWY_SCALAR  // (SCALAR packs with the scalar loop only)
     // The E4M3 bits as f32 (wload::E4M3UnitBytes: the values times 2^-120,
     // subnormals included), then times 2^120, exactly. (The NaN codes come
-    // out as +-480, as decode attention's wload::E4M3Load reads them: a cache
+    // out as +-480, as decode attention's wload::E4M3Bits reads them: a cache
     // holds them only where k or v was NaN already.)
     VF e[4];
     wload::E4M3UnitBytes<0>(units, e[0], e[2]);

@@ -263,13 +263,15 @@ struct WLoad<Fmt::kNvfp4> {
 // (The NaN codes 0x7f/0xff decode as +-480: checkpoints do not hold them.)
 inline constexpr float kE4M3Unit = 0x1p120f;  // the `scale` that gives plain E4M3 values
 #if HWY_TARGET != HWY_SCALAR
-HWY_INLINE VF E4M3Load(const uint8_t* p, VF scale) {
+// The bits alone, as f32: the values times 2^-120 (decode attention takes
+// them so, with q and p scaled instead; attention_decode_hwy.cc).
+HWY_INLINE VF E4M3Bits(const uint8_t* p) {
   const DF df;
   const hn::RebindToSigned<DF> di;
   const auto b = hn::PromoteTo(di, hn::LoadU(hn::Rebind<int8_t, DF>(), reinterpret_cast<const int8_t*>(p)));
-  const auto bits = hn::And(hn::ShiftLeft<20>(b), hn::Set(di, int32_t(0x87F00000u)));
-  return hn::Mul(hn::BitCast(df, bits), scale);
+  return hn::BitCast(df, hn::And(hn::ShiftLeft<20>(b), hn::Set(di, int32_t(0x87F00000u))));
 }
+HWY_INLINE VF E4M3Load(const uint8_t* p, VF scale) { return hn::Mul(E4M3Bits(p), scale); }
 #endif
 
 // FP8 weights: E4M3 bytes in blocks of Q = 4 * Lanes(DF), two steps each.
