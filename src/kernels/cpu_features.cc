@@ -217,7 +217,7 @@ std::string CpuPathDescription() {
     d += fmt::format(", prefill attention from {} queries", o > 0 ? o : kBf16DotMinAttentionQueries);  // (ops.h)
   }
   if (p >= kBf16Dot && !UseAmx() && !UseBf16Dot()) d += "; activations f32";
-  if (UseAvx512Vnni()) d += "; AVX-512 VNNI NVFP4 decode";
+  if (UseAvx512Vnni()) d += Nvfp4DecodeX16() ? "; AVX-512 VNNI NVFP4 decode, x 16-bit" : "; AVX-512 VNNI NVFP4 decode";
   d += UseFp8IntegerDecode() ? "; FP8 decode integer" : "; FP8 decode by way of F16";
   d += ")";
   if (p < kAmx && !AmxRefusal().empty() && DetectedCpuExtensions().amx_tile) d += "; amx off: " + AmxRefusal();
@@ -230,6 +230,8 @@ bool UseAvx512Vnni() { return PathNow() >= kVnni; }
 bool UseAmx() { return PathNow() >= kAmx && !g_f32_activations.load(std::memory_order_relaxed); }
 
 bool UseBf16Dot() { return PathNow() == kBf16Dot && !g_f32_activations.load(std::memory_order_relaxed); }
+
+bool Nvfp4DecodeX16() { return UseAmx() || UseBf16Dot(); }
 
 bool UseFp8IntegerDecode() {
   const int m = g_fp8_decode.load(std::memory_order_relaxed);

@@ -79,6 +79,16 @@ bool UseAmx();
 // UseAvx512Vnni, asked only on Highway's AVX3 target.
 bool UseBf16Dot();
 
+// Whether the VNNI NVFP4 decode (nvfp4_gemv_vnni.h, 1 to 8 rows of x) rounds
+// x per block of 16 to 16-bit fixed point (true) instead of 24-bit: where
+// BF16 activations are in effect (UseAmx() or UseBf16Dot(); TERN_ACTIVATIONS
+// =f32 and the avx512-vnni path keep 24 bits). Each element is then off by
+// at most 1/65278 of its block's largest magnitude (2^-15.99), against the
+// BF16 rounding of 2^-9 of each element that the mode allows; two of the
+// three digit products a step go away (one-row decode with W in L2 1.17-1.2x,
+// qwen3-0.6b NVFP4 decode ~1.1x, AMD Zen 4: src/kernels/README.md).
+bool Nvfp4DecodeX16();
+
 // Which FP8 decode the GEMV uses (wload-inl.h, every SIMD target): integer
 // ops only, E4M3's subnormal codes then being subnormal f32 FMA operands
 // (true), or by way of F16 and VCVTPH2PS (false). The default is the

@@ -14,6 +14,7 @@
 #include <random>
 #include <stdexcept>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "base/dtype.h"
@@ -61,13 +62,14 @@ void CheckAgainstReference(const Case& c, const MatrixView& w, const std::vector
   const int64_t ldx = c.K + c.ldx_pad, ldy = c.N + c.ldy_pad;
   const float* x = xbuf.data() + c.x_offset;
   const float kSentinel = -12345.0f;
-  std::vector<float> want(size_t(c.M * ldy), kSentinel), tol(size_t(c.M * ldy)), tol_bf16(size_t(c.M * ldy));
+  std::vector<float> want(size_t(c.M * ldy), kSentinel), tol(size_t(c.M * ldy)), tol_bf16(size_t(c.M * ldy)),
+      tol_x16(size_t(c.M * ldy));
   ref::MatMul(x, c.M, ldx, w, want.data(), ldy);
   for (int64_t m = 0; m < c.M; ++m)
     for (int64_t n = 0; n < c.N; ++n) {
       double mag = 0;
       for (int64_t k = 0; k < c.K; ++k) mag += std::fabs(double(x[m * ldx + k]) * ref::MatrixAt(w, n, k));
-      double t = double(c.K + 64) * std::ldexp(1.0, -24) * mag + 1e-30;
+      double t = double(c.K + 64) * std::ldexp(1.0, -24) * mag + 1e-30, x16 = 0;
       if (w.format == WeightFormat::kNvfp4) {
         // MatMul's contract: x may be rounded to 2^-23 of its block's max
         // (the integer decode path, a few rows of x).
@@ -78,9 +80,11 @@ void CheckAgainstReference(const Case& c, const MatrixView& w, const std::vector
             wsum += std::fabs(ref::MatrixAt(w, n, k));
           }
           t += wsum * amax * std::ldexp(1.0, -23);
+          x16 += wsum * amax * (1.0 / 65278.0) * (1.0 + 0x1p-20);
         }
       }
       tol[size_t(m * ldy + n)] = float(t);
+      tol_x16[size_t(m * ldy + n)] = float(t + x16);
       // The BF16-activation GEMMs (matmul_amx.h): one rounding of each x_k.
       tol_bf16[size_t(m * ldy + n)] = float(t + (std::ldexp(1.0, -8) + double(c.K / 64) * 0x1p-24) * mag + double(c.K) * 0x1p-126);
     }
@@ -95,7 +99,11 @@ void CheckAgainstReference(const Case& c, const MatrixView& w, const std::vector
     impl.fn(x, c.M, ldx, w, y.data(), ldy, pool);
     const bool bf16 = (impl.fn == MatMul && MatMulBf16Gemm(c.M, w) != Bf16Gemm::kNone) || impl.fn == amx::Gemm ||
                       impl.fn == bf16dot::Gemm;
-    const std::vector<float>& tol_impl = bf16 ? tol_bf16 : tol;
+    // The VNNI NVFP4 decode with BF16 activations in effect: x in 16 bits (Nvfp4DecodeX16). MatMulSmallBatch
+    // hands quantized W to the GEMV.
+    const bool x16 = impl.fn != MatMulGemm && !bf16 && w.format == WeightFormat::kNvfp4 &&
+                     c.M <= 8 && avx3 && UseAvx512Vnni() && Nvfp4DecodeX16();
+    const std::vector<float>& tol_impl = bf16 ? tol_bf16 : x16 ? tol_x16 : tol;
     int failures = 0;
     for (int64_t m = 0; m < c.M && failures < 5; ++m) {
       for (int64_t n = 0; n < c.N && failures < 5; ++n) {
@@ -327,6 +335,73 @@ TEST(MatMulTest, Nvfp4DecodeRoundsXPerBlock) {
       CheckAgainstReference(c, w.view, x, pool);
     }
   });
+}
+
+// Where BF16 activations are in effect (the avx512-bf16 and amx paths), the
+// VNNI NVFP4 decode of 1 to 8 rows rounds x per block of 16 to 16-bit fixed
+// point, xq = round-half-even(x * (32639 / amax)) in f64, and is otherwise
+// exact up to f32's sums: against that rounding reproduced in f64, within
+// (K / 16 + 32) * 2^-24 of the sum of the block terms' magnitudes. Every x
+// sits 0.375 of a step from its rounded value, with the sign of row 0's
+// weight, so that row's rounding error adds up to ~0.375 * step * sum |w|,
+// far above that bound: the test tells 16 bits from 24 (checked below).
+TEST(MatMulTest, Nvfp4DecodeX16RoundsAsDocumented) {
+  constexpr double kXMax = 32639.0;
+  uint32_t seed = 730;
+  int runs = 0;
+  ForEachSimdTarget([&] {
+    if (std::string(SimdTargetName()) != "AVX3" || !UseAvx512Vnni() || !Nvfp4DecodeX16()) return;
+    ++runs;
+    ThreadPool pool(2);
+    for (const auto& [M, N, K] : {std::tuple<int64_t, int64_t, int64_t>{1, 19, 1072}, {1, 7, 256}, {3, 9, 400},
+                                  {8, 5, 2064}, {5, 13, 144}}) {
+      SCOPED_TRACE(::testing::Message() << "M=" << M << " N=" << N << " K=" << K);
+      std::mt19937 rng(seed++);
+      testing::QuantTestMatrix w(rng, WeightFormat::kNvfp4, false, N, K);
+      MatrixView unit_scale = w.view;  // W's values times its block scales: exact in f32
+      unit_scale.global_scale = 1.0f;
+      std::uniform_int_distribution<int> digits(1, 1000);  // small beside the block max: its error stands out
+      std::uniform_real_distribution<double> log_amax(-8.0, 8.0);
+      std::vector<float> x(size_t(M * K));
+      std::vector<double> xq(x.size()), step(x.size());  // per element: its rounded value and its block's step
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t k0 = 0; k0 < K; k0 += kNvfp4Block) {
+          const float amax = float(std::exp2(log_amax(rng)));
+          for (int64_t k = k0; k < k0 + kNvfp4Block; ++k) {
+            const double sign = ref::MatrixAt(unit_scale, 0, k) < 0 ? -1.0 : 1.0;
+            x[size_t(m * K + k)] = k == k0 ? float(sign) * amax : float(sign * amax * (digits(rng) + 0.375) / kXMax);
+          }
+          const double inv = kXMax / double(amax);
+          for (int64_t k = k0; k < k0 + kNvfp4Block; ++k) {
+            xq[size_t(m * K + k)] = std::nearbyint(double(x[size_t(m * K + k)]) * inv);
+            step[size_t(m * K + k)] = double(float(double(amax) / kXMax * 0.5)) * 2.0;
+          }
+        }
+      std::vector<float> y(size_t(M * N));
+      MatMul(x.data(), M, K, w.view, y.data(), N, pool);
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t n = 0; n < N; ++n) {
+          double want = 0, mag = 0, exact = 0;
+          for (int64_t k0 = 0; k0 < K; k0 += kNvfp4Block) {
+            double block = 0;
+            for (int64_t k = k0; k < k0 + kNvfp4Block; ++k) {
+              const size_t i = size_t(m * K + k);
+              block += double(ref::MatrixAt(unit_scale, n, k)) * xq[i] * step[i];
+              exact += double(ref::MatrixAt(unit_scale, n, k)) * double(x[i]);
+            }
+            want += block;
+            mag += std::fabs(block);
+          }
+          const double gs = double(w.view.global_scale);
+          const double tol = (double(K / kNvfp4Block) + 32.0) * 0x1p-24 * mag * gs;
+          EXPECT_NEAR(double(y[size_t(m * N + n)]), want * gs, tol) << "y[" << m << "," << n << "]";
+          if (n == 0) {
+            EXPECT_GT(std::fabs(want - exact) * gs, 4.0 * tol) << "the test cannot tell 16 bits from more";
+          }
+        }
+    }
+  });
+  if (runs == 0) GTEST_SKIP() << "no CPU path here rounds NVFP4 decode's x to 16 bits (needs AVX512-BF16 or AMX)";
 }
 
 // NVFP4 decode gives the same bits wherever W sits in memory (a kernel that

@@ -16,7 +16,9 @@
 // x24 = round(x / step), step = max|x| / (2^23 - 1): each element is off by
 // at most 2^-23 of its block's largest magnitude (f32 arithmetic rounds to
 // 2^-24 of each product and partial sum anyway; 16 bits were tried and
-// measurably moved Qwen3.5's recurrent state over 32 decode steps).
+// measurably moved Qwen3.5's recurrent state over 32 decode steps, so the
+// 16 bits of the VNNI kernel are kept to where BF16 activations, which move
+// it far more, are in effect: cpu_features.h Nvfp4DecodeX16).
 // x24 = 65536 * hi + 256 * mid + lo with hi a signed byte, mid and lo
 // unsigned ones, so
 //   sum u * x24 = 256 * (256 * maddubs(u, hi) + maddubs(mid, u)) + maddubs(lo, u)

@@ -1,7 +1,9 @@
 // NVFP4 decode with AVX-512 VNNI (vpdpbusd on 512-bit vectors): y[M, N] =
 // x[M, K] · W[N, K]^T for M = 1 .. kVnniMaxRows, the contract and numerics of
 // nvfp4_gemv_int-inl.h (x as 24-bit fixed point per block of 16, W's E2M1
-// codes exact as integers), at half the instructions per weight.
+// codes exact as integers), at half the instructions per weight; or, where
+// BF16 activations are in effect (cpu_features.h Nvfp4DecodeX16), x as
+// 16-bit fixed point, two digit products a step fewer.
 //
 // The functions below are compiled for AVX-512 F/BW/DQ/VL + VNNI by a target
 // pragma (as Highway does), not by -m flags on the file: with those, inline
@@ -10,16 +12,21 @@
 // are entered only when the CPU has VNNI (cpu_features.h).
 //
 // Numerics. As in nvfp4_gemv_int-inl.h, u = 2v + 12 in [0, 24] is W's code
-// as an unsigned byte. x is rounded per block to x24 = round(x / step) with
-// step = max|x| / kXMax, kXMax = 127 * (65536 + 256 + 1) = 8355711 (just
-// under 2^23: each element still within 2^-24 * 1.004 of its block's max),
-// so that x24 = 65536 * hi + 256 * mid + lo with hi, mid and lo all signed
-// bytes (balanced base-256 digits), vpdpbusd's signed operand. A 32-bit lane
-// covers 8 elements: |sum u * digit| <= 8 * 24 * 128 = 24576, so
-// 65536 * that < 2^31, and sum u * x24 - 12 * sum x24 = sum 2v * x24 with
-// |.| <= 8 * 12 * kXMax < 2^30 per lane, 2^31 per block of two lanes: all
-// exact in i32. The block's sum is then converted to f32 (rounded to 2^-24)
-// and scaled by W's block scale times x's step / 2, as on AVX2.
+// as an unsigned byte. x is rounded per block to xq = round(x / step) with
+// step = max|x| / kXMax, written as D balanced base-256 digits (signed
+// bytes, vpdpbusd's signed operand), xq = sum_d 256^d * digit_d:
+// - D = 3 (x24): kXMax = 127 * (65536 + 256 + 1) = 8355711, just under 2^23:
+//   each element within 2^-24 * 1.004 of its block's max. A 32-bit lane
+//   covers 8 elements: |sum u * digit| <= 8 * 24 * 128 = 24576, so 65536 *
+//   that < 2^31, and sum u * x24 - 12 * sum x24 = sum 2v * x24 with
+//   |.| <= 8 * 12 * kXMax < 2^30 per lane, 2^31 per block of two lanes: all
+//   exact in i32. The block's sum is then converted to f32 (rounded to
+//   2^-24).
+// - D = 2 (x16): kXMax = 127 * 257 = 32639: each element within
+//   1 / (2 * 32639) = 2^-15.99 of its block's max. A block's sum is at most
+//   16 * 12 * 32639 < 2^23 in magnitude, so also its conversion is exact.
+// Each block's sum is scaled by W's block scale times x's step / 2, as on
+// AVX2, and accumulated in f32.
 //
 // Layout: nvfp4_vnni_w-inl.h (W's side and the row loop, shared with the
 // W4A4 kernel of nvfp4_w4a4_vnni.cc); the prepared x below stores its digits
@@ -31,6 +38,7 @@
 #include <cstring>
 #include <limits>
 
+#include "kernels/cpu_features.h"
 #include "kernels/matmul_internal.h"
 #include "kernels/nvfp4_gemv_vnni.h"
 #include "kernels/scratch.h"
@@ -48,31 +56,35 @@
 namespace tern::kernels::vnni {
 namespace {
 
-constexpr double kXMax = 8355711.0;  // 127 * 65793: the largest 3-digit balanced base-256 value
+// The largest D-digit balanced base-256 value: 127 * 65793 (D = 3), 127 * 257 (D = 2).
+template <int D>
+constexpr double kXMax = D == 3 ? 8355711.0 : 32639.0;
 
-// x for one step: the lo, mid and hi digits of x24 of the even elements, then
-// of the odd ones; and minus 12 * the sum of x24 over each lane's 8 elements.
-// Steps are used in pairs (s, s + 1), s even: the even step's `step` holds
-// x's step / 2 of both, block j of step s in lane 2j and of step s + 1 in
-// lane 2j + 1 (the order PairDot leaves the pair's 16 block sums in); the odd
-// step's is unused.
+// x for one step, D digits of xq: the digits (lowest first) of the even
+// elements, then of the odd ones; and minus 12 * the sum of xq over each
+// lane's 8 elements. Steps are used in pairs (s, s + 1), s even: the even
+// step's `step` holds x's step / 2 of both, block j of step s in lane 2j and
+// of step s + 1 in lane 2j + 1 (the order PairDot leaves the pair's 16 block
+// sums in); the odd step's is unused.
+template <int D>
 struct alignas(64) PreparedStep {
-  int8_t x[6][64];  // [lo even, mid even, hi even, lo odd, mid odd, hi odd][byte]
-  int32_t nc[16];   // [lane]
-  float step[16];   // [lane], in the pair's even step
+  int8_t x[2 * D][64];  // [digit d of the even elements, then of the odd][byte]
+  int32_t nc[16];       // [lane]
+  float step[16];       // [lane], in the pair's even step
 };
-static_assert(sizeof(PreparedStep) == 512);
+static_assert(sizeof(PreparedStep<3>) == 512 && sizeof(PreparedStep<2>) == 384);
 
 // Quantizes x[0, K) (K a multiple of 16) into PaddedSteps(K) steps, the last
-// ones zero-padded: one block of 16 per vector. x24 = round-to-nearest-even
+// ones zero-padded: one block of 16 per vector. xq = round-to-nearest-even
 // of x * (kXMax / amax) computed in f64, so the rounding is the only error.
-void Prepare(const float* x, size_t K, PreparedStep* steps) {
+template <int D>
+void Prepare(const float* x, size_t K, PreparedStep<D>* steps) {
   const size_t num_steps = PaddedSteps(K);
   const __m512 sign = _mm512_set1_ps(-0.0f);
   // Block bytes e0 .. e15 -> the even elements (low 8 bytes), then the odd ones.
   const __m128i deinterleave = _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
   for (size_t s = 0; s < num_steps; ++s) {
-    PreparedStep& p = steps[s];
+    PreparedStep<D>& p = steps[s];
     std::memset(&p, 0, sizeof(p));  // an odd step's `step` is unused: the pair's even step is already written
     float* pair_step = steps[s & ~size_t(1)].step + (s & 1);
     for (size_t b = 0; b < 8 && s * kStep + b * 16 < K; ++b) {
@@ -83,57 +95,65 @@ void Prepare(const float* x, size_t K, PreparedStep* steps) {
       }
       const float amax = _mm512_reduce_max_ps(_mm512_andnot_ps(sign, v));
       if (amax == 0.0f) continue;
-      pair_step[2 * b] = float(double(amax) / kXMax * 0.5);
-      const __m512d inv = _mm512_set1_pd(kXMax / double(amax));
+      pair_step[2 * b] = float(double(amax) / kXMax<D> * 0.5);
+      const __m512d inv = _mm512_set1_pd(kXMax<D> / double(amax));
       const __m256i q_lo = _mm512_cvtpd_epi32(_mm512_mul_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(v)), inv));
       const __m256i q_hi = _mm512_cvtpd_epi32(_mm512_mul_pd(_mm512_cvtps_pd(_mm512_extractf32x8_ps(v, 1)), inv));
       __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(q_lo), q_hi, 1);
       p.nc[2 * b] = -12 * _mm512_mask_reduce_add_epi32(0x00ff, q);
       p.nc[2 * b + 1] = -12 * _mm512_mask_reduce_add_epi32(0xff00, q);
       // Balanced digits, low first: digit = the low byte sign-extended, q = (q - digit) / 256 (exact).
-      for (int d = 0; d < 3; ++d) {
+      for (int d = 0; d < D; ++d) {
         const __m512i digit = _mm512_srai_epi32(_mm512_slli_epi32(q, 24), 24);
         const __m128i bytes = _mm_shuffle_epi8(_mm512_cvtepi32_epi8(digit), deinterleave);
         _mm_storel_epi64(reinterpret_cast<__m128i*>(&p.x[d][8 * b]), bytes);
-        _mm_storel_epi64(reinterpret_cast<__m128i*>(&p.x[3 + d][8 * b]), _mm_unpackhi_epi64(bytes, bytes));
+        _mm_storel_epi64(reinterpret_cast<__m128i*>(&p.x[D + d][8 * b]), _mm_unpackhi_epi64(bytes, bytes));
         q = _mm512_srai_epi32(_mm512_sub_epi32(q, digit), 8);
       }
     }
   }
 }
 
-// The 24-bit x side for RowGroup (nvfp4_vnni_w-inl.h).
-struct X24 {
-  using Step = PreparedStep;
+// The fixed-point x side for RowGroup (nvfp4_vnni_w-inl.h), D digits.
+template <int D>
+struct XFixed {
+  using Step = PreparedStep<D>;
 
-  // Lane l: sum over the lane's 8 elements of 2v * x24 for one step (exact:
+  // Lane l: sum over the lane's 8 elements of 2v * xq for one step (exact:
   // vpdpbusd wraps, and the result is within i32, so the order of the terms
-  // does not matter): 65536 * hi + 256 * mid + lo as (hi * 256 + mid) * 256 + lo.
-  static __m512i StepSum(__m512i ue, __m512i uo, const PreparedStep& p) {
+  // does not matter), the digits' sums from the highest, times 256 before
+  // each next one: (hi * 256 + mid) * 256 + lo for D = 3.
+  static __m512i StepSum(__m512i ue, __m512i uo, const Step& p) {
     const __m512i* x = reinterpret_cast<const __m512i*>(p.x);
-    __m512i hm = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), ue, x[2]), uo, x[5]);
-    hm = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_slli_epi32(hm, 8), ue, x[1]), uo, x[4]);
-    const __m512i lo = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_load_si512(p.nc), ue, x[0]), uo, x[3]);
-    return _mm512_add_epi32(_mm512_slli_epi32(hm, 8), lo);
+    __m512i high = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), ue, x[D - 1]), uo, x[2 * D - 1]);
+    if constexpr (D == 3) high = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_slli_epi32(high, 8), ue, x[1]), uo, x[4]);
+    const __m512i lo = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_load_si512(p.nc), ue, x[0]), uo, x[D]);
+    return _mm512_add_epi32(_mm512_slli_epi32(high, 8), lo);
   }
 };
 
-}  // namespace
-
-void Nvfp4MatMul(const float* x, size_t M, size_t ldx, std::span<const MatMulTarget> targets, ThreadPool& pool) {
+template <int D>
+void MatMulFixed(const float* x, size_t M, size_t ldx, std::span<const MatMulTarget> targets, ThreadPool& pool) {
   const size_t K = size_t(targets[0].w.cols);
   const size_t num_steps = PaddedSteps(K);
   // ThreadScratch is 64-byte aligned (scratch.h).
-  auto* steps = reinterpret_cast<PreparedStep*>(
-      ThreadScratch(ScratchSlot::kMatMulX, M * num_steps * sizeof(PreparedStep) / sizeof(float)));
-  for (size_t m = 0; m < M; ++m) Prepare(x + m * ldx, K, steps + m * num_steps);
+  auto* steps = reinterpret_cast<PreparedStep<D>*>(
+      ThreadScratch(ScratchSlot::kMatMulX, M * num_steps * sizeof(PreparedStep<D>) / sizeof(float)));
+  for (size_t m = 0; m < M; ++m) Prepare<D>(x + m * ldx, K, steps + m * num_steps);
   const Nvfp4Chunks chunks = PlanNvfp4Chunks(targets, pool.size());
   static const Consts consts;
   pool.Run(chunks.first[targets.size()], [&](size_t chunk, size_t) {
     size_t n0, n1;
     const MatMulTarget& t = chunks.Locate(targets, chunk, n0, n1);
-    RowsOfM<X24>(M, consts, steps, num_steps, t.w, n0, n1, t.y, size_t(t.ldy), 1.0f);
+    RowsOfM<XFixed<D>>(M, consts, steps, num_steps, t.w, n0, n1, t.y, size_t(t.ldy), 1.0f);
   });
+}
+
+}  // namespace
+
+void Nvfp4MatMul(const float* x, size_t M, size_t ldx, std::span<const MatMulTarget> targets, ThreadPool& pool) {
+  if (Nvfp4DecodeX16()) return MatMulFixed<2>(x, M, ldx, targets, pool);
+  MatMulFixed<3>(x, M, ldx, targets, pool);
 }
 
 }  // namespace tern::kernels::vnni

@@ -54,7 +54,9 @@ struct MatrixView {
 // Numerics: W exactly as stored, f32 products and sums, except that with
 // NVFP4 W and M <= 3 (decode; 8 with AVX-512 VNNI) x may be rounded per block of 16 elements
 // (k = 16j .. 16j + 15) to 24-bit fixed point: each element off by at most
-// 2^-23 of its block's largest magnitude (nvfp4_gemv_int-inl.h).
+// 2^-23 of its block's largest magnitude (nvfp4_gemv_int-inl.h); to 16-bit
+// where BF16 activations are in effect (cpu_features.h Nvfp4DecodeX16: at
+// most 1 / 65278 of it).
 // On the "amx" CPU path (cpu_features.h), M >= 5 rows with BF16 W, or 8 with
 // NVFP4 or FP8 W, and on "avx512-bf16" M >= 9 (any of those formats),
 // round x to BF16 instead (matmul_amx.h's bound). FP8 W with M <= 8 on the
