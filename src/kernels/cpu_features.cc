@@ -231,7 +231,14 @@ bool UseAmx() { return PathNow() >= kAmx && !g_f32_activations.load(std::memory_
 
 bool UseBf16Dot() { return PathNow() == kBf16Dot && !g_f32_activations.load(std::memory_order_relaxed); }
 
-bool Nvfp4DecodeX16() { return UseAmx() || UseBf16Dot(); }
+namespace {
+thread_local bool t_f32_activations = false;  // inside an F32ActivationsScope on this thread
+}  // namespace
+
+bool Nvfp4DecodeX16() { return !t_f32_activations && (UseAmx() || UseBf16Dot()); }
+
+F32ActivationsScope::F32ActivationsScope() : outer_(t_f32_activations) { t_f32_activations = true; }
+F32ActivationsScope::~F32ActivationsScope() { t_f32_activations = outer_; }
 
 bool UseFp8IntegerDecode() {
   const int m = g_fp8_decode.load(std::memory_order_relaxed);

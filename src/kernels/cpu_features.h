@@ -81,13 +81,30 @@ bool UseBf16Dot();
 
 // Whether the VNNI NVFP4 decode (nvfp4_gemv_vnni.h, 1 to 8 rows of x) rounds
 // x per block of 16 to 16-bit fixed point (true) instead of 24-bit: where
-// BF16 activations are in effect (UseAmx() or UseBf16Dot(); TERN_ACTIVATIONS
-// =f32 and the avx512-vnni path keep 24 bits). Each element is then off by
-// at most 1/65278 of its block's largest magnitude (2^-15.99), against the
-// BF16 rounding of 2^-9 of each element that the mode allows; two of the
-// three digit products a step go away (one-row decode with W in L2 1.17-1.2x,
-// qwen3-0.6b NVFP4 decode ~1.1x, AMD Zen 4: src/kernels/README.md).
+// BF16 activations are in effect (UseAmx() or UseBf16Dot()), except on a
+// thread inside MatMulF32Activations (F32ActivationsScope below);
+// TERN_ACTIVATIONS=f32 and the avx512-vnni path keep 24 bits. Each element
+// is then off by at most (1 + 2^-8) / 65278 of its block's largest magnitude
+// (the rounding to the step, and the step's own rounding to f32), against
+// the BF16 rounding of 2^-9 of each element that the mode allows; one of
+// x's three digits goes, two of the six vpdpbusd a step (one-row decode with
+// W in L2 1.15-1.2x, qwen3-0.6b NVFP4 decode 1.01-1.11x, AMD Zen 4:
+// src/kernels/README.md). Asked by the thread that calls MatMul, once per
+// call.
 bool Nvfp4DecodeX16();
+
+// While one lives, Nvfp4DecodeX16() is false on the thread that made it
+// (MatMulF32Activations: routers and gates keep every activation in f32).
+class F32ActivationsScope {
+ public:
+  F32ActivationsScope();
+  ~F32ActivationsScope();
+  F32ActivationsScope(const F32ActivationsScope&) = delete;
+  F32ActivationsScope& operator=(const F32ActivationsScope&) = delete;
+
+ private:
+  bool outer_;
+};
 
 // Which FP8 decode the GEMV uses (wload-inl.h, every SIMD target): integer
 // ops only, E4M3's subnormal codes then being subnormal f32 FMA operands

@@ -88,6 +88,7 @@ void MatMul(const float* x, int64_t M, int64_t ldx, const MatrixView& w, float* 
 
 void MatMulF32Activations(const float* x, int64_t M, int64_t ldx, const MatrixView& w, float* y, int64_t ldy,
                           ThreadPool& pool) {
+  F32ActivationsScope f32;  // (NVFP4 decode: 24-bit x)
   MatMulOn(PathFor(M, w, /*bf16_ok=*/false), x, M, ldx, w, y, ldy, pool);
 }
 

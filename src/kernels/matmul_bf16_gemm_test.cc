@@ -23,6 +23,7 @@
 #include "kernels/matmul_amx.h"
 #include "kernels/matmul_bf16dot.h"
 #include "kernels/matmul_internal.h"
+#include "kernels/nvfp4_gemv_vnni.h"
 #include "kernels/ops.h"
 #include "kernels/reference.h"
 #include "kernels/simd_target.h"
@@ -177,10 +178,29 @@ TEST(Bf16GemmTest, MatMulTakesItOnlyOnItsPathFromMinRows) {
         }
         // NVFP4 below min_rows: its VNNI decode takes x in 16 bits on this path, 24 on avx512-vnni
         // (cpu_features.h Nvfp4DecodeX16; its bound: MatMulTest.Nvfp4DecodeX16RoundsAsDocumented).
-        const bool x16 = w->format == WeightFormat::kNvfp4 && M < min_rows;
+        const bool x16 = w->format == WeightFormat::kNvfp4 && M < min_rows && M <= int64_t(vnni::kMaxRows);
         EXPECT_EQ(std::memcmp(y.data(), other.data(), y.size() * sizeof(float)) == 0, !x16);
         ASSERT_TRUE(SetCpuPath("auto").ok());
       }
+    }
+    // MatMulF32Activations and TERN_ACTIVATIONS=f32 keep NVFP4 decode's x in 24 bits: bit-identical to
+    // the avx512-vnni path.
+    for (int64_t M : {int64_t(1), int64_t(vnni::kMaxRows)}) {
+      SCOPED_TRACE(::testing::Message() << "NVFP4 decode in f32, M=" << M);
+      std::vector<float> xq = RandomFloats(rng, size_t(M * 256)), yq(size_t(M * 70)), want(size_t(M * 70));
+      ASSERT_TRUE(SetCpuPath("avx512-vnni").ok());
+      MatMul(xq.data(), M, 256, nvfp4.view, want.data(), 70, pool);
+      ASSERT_TRUE(SetCpuPath(impl.path).ok());
+      ASSERT_TRUE(Nvfp4DecodeX16());
+      MatMulF32Activations(xq.data(), M, 256, nvfp4.view, yq.data(), 70, pool);
+      EXPECT_EQ(std::memcmp(yq.data(), want.data(), yq.size() * sizeof(float)), 0);
+      EXPECT_TRUE(Nvfp4DecodeX16());  // (the scope ended with the call)
+      ASSERT_TRUE(SetActivations("f32").ok());
+      EXPECT_FALSE(Nvfp4DecodeX16());
+      MatMul(xq.data(), M, 256, nvfp4.view, yq.data(), 70, pool);
+      EXPECT_EQ(std::memcmp(yq.data(), want.data(), yq.size() * sizeof(float)), 0);
+      ASSERT_TRUE(SetActivations("bf16").ok());
+      ASSERT_TRUE(SetCpuPath("auto").ok());
     }
     // MatMulF32Activations and TERN_ACTIVATIONS=f32 never take it.
     std::vector<float> x = RandomFloats(rng, 40 * 256), y(40 * 70), other(40 * 70);

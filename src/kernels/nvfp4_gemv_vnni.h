@@ -21,7 +21,7 @@ inline constexpr size_t kMaxRows = 8;
 // blocks and rows starting on a byte: nvfp4_int::Supports, whose MatMul is the
 // only caller): x is rounded per block of 16 to 24-bit fixed point (within
 // 2^-24 * 1.004 of the block's largest magnitude), or to 16-bit where
-// Nvfp4DecodeX16() (cpu_features.h; within 1 / 65278 of it), W exact, block
+// Nvfp4DecodeX16() (cpu_features.h; within (1 + 2^-8) / 65278), W exact, block
 // sums in i32, f32 across blocks. A non-finite x makes its row's outputs NaN.
 void Nvfp4MatMul(const float* x, size_t M, size_t ldx, std::span<const MatMulTarget> targets, ThreadPool& pool);
 

@@ -1,5 +1,5 @@
 // The W side of the AVX-512 VNNI NVFP4 kernels, shared by nvfp4_gemv_vnni.cc
-// (x as 24-bit fixed point) and nvfp4_w4a4_vnni.cc (x as NVFP4): W's codes
+// (x as 24- or 16-bit fixed point) and nvfp4_w4a4_vnni.cc (x as NVFP4): W's codes
 // as unsigned bytes for vpdpbusd, its block scales, and the loop that streams
 // W's rows and multiplies each pair of steps by the x side's StepSum.
 //

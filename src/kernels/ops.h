@@ -56,7 +56,7 @@ struct MatrixView {
 // (k = 16j .. 16j + 15) to 24-bit fixed point: each element off by at most
 // 2^-23 of its block's largest magnitude (nvfp4_gemv_int-inl.h); to 16-bit
 // where BF16 activations are in effect (cpu_features.h Nvfp4DecodeX16: at
-// most 1 / 65278 of it).
+// most (1 + 2^-8) / 65278 of it; never in MatMulF32Activations).
 // On the "amx" CPU path (cpu_features.h), M >= 5 rows with BF16 W, or 8 with
 // NVFP4 or FP8 W, and on "avx512-bf16" M >= 9 (any of those formats),
 // round x to BF16 instead (matmul_amx.h's bound). FP8 W with M <= 8 on the
@@ -222,6 +222,11 @@ struct AttentionJob {
 // Decode over an FP8 cache forms its products times 2^-56 (the E4M3 bits as
 // f32, q and p times 2^64; attention_decode_hwy.cc): products below 2^-70
 // in magnitude are rounded as subnormals (absolute error at most 2^-93 each).
+// The cache's subnormal E4M3 codes are subnormal f32 operands there and in
+// the prefill packer (times 2^120): exact as tern runs (it never sets
+// MXCSR.DAZ, which would read them as 0; the FP8 GEMV checks for it,
+// cpu_features.h UseFp8IntegerDecode), and on Intel CPUs possibly slow
+// (microcode assists; measured on AMD only).
 int64_t AttentionBf16MinQueries();
 void PagedAttention(std::span<const AttentionJob> jobs, int64_t q_heads, float scale, ThreadPool& pool,
                     bool bf16_ok);
