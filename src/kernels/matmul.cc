@@ -81,6 +81,7 @@ void MatMul(const float* x, int64_t M, int64_t ldx, const MatrixView& w, float* 
     thread_local std::vector<float> rounded;
     if (rounded.size() < size_t(M * w.cols)) rounded.resize(size_t(M * w.cols));
     StochasticRoundBf16(x, M, ldx, w.cols, seed, rounded.data());
+    F32ActivationsScope f32;  // the f32 kernels on the rounded x (NVFP4 decode: 24-bit)
     return MatMulOn(PathFor(M, w, /*bf16_ok=*/false), rounded.data(), M, w.cols, w, y, ldy, pool);
   }
   MatMulOn(PathFor(M, w), x, M, ldx, w, y, ldy, pool);
