@@ -210,10 +210,24 @@ inline size_t L1DataBytes() {
 // memory 0.85-0.97x (Zen 5; Zen 4 without the prefetch: four rows 1.1-1.2x
 // slower from memory, 1.15x faster in L2). Under 4 rows of x the pairing is
 // not compiled: their x passes L1 only from K ~ 8192, never measured.
+//
+// Rows of at most one pair of steps (K <= 256, the demo models' 192) are
+// short enough that each RowGroup call's setup and final sum weigh: there
+// four W rows a call for one row of x, two for 2-4 rows (one contiguous
+// stretch of W, no extra stream). BM_MatMul<NVFP4,L2> 1 x 192 x 192, one
+// thread, AMD Zen 4, three interleaved rounds: 2.19-2.22 -> 1.92-1.97 us;
+// 1 x 768 x 192 8.03-8.10 -> 6.83-6.99; 4 x 192 x 192 5.61-5.70 -> 5.25-5.27.
 template <class X, size_t R>
 void Rows(const Consts& c, const typename X::Step* steps, size_t stride, const MatrixView& w, size_t n0, size_t n1,
           float* y, size_t ldy, float out_scale) {
   size_t n = n0;
+  if constexpr (R == 1) {
+    if (size_t(w.cols) <= 2 * kStep)
+      for (; n + 4 <= n1; n += 4) RowGroup<X, R, 4>(c, steps, stride, w, n, n1, y, ldy, out_scale);
+  } else if constexpr (R <= 4) {
+    if (size_t(w.cols) <= 2 * kStep)
+      for (; n + 2 <= n1; n += 2) RowGroup<X, R, 2>(c, steps, stride, w, n, n1, y, ldy, out_scale);
+  }
   if constexpr (R >= 4) {
     if (R * stride * sizeof(typename X::Step) > L1DataBytes())
       for (; n + 2 <= n1; n += 2) RowGroup<X, R, 2>(c, steps, stride, w, n, n1, y, ldy, out_scale);
