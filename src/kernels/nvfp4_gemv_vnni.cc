@@ -3,7 +3,7 @@
 // nvfp4_gemv_int-inl.h (x as 24-bit fixed point per block of 16, W's E2M1
 // codes exact as integers), at half the instructions per weight; or, where
 // BF16 activations are in effect (cpu_features.h Nvfp4DecodeX16), x as
-// 16-bit fixed point, two digit products a step fewer.
+// 16-bit fixed point: one digit of three fewer, two of six vpdpbusd a step.
 //
 // The functions below are compiled for AVX-512 F/BW/DQ/VL + VNNI by a target
 // pragma (as Highway does), not by -m flags on the file: with those, inline
@@ -23,7 +23,8 @@
 //   exact in i32. The block's sum is then converted to f32 (rounded to
 //   2^-24).
 // - D = 2 (x16): kXMax = 127 * 257 = 32639: each element within
-//   1 / (2 * 32639) = 2^-15.99 of its block's max. A block's sum is at most
+//   1 / (2 * 32639) = 2^-15.99 of its block's max (and the step's own
+//   rounding to f32, 2^-24 of it, on top). A block's sum is at most
 //   16 * 12 * 32639 < 2^23 in magnitude, so also its conversion is exact.
 // Each block's sum is scaled by W's block scale times x's step / 2, as on
 // AVX2, and accumulated in f32.
