@@ -208,7 +208,7 @@ inline size_t L1DataBytes() {
 // 665-758; where x fits (6 rows of that, 4 rows, W4A4's 8 rows of 2048
 // elements) two rows were 1.05-1.3x slower, and for one row of x from
 // memory 0.85-0.97x (Zen 5; Zen 4 without the prefetch: four rows 1.1-1.2x
-// slower from memory, 1.15x faster in L2). Under 4 rows of x the pairing is
+// slower from memory, 1.15x faster in L2). Under 4 rows of x this L1 rule is
 // not compiled: their x passes L1 only from K ~ 8192, never measured.
 //
 // Rows of at most one pair of steps (K <= 256, the demo models' 192) are
@@ -221,12 +221,11 @@ template <class X, size_t R>
 void Rows(const Consts& c, const typename X::Step* steps, size_t stride, const MatrixView& w, size_t n0, size_t n1,
           float* y, size_t ldy, float out_scale) {
   size_t n = n0;
-  if constexpr (R == 1) {
+  if constexpr (R <= 4) {
+    constexpr size_t kShortRows = R == 1 ? 4 : 2;  // W rows a call, rows of one pair of steps
     if (size_t(w.cols) <= 2 * kStep)
-      for (; n + 4 <= n1; n += 4) RowGroup<X, R, 4>(c, steps, stride, w, n, n1, y, ldy, out_scale);
-  } else if constexpr (R <= 4) {
-    if (size_t(w.cols) <= 2 * kStep)
-      for (; n + 2 <= n1; n += 2) RowGroup<X, R, 2>(c, steps, stride, w, n, n1, y, ldy, out_scale);
+      for (; n + kShortRows <= n1; n += kShortRows)
+        RowGroup<X, R, kShortRows>(c, steps, stride, w, n, n1, y, ldy, out_scale);
   }
   if constexpr (R >= 4) {
     if (R * stride * sizeof(typename X::Step) > L1DataBytes())
