@@ -152,7 +152,18 @@ Command RegisterBench(CLI::App& app) {
     const double bw_gbps = Median({bw.median_gbps, bw2.median_gbps, std::max(bw.median_gbps, bw2.median_gbps)});
     const double prefill_tps = Median(prefill), decode_tps = Median(decode);
     const double bytes_per_tok = double(model.WeightBytesPerToken());
-    const double read_gbps = bytes_per_tok * decode_tps / 1e9;
+    // Per-sequence memory beside the weights: the fixed recurrent state of
+    // linear-attention layers (conv + delta-rule state) and KV per token.
+    const CacheSpec spec = model.cache_spec();
+    const int64_t kv_per_token = KvCache::BytesPerToken(spec, *kv_dtype);
+    // What a decode step reads besides the weights: the KV cache of its context
+    // (step i of the run attends to prompt + i + 1 positions: on average
+    // prompt + (gen + 1) / 2) and the recurrent state, read and written back.
+    const double mean_context = double(o->prompt_tokens) + double(o->gen_tokens + 1) / 2;
+    const double kv_read_per_tok = mean_context * double(kv_per_token);
+    const double state_per_tok = 2.0 * double(spec.recurrent_state_bytes);
+    const double moved_per_tok = bytes_per_tok + kv_read_per_tok + state_per_tok;
+    const double read_gbps = moved_per_tok * decode_tps / 1e9;
     fmt::print("model            {} ({}, {} layers, hidden {}, {})\n", o->model, cfg.model_type, cfg.num_hidden_layers,
                cfg.hidden_size, cfg.torch_dtype.empty() ? "?" : cfg.torch_dtype);
     fmt::print("threads          {}   cpu path {}\n", model.pool().size(), kernels::CpuPathDescription());
@@ -184,17 +195,17 @@ Command RegisterBench(CLI::App& app) {
                  prefill_gflops, flops_per_tok * 1e-9, 100.0 * prefill_gflops / peaks.GemmPeak(),
                  peaks.GemmPeakName());
     fmt::print("weights/token    {:.1f} MB read per decoded token\n", bytes_per_tok / 1e6);
-    fmt::print("decode reads     {:.1f} GB/s = {:.0f}% of the measured bandwidth {:.1f} GB/s (roofline {:.1f} tokens/s)\n",
-               read_gbps, 100.0 * read_gbps / bw_gbps, bw_gbps, bw_gbps * 1e9 / bytes_per_tok);
+    fmt::print("cache/token      {:.2f} MB of KV cache read (mean context {:.1f}) + {:.2f} MB of recurrent state read "
+               "and written per decoded token\n",
+               kv_read_per_tok / 1e6, mean_context, state_per_tok / 1e6);
+    fmt::print("decode reads     {:.1f} GB/s = {:.0f}% of the measured bandwidth {:.1f} GB/s (weights and cache; "
+               "roofline {:.1f} tokens/s)\n",
+               read_gbps, 100.0 * read_gbps / bw_gbps, bw_gbps, bw_gbps * 1e9 / moved_per_tok);
     const bool other_huge = !weights_huge && bw_other.huge_pages;
     fmt::print("bandwidth        {:.1f} GB/s from {} (the weights'; median of two probes), {:.1f} GB/s from {} (one)\n",
                bw_gbps, !weights_huge ? "4 KiB pages" : bw.huge_pages ? "huge pages" : "4 KiB pages (huge refused)",
                bw_other.median_gbps,
                weights_huge ? "4 KiB pages" : other_huge ? "huge pages (--huge-pages)" : "4 KiB pages (huge refused)");
-    // Per-sequence memory beside the weights: the fixed recurrent state of
-    // linear-attention layers (conv + delta-rule state) and KV per token.
-    const CacheSpec spec = model.cache_spec();
-    const int64_t kv_per_token = KvCache::BytesPerToken(spec, *kv_dtype);
     fmt::print("state/sequence   {:.2f} MB recurrent ({} linear-attention layers) + {:.1f} KB KV per token ({} attention "
                "layers, {})\n",
                double(spec.recurrent_state_bytes) / 1e6, cfg.num_hidden_layers - spec.attention_layers,
@@ -205,6 +216,7 @@ Command RegisterBench(CLI::App& app) {
                           {"simd", kernels::SimdTargetName()}, {"cpu_path", kernels::CpuPathName()}, {"prompt_tokens", o->prompt_tokens},
                           {"gen_tokens", o->gen_tokens}, {"prefill_tokens_per_s", prefill_tps},
                           {"decode_tokens_per_s", decode_tps}, {"weight_bytes_per_token", bytes_per_tok},
+                          {"kv_read_bytes_per_token", kv_read_per_tok}, {"state_bytes_per_token", state_per_tok},
                           {"bandwidth_gbps", bw_gbps}, {"decode_read_gbps", read_gbps},
                           {"huge_pages", o->huge_pages}, {"bandwidth_other_pages_gbps", bw_other.median_gbps},
                           {"anon_huge_page_bytes", huge_bytes}, {"file_pmd_mapped_bytes", file_pmd_bytes},

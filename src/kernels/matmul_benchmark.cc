@@ -321,6 +321,20 @@ void BM_Bf16Dot(benchmark::State& state) {
 }
 BENCHMARK(BM_Bf16Dot<DType::kBF16>)->Apply(BatchShapes)->Name("BM_Bf16Dot<BF16>");
 BENCHMARK(BM_Bf16Dot<DType::kBF16>)->Apply(PrefillShapes)->Name("BM_Bf16Dot<BF16>");
+BENCHMARK(BM_Bf16Dot<DType::kBF16>)->Apply(LmHeadBatchShapes)->Name("BM_Bf16Dot<BF16>");
+template <DType kDT>
+void BM_Bf16Rows(benchmark::State& state) {
+  if (!DetectedCpuExtensions().avx512_bf16) return state.SkipWithError("no AVX512-BF16 on this CPU");
+  if constexpr (kDT == DType::kU8) {
+    BM_Nvfp4<bf16dot::RowsGemm>(state);
+  } else {
+    BM_MatMul<kDT, bf16dot::RowsGemm>(state);
+  }
+}
+BENCHMARK(BM_Bf16Rows<DType::kBF16>)->Apply(BatchShapes)->Name("BM_Bf16Rows<BF16>");
+BENCHMARK(BM_Bf16Rows<DType::kBF16>)->Apply(LmHeadBatchShapes)->Name("BM_Bf16Rows<BF16>");
+BENCHMARK(BM_Bf16Rows<DType::kU8>)->Apply(Nvfp4BatchShapes)->Name("BM_Bf16Rows<NVFP4>");
+BENCHMARK(BM_Bf16Rows<DType::kF8E4M3>)->Apply(BatchShapes)->Name("BM_Bf16Rows<FP8>");
 BENCHMARK(BM_Bf16Dot<DType::kU8>)->Apply(Nvfp4BatchShapes)->Name("BM_Bf16Dot<NVFP4>");
 // FP8 W (per-tensor) around the same crossover: the F32 tile decoding W in
 // registers (up to kQuantDirectRows rows, then a dequantized chunk) against

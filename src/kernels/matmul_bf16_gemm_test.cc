@@ -44,6 +44,7 @@ struct Bf16GemmImpl {
   const char* path;
   GemmFn gemm;
   bool (*supports)(const MatrixView&);
+  bool matmul_entry = true;  // what MatMul calls (not a kernel inside one)
 };
 
 bool HavePath(const char* path) {
@@ -55,7 +56,11 @@ bool HavePath(const char* path) {
 std::vector<Bf16GemmImpl> Bf16Gemms() {
   std::vector<Bf16GemmImpl> out;
   if (HavePath("amx")) out.push_back({"amx::Gemm", "amx", amx::Gemm, amx::Supports});
-  if (HavePath("avx512-bf16")) out.push_back({"bf16dot::Gemm", "avx512-bf16", bf16dot::Gemm, bf16dot::Supports});
+  if (HavePath("avx512-bf16")) {
+    out.push_back({"bf16dot::Gemm", "avx512-bf16", bf16dot::Gemm, bf16dot::Supports});
+    // Gemm's kernel for few rows, on every shape (Gemm takes it up to RowsGemmMaxRows).
+    out.push_back({"bf16dot::RowsGemm", "avx512-bf16", bf16dot::RowsGemm, bf16dot::RowsGemmSupports, false});
+  }
   return out;
 }
 
@@ -137,7 +142,7 @@ TEST(Bf16GemmTest, IsTheF32SumOfBf16RoundedX) {
         {
           SCOPED_TRACE("fp8 block scales");
           QuantTestMatrix w(rng, WeightFormat::kFp8, true, s.N, s.K, s.stride_pad, size_t(s.stride_pad));
-          CheckRoundedX(impl.gemm, s, w.view, rng, pool);
+          if (impl.supports(w.view)) CheckRoundedX(impl.gemm, s, w.view, rng, pool);  // (not RowsGemm)
         }
       }
     }
@@ -158,6 +163,7 @@ TEST(Bf16GemmTest, MatMulTakesItOnlyOnItsPathFromMinRows) {
   QuantTestMatrix fp8_blocks(rng, WeightFormat::kFp8, true, 70, 256);
   TestMatrix f32(rng, DType::kF32, 70, 256, 256);
   for (const Bf16GemmImpl& impl : gemms) {
+    if (!impl.matmul_entry) continue;
     SCOPED_TRACE(impl.name);
     ASSERT_TRUE(SetCpuPath(impl.path).ok());
     const int64_t dense_rows = Bf16MinRowsFor(bf16.view), quant_rows = Bf16MinRowsFor(nvfp4.view);
@@ -222,6 +228,31 @@ TEST(Bf16GemmTest, MatMulTakesItOnlyOnItsPathFromMinRows) {
     EXPECT_TRUE(impl.supports(nvfp4.view));
     EXPECT_TRUE(impl.supports(fp8_blocks.view));
     EXPECT_FALSE(impl.supports(f32.view));
+  }
+}
+
+// bf16dot::Gemm hands few rows of x to RowsGemm (bit-identical), up to
+// RowsGemmMaxRows(w), where RowsGemmSupports(w).
+TEST(Bf16GemmTest, Bf16DotTakesRowsGemmForFewRows) {
+  if (!HavePath("avx512-bf16")) GTEST_SKIP() << "no avx512-bf16 path on this CPU: " << CpuPathDescription();
+  std::mt19937 rng(14);
+  ThreadPool pool(2);
+  TestMatrix bf16(rng, DType::kBF16, 70, 256, 256);
+  QuantTestMatrix nvfp4(rng, WeightFormat::kNvfp4, false, 70, 256);
+  QuantTestMatrix fp8(rng, WeightFormat::kFp8, false, 70, 256);
+  QuantTestMatrix fp8_blocks(rng, WeightFormat::kFp8, true, 70, 256);
+  EXPECT_FALSE(bf16dot::RowsGemmSupports(fp8_blocks.view));
+  for (const MatrixView* w : {&bf16.view, &nvfp4.view, &fp8.view}) {
+    ASSERT_TRUE(bf16dot::RowsGemmSupports(*w));
+    const int64_t max_rows = bf16dot::RowsGemmMaxRows(*w);
+    EXPECT_GE(max_rows, int64_t(bf16dot::kRowsGemmMaxTile));
+    for (int64_t M : {int64_t(1), int64_t(9), int64_t(bf16dot::kRowsGemmMaxTile) + 1, max_rows}) {
+      SCOPED_TRACE(::testing::Message() << "M=" << M << " format=" << int(w->format));
+      std::vector<float> x = RandomFloats(rng, size_t(M * 256)), y(size_t(M * 70)), want(size_t(M * 70));
+      bf16dot::RowsGemm(x.data(), M, 256, *w, want.data(), 70, pool);
+      bf16dot::Gemm(x.data(), M, 256, *w, y.data(), 70, pool);
+      EXPECT_EQ(std::memcmp(y.data(), want.data(), y.size() * sizeof(float)), 0);
+    }
   }
 }
 

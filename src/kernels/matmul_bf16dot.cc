@@ -194,6 +194,7 @@ void MicroKernelFor(size_t mr, const uint32_t* xs, const uint32_t* panel, size_t
 bool Supports(const MatrixView& w) { return WeightsExactInBf16(w); }  // (ops.h)
 
 void Gemm(const float* x, int64_t M_, int64_t ldx, const MatrixView& w, float* y, int64_t ldy_, ThreadPool& pool) {
+  if (M_ <= RowsGemmMaxRows(w) && RowsGemmSupports(w)) return RowsGemm(x, M_, ldx, w, y, ldy_, pool);
   const size_t M = size_t(M_), N = size_t(w.rows), K = size_t(w.cols), ldy = size_t(ldy_);
   if (M == 0 || N == 0) return;
   if (K == 0) {

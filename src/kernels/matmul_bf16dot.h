@@ -27,6 +27,18 @@ bool Supports(const MatrixView& w);
 // be Supports(). Needs AVX512-BF16 (the caller's path check).
 void Gemm(const float* x, int64_t M, int64_t ldx, const MatrixView& w, float* y, int64_t ldy, ThreadPool& pool);
 
+// Gemm for few rows of x (matmul_bf16dot_rows.cc): W read in place, one
+// stream per row, no packed panels; the same numerics (another order of the
+// f32 sums), any M. Gemm takes it for M <= RowsGemmMaxRows(w) where
+// RowsGemmSupports(w) (not FP8 with block scales). Rows of x are taken
+// kRowsGemmMaxTile at a time.
+inline constexpr size_t kRowsGemmMaxTile = 12;
+bool RowsGemmSupports(const MatrixView& w);
+// 64 for dense BF16 W, 16 for NVFP4 and FP8 (whose decode the packed panels
+// share among more rows): the crossovers measured (matmul_bf16dot_rows.cc).
+int64_t RowsGemmMaxRows(const MatrixView& w);
+void RowsGemm(const float* x, int64_t M, int64_t ldx, const MatrixView& w, float* y, int64_t ldy, ThreadPool& pool);
+
 // The pieces of prefill attention's two products in the BF16-activation mode
 // (attention_prefill_hwy.cc: S = bf16(Q) bf16(K)^T, O += bf16(P) bf16(V)),
 // the GEMM's micro-kernel on operands packed as it reads them:
