@@ -159,7 +159,17 @@ inline constexpr int64_t kAmxMinRowsDense = 5, kAmxMinRowsQuantized = 8;
 // 256-bit vectors there): 450-481 us against this GEMM's 454-542 (Zen 4, two
 // rounds), level, so the more exact f32 activations stay. Hence from 9 rows
 // for every format; f32 activations below.
-inline constexpr int64_t kBf16DotMinRowsDense = 9, kBf16DotMinRowsQuantized = 9;
+//
+// Then the GEMM took few rows on a kernel that reads W in place
+// (matmul_bf16dot_rows.cc), and dense W at 7-8 rows no longer was level (AMD
+// Zen 4, 2 threads, medians of 3, two rounds; f32 kernel / this GEMM): BF16
+// 3072 x 1024 7 rows 518-546 / 240-244 us, 8 rows 454-512 / 244-261 (and 10
+// rows, already on this GEMM, 256-258); 151936 x 1024 (an lm_head) 8 rows
+// 23.6 / 10-15 ms. At 5-6 rows the GEMV is within 1.1-1.3x (296-348 /
+// 226-302 us) and keeps f32; NVFP4 2048 x 2048 at 6-8 rows (VNNI 365 / 543 us
+// against 347 / 472) and FP8 3072 x 1024 at 7-8 (467 / 471 against 373 / 442)
+// are within 1.25x and keep theirs. Hence dense BF16 W from 7 rows.
+inline constexpr int64_t kBf16DotMinRowsDense = 7, kBf16DotMinRowsQuantized = 9;
 // Queries from which prefill attention runs on VDPBF16PS on the avx512-bf16
 // path (attention.cc; unchanged when the GEMM's crossovers moved above).
 inline constexpr int64_t kBf16DotMinAttentionQueries = 5;

@@ -58,7 +58,7 @@ struct MatrixView {
 // where BF16 activations are in effect (cpu_features.h Nvfp4DecodeX16: at
 // most (1 + 2^-8) / 65278 of it; never in MatMulF32Activations).
 // On the "amx" CPU path (cpu_features.h), M >= 5 rows with BF16 W, or 8 with
-// NVFP4 or FP8 W, and on "avx512-bf16" M >= 9 (any of those formats),
+// NVFP4 or FP8 W, and on "avx512-bf16" M >= 7 with BF16 W, or 9 with NVFP4 or FP8 W,
 // round x to BF16 instead (matmul_amx.h's bound). FP8 W with M <= 8 on the
 // integer decode (cpu_features.h UseFp8IntegerDecode) forms its products
 // times 2^-56: |x| below 2^64, and products below 2^-70 in magnitude
@@ -215,8 +215,8 @@ struct AttentionJob {
 // within 2^-8 relative of the f32 ones.
 // bf16_ok: the model runs in that mode at all (WeightsExactInBf16 of its
 // projections); false keeps f32. (The threshold is its own, 5 queries
-// (kBf16DotMinAttentionQueries), below the GEMMs' 9 rows: a chunk of 5-8
-// queries has f32 projections and BF16 attention, each within its own bound.)
+// (kBf16DotMinAttentionQueries), below the GEMMs' 7 / 9 rows: a chunk of 5-8
+// queries may have f32 projections and BF16 attention, each within its own bound.)
 // The amx path keeps attention in f32: its VDPBF16PS retires at a quarter
 // of the AMD rate (cpu_features.h), and tiles for attention are not built.
 // Decode over an FP8 cache forms its products times 2^-56 (the E4M3 bits as
