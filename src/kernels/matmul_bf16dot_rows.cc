@@ -80,15 +80,17 @@ inline __m512 SumLanes16(__m512 (&v)[16]) {
   return _mm512_permutexvar_ps(order, s);
 }
 
-// y[i][n + j] for i < R rows of xs (row i's pairs at xs + i * K2p) and the NW
-// W rows from n: the pairs of K in steps of 16. `ahead`: W's bytes up to
-// `end` are the task's (requests past them would fetch another task's rows).
 // How a tile gets W's BF16 pairs: decoded from W (BF16: loaded), decoded
 // and also stored to wbuf (the first of several tiles of NVFP4 or FP8 W), or
 // loaded from wbuf (the tiles after it: a decode costs several operations a
 // step, a load one).
 enum class WFrom { kDecode, kDecodeAndKeep, kKept };
 
+// y[i][n + j] = scale * (row i of xs) . (W row n + j) for i < R (row i's
+// pairs at xs + i * K2p) and j < NW, over K in steps of 32 columns. W's bytes
+// before `end` are the task's: read-ahead requests stop there (past it they
+// would fetch another task's rows). wbuf: NW * K2p uint32, used by kDecodeAndKeep
+// and kKept only.
 template <size_t R, size_t NW, WFrom kFrom>
 void Tile(const uint32_t* xs, size_t K2p, const MatrixView& w, size_t n, const float* e4m3, const char* end,
           uint32_t* wbuf, float* y, size_t ldy, float scale) {
@@ -110,12 +112,11 @@ void Tile(const uint32_t* xs, size_t K2p, const MatrixView& w, size_t n, const f
     }
     __m512bh wv[NW];
     for (size_t j = 0; j < NW; ++j) {
-      __m512i* kept = reinterpret_cast<__m512i*>(wbuf + j * K2p + s / 2);
       if constexpr (kFrom == WFrom::kKept) {
-        wv[j] = (__m512bh)_mm512_load_si512(kept);
+        wv[j] = (__m512bh)_mm512_load_si512(wbuf + j * K2p + s / 2);
       } else {
         const __m512i v = DecodeRowStep(w, n + j, s, n_k, e4m3);
-        if constexpr (kFrom == WFrom::kDecodeAndKeep) _mm512_store_si512(kept, v);
+        if constexpr (kFrom == WFrom::kDecodeAndKeep) _mm512_store_si512(wbuf + j * K2p + s / 2, v);
         wv[j] = (__m512bh)v;
       }
     }
