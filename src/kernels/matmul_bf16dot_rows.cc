@@ -188,8 +188,8 @@ void RowsGemm(const float* x, int64_t M_, int64_t ldx, const MatrixView& w, floa
                          s < K ? RowToBf16(x + m * size_t(ldx) + s, std::min(kStep, K - s)) : _mm512_setzero_si512());
   const float scale = w.format == WeightFormat::kDense ? 1.0f : w.global_scale;
   const float* e4m3 = E4M3Values();
-  // Tasks: runs of W rows, about 8 per thread (each a few whole tiles).
-  const size_t tasks = std::clamp<size_t>(N / 48, 1, 8 * pool.size());
+  // Tasks: runs of W rows, about 8 per thread, of 16 rows at least.
+  const size_t tasks = std::clamp<size_t>(N / 16, 1, 8 * pool.size());
   const size_t per = ((N + tasks - 1) / tasks + kGroupRows - 1) / kGroupRows * kGroupRows;
   // Rows of x per tile: as few tiles as kRowsGemmMaxTile allows, balanced.
   const size_t tiles = (M + kRowsGemmMaxTile - 1) / kRowsGemmMaxTile, tile = (M + tiles - 1) / tiles;
