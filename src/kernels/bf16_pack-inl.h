@@ -58,6 +58,12 @@ inline __m512i RowToBf16(const float* row, size_t n) {
   return __m512i(_mm512_cvtne2ps_pbh(b, a));
 }
 
+// Bytes of W per two elements (NVFP4 1, FP8 2, BF16 4): a row's bytes are
+// row_stride * this / 2.
+inline size_t BytesPer2(const MatrixView& w) {
+  return w.format == WeightFormat::kNvfp4 ? 1 : w.format == WeightFormat::kFp8 ? 2 : 4;
+}
+
 // Values of the 16 E2M1 codes.
 inline __m512 E2m1Table() {
   return _mm512_setr_ps(0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f, -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f,

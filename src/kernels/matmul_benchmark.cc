@@ -310,27 +310,24 @@ BENCHMARK(BM_Nvfp4<MatMul>)->Args({512, 2048, 2048})->Apply(BenchTiming)->Unit(b
 // The AVX512-BF16 GEMM alone (BF16 activations), where the CPU has it:
 // against BM_Gemm (f32 activations) and BM_Gemv / BM_SmallBatch above for
 // the crossovers (cpu_features.h: kBf16DotMinRows*), and the prefill shapes.
-template <DType kDT>
-void BM_Bf16Dot(benchmark::State& state) {
+// BM_Bf16Dot: the packed-panel GEMM (bf16dot::PackedGemm, what Gemm runs
+// past RowsGemmMaxRows); BM_Bf16Rows: RowsGemm, which Gemm runs below.
+template <DType kDT, MatMulFn kFn>
+void BM_Bf16(benchmark::State& state) {
   if (!DetectedCpuExtensions().avx512_bf16) return state.SkipWithError("no AVX512-BF16 on this CPU");
   if constexpr (kDT == DType::kU8) {
-    BM_Nvfp4<bf16dot::Gemm>(state);
+    BM_Nvfp4<kFn>(state);
   } else {
-    BM_MatMul<kDT, bf16dot::Gemm>(state);
+    BM_MatMul<kDT, kFn>(state);
   }
 }
+template <DType kDT>
+void BM_Bf16Dot(benchmark::State& state) { BM_Bf16<kDT, bf16dot::PackedGemm>(state); }
+template <DType kDT>
+void BM_Bf16Rows(benchmark::State& state) { BM_Bf16<kDT, bf16dot::RowsGemm>(state); }
 BENCHMARK(BM_Bf16Dot<DType::kBF16>)->Apply(BatchShapes)->Name("BM_Bf16Dot<BF16>");
 BENCHMARK(BM_Bf16Dot<DType::kBF16>)->Apply(PrefillShapes)->Name("BM_Bf16Dot<BF16>");
 BENCHMARK(BM_Bf16Dot<DType::kBF16>)->Apply(LmHeadBatchShapes)->Name("BM_Bf16Dot<BF16>");
-template <DType kDT>
-void BM_Bf16Rows(benchmark::State& state) {
-  if (!DetectedCpuExtensions().avx512_bf16) return state.SkipWithError("no AVX512-BF16 on this CPU");
-  if constexpr (kDT == DType::kU8) {
-    BM_Nvfp4<bf16dot::RowsGemm>(state);
-  } else {
-    BM_MatMul<kDT, bf16dot::RowsGemm>(state);
-  }
-}
 BENCHMARK(BM_Bf16Rows<DType::kBF16>)->Apply(BatchShapes)->Name("BM_Bf16Rows<BF16>");
 BENCHMARK(BM_Bf16Rows<DType::kBF16>)->Apply(LmHeadBatchShapes)->Name("BM_Bf16Rows<BF16>");
 BENCHMARK(BM_Bf16Rows<DType::kU8>)->Apply(Nvfp4BatchShapes)->Name("BM_Bf16Rows<NVFP4>");

@@ -99,8 +99,8 @@ constexpr size_t kPrefetchBytes = 256;
 void PackPanel(const MatrixView& w, size_t n, size_t k0, size_t k1, const float* e4m3, uint32_t* panel) {
   const size_t N = size_t(w.rows);
   const size_t pairs = (k1 - k0 + 1) / 2;
-  // Bytes of W per element times 2 (NVFP4 4 bits, FP8 8, BF16 16), and the rows' bases.
-  const size_t bytes2 = w.format == WeightFormat::kNvfp4 ? 1 : w.format == WeightFormat::kFp8 ? 2 : 4;
+  // The rows' bases.
+  const size_t bytes2 = bf16pack::BytesPer2(w);
   const size_t row_bytes = size_t(w.row_stride) * bytes2 / 2;
   const auto* base = static_cast<const char*>(w.data);
   const auto* scales = static_cast<const char*>(w.scales);
@@ -193,8 +193,13 @@ void MicroKernelFor(size_t mr, const uint32_t* xs, const uint32_t* panel, size_t
 
 bool Supports(const MatrixView& w) { return WeightsExactInBf16(w); }  // (ops.h)
 
-void Gemm(const float* x, int64_t M_, int64_t ldx, const MatrixView& w, float* y, int64_t ldy_, ThreadPool& pool) {
-  if (M_ <= RowsGemmMaxRows(w) && RowsGemmSupports(w)) return RowsGemm(x, M_, ldx, w, y, ldy_, pool);
+void Gemm(const float* x, int64_t M, int64_t ldx, const MatrixView& w, float* y, int64_t ldy, ThreadPool& pool) {
+  if (M <= RowsGemmMaxRows(w) && RowsGemmSupports(w)) return RowsGemm(x, M, ldx, w, y, ldy, pool);
+  PackedGemm(x, M, ldx, w, y, ldy, pool);
+}
+
+void PackedGemm(const float* x, int64_t M_, int64_t ldx, const MatrixView& w, float* y, int64_t ldy_,
+                ThreadPool& pool) {
   const size_t M = size_t(M_), N = size_t(w.rows), K = size_t(w.cols), ldy = size_t(ldy_);
   if (M == 0 || N == 0) return;
   if (K == 0) {

@@ -26,6 +26,9 @@ bool Supports(const MatrixView& w);
 // MatMul's contract (ops.h) with the numerics above, for any M >= 0; w must
 // be Supports(). Needs AVX512-BF16 (the caller's path check).
 void Gemm(const float* x, int64_t M, int64_t ldx, const MatrixView& w, float* y, int64_t ldy, ThreadPool& pool);
+// The packed-panel GEMM alone (Gemm's kernel past RowsGemmMaxRows), any M;
+// for benchmarks against RowsGemm.
+void PackedGemm(const float* x, int64_t M, int64_t ldx, const MatrixView& w, float* y, int64_t ldy, ThreadPool& pool);
 
 // Gemm for few rows of x (matmul_bf16dot_rows.cc): W read in place, one
 // stream per row, no packed panels; the same numerics (another order of the

@@ -95,7 +95,7 @@ template <size_t R, size_t NW, WFrom kFrom>
 void Tile(const uint32_t* xs, size_t K2p, const MatrixView& w, size_t n, const float* e4m3, const char* end,
           uint32_t* wbuf, float* y, size_t ldy, float scale) {
   const size_t K = size_t(w.cols);
-  const size_t bytes2 = w.format == WeightFormat::kNvfp4 ? 1 : w.format == WeightFormat::kFp8 ? 2 : 4;
+  const size_t bytes2 = bf16pack::BytesPer2(w);
   const size_t row_bytes = size_t(w.row_stride) * bytes2 / 2, step_bytes = kStep * bytes2 / 2;
   const char* base = static_cast<const char*>(w.data);
   __m512 acc[R][NW];
@@ -193,7 +193,7 @@ void RowsGemm(const float* x, int64_t M_, int64_t ldx, const MatrixView& w, floa
   const size_t per = ((N + tasks - 1) / tasks + kGroupRows - 1) / kGroupRows * kGroupRows;
   // Rows of x per tile: as few tiles as kRowsGemmMaxTile allows, balanced.
   const size_t tiles = (M + kRowsGemmMaxTile - 1) / kRowsGemmMaxTile, tile = (M + tiles - 1) / tiles;
-  const size_t bytes2 = w.format == WeightFormat::kNvfp4 ? 1 : w.format == WeightFormat::kFp8 ? 2 : 4;
+  const size_t bytes2 = bf16pack::BytesPer2(w);
   const size_t row_bytes = size_t(w.row_stride) * bytes2 / 2;
   const bool keep = tiles > 1 && w.format != WeightFormat::kDense;
   pool.Run((N + per - 1) / per, [&](size_t task, size_t) {
