@@ -119,6 +119,7 @@ std::vector<CheckResult> RunNumerics(CheckContext& ctx) {
     int64_t positions = 0, agree = 0, near_ties = 0, nonfinite = 0;
     double kl_sum = 0, kl_max = 0, gap_max = 0, dep_s = 0, ref_s = 0;
     int failed = 0;
+    int64_t unscored = 0;
     std::string first_failure;
   } tot;
   nlohmann::json per_prompt = nlohmann::json::array();
@@ -200,6 +201,7 @@ std::vector<CheckResult> RunNumerics(CheckContext& ctx) {
                         {"output_tokens", run->output.size()},
                         {"positions", cmp.positions},
                         {"prompt_scored", run->prompt_scored},
+                        {"unscored_output_tokens", run->unscored_output},
                         {"top1_agree", cmp.agree},
                         {"near_ties", cmp.near_ties},
                         {"nonfinite_positions", cmp.nonfinite},
@@ -262,12 +264,19 @@ std::vector<CheckResult> RunNumerics(CheckContext& ctx) {
       c.detail += fmt::format(" [more than BF16 rounding explains: {}; {}]", rounding->why, rounding_text);
     if (!rounding_error.empty())
       c.detail += fmt::format(" [judged position by position: the BF16-rounded references failed: {}]", rounding_error);
+    if (run->unscored_output > 0)
+      c.detail += fmt::format(" [{} of {} output tokens without a distribution from the deployment: {}]",
+                              run->unscored_output, run->output.size(),
+                              dep.api() == LogprobApi::kLlamaCpp
+                                  ? "llama.cpp sends none for a token that ends inside a UTF-8 character"
+                                  : "not in its reply");
     if (run->nonfinite_json > 0 && c.detail.find("NaN") == std::string::npos)
       c.detail += fmt::format(" [{} NaN/Infinity values in the reply]", run->nonfinite_json);
     c.metrics = m;
     per_prompt.push_back({{"prompt", p.name}, {"result", OutcomeName(c.outcome)}});
     if (c.outcome == Outcome::kFail && !tot.failed++) tot.first_failure = p.name + ": " + c.detail;
     tot.positions += cmp.positions - cmp.nonfinite;
+    tot.unscored += run->unscored_output;
     tot.agree += cmp.agree;
     tot.near_ties += cmp.near_ties;
     tot.nonfinite += cmp.nonfinite;
@@ -310,6 +319,7 @@ std::vector<CheckResult> RunNumerics(CheckContext& ctx) {
                  {"deployment_s", tot.dep_s},
                  {"reference_s", tot.ref_s},
                  {"positions", tot.positions},
+                 {"unscored_output_tokens", tot.unscored},
                  {"top1_agreement", double(tot.agree) / double(std::max<int64_t>(tot.positions, 1))},
                  {"near_ties", tot.near_ties},
                  {"nonfinite_positions", tot.nonfinite},

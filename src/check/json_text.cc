@@ -1,6 +1,7 @@
 #include "check/json_text.h"
 
 #include <cstring>
+#include <limits>
 
 namespace tern::check {
 namespace {
@@ -171,15 +172,23 @@ std::optional<std::string> JsonString(const nlohmann::json& obj, const char* key
   return v.get<std::string>();
 }
 
-std::optional<int64_t> JsonInt(const nlohmann::json& obj, const char* key) {
-  const auto& v = JsonField(obj, key);
-  if (v.is_number_integer() || v.is_number_unsigned()) return v.get<int64_t>();
+std::optional<int64_t> JsonInt(const nlohmann::json& v) {
+  if (v.is_number_unsigned()) {  // before is_number_integer, which is true for unsigned too
+    const uint64_t u = v.get<uint64_t>();
+    if (u > uint64_t(std::numeric_limits<int64_t>::max())) return std::nullopt;
+    return int64_t(u);
+  }
+  if (v.is_number_integer()) return v.get<int64_t>();
   if (v.is_number_float()) {
-    double d = v.get<double>();
+    const double d = v.get<double>();
+    // Inside int64's range (2^63 is exact in a double) before the cast, which is undefined past it.
+    if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0)) return std::nullopt;
     if (d == static_cast<double>(static_cast<int64_t>(d))) return static_cast<int64_t>(d);
   }
   return std::nullopt;
 }
+
+std::optional<int64_t> JsonInt(const nlohmann::json& obj, const char* key) { return JsonInt(JsonField(obj, key)); }
 
 std::optional<double> JsonNumber(const nlohmann::json& obj, const char* key) {
   const auto& v = JsonField(obj, key);

@@ -35,6 +35,7 @@ int RepairUtf8(std::string_view in, std::string* out);
 // Crash-proof accessors: nullopt when the key is missing or has another type.
 std::optional<std::string> JsonString(const nlohmann::json& obj, const char* key);
 std::optional<int64_t> JsonInt(const nlohmann::json& obj, const char* key);
+std::optional<int64_t> JsonInt(const nlohmann::json& value);  // the value itself
 std::optional<double> JsonNumber(const nlohmann::json& obj, const char* key);
 // obj[key] when obj is an object holding key, else a null json.
 const nlohmann::json& JsonField(const nlohmann::json& obj, const char* key);

@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <climits>
 #include <cmath>
+#include <optional>
 
 #include "check/json_text.h"
 
@@ -60,6 +62,13 @@ PositionLogprobs SglangPosition(int64_t position, const json& token, const json&
   return p;
 }
 
+// A token id: an integer in [0, 2^31).
+std::optional<int32_t> TokenId(const json& v) {
+  auto id = JsonInt(v);
+  if (!id || *id < 0 || *id > INT32_MAX) return std::nullopt;
+  return int32_t(*id);
+}
+
 // "token_id:123" (vLLM's return_tokens_as_token_ids); -1 otherwise.
 int32_t IdFromTokenName(const std::string& s) {
   constexpr std::string_view kPrefix = "token_id:";
@@ -108,6 +117,27 @@ PositionLogprobs VllmPromptPosition(int64_t position, int32_t token, const json&
 json Greedy(int max_tokens) { return {{"temperature", 0}, {"max_new_tokens", max_tokens}}; }
 
 }  // namespace
+
+Result<std::vector<int64_t>> AlignSentTokens(const std::vector<int32_t>& generated, const std::vector<int32_t>& sent) {
+  const size_t n = generated.size(), m = sent.size();
+  std::vector<int64_t> left(m), right(m);
+  size_t g = 0;
+  for (size_t i = 0; i < m; ++i, ++g) {  // leftmost matching
+    while (g < n && generated[g] != sent[i]) ++g;
+    if (g == n)
+      return Status::Errorf("logprob entry {} (id {}) is not among the {} generated ids after the previous entry's", i,
+                            sent[i], n);
+    left[i] = int64_t(g);
+  }
+  int64_t h = int64_t(n) - 1;
+  for (size_t i = m; i-- > 0; --h) {  // rightmost matching (exists: the leftmost one does)
+    while (generated[size_t(h)] != sent[i]) --h;
+    right[i] = h;
+  }
+  std::vector<int64_t> at(m);
+  for (size_t i = 0; i < m; ++i) at[i] = left[i] == right[i] ? left[i] : -1;
+  return at;
+}
 
 DeploymentClient::DeploymentClient(const HttpClient& http, const ServerInfo& server) : http_(http), server_(server) {}
 
@@ -235,25 +265,42 @@ Result<DeploymentRun> DeploymentClient::Request(LogprobApi api, const std::vecto
   } else {
     const json& probs = JsonField(*j, "completion_probabilities");
     if (!probs.is_array()) return Status::Errorf("POST /completion: no completion_probabilities in the reply");
+    const json& generated = JsonField(*j, "tokens");
+    if (!generated.is_array())
+      return Status::Error("POST /completion: no \"tokens\" in the reply (return_tokens; an older llama.cpp), so its "
+                           "logprobs cannot be placed: entries skip tokens that end inside a UTF-8 character");
+    for (const json& t : generated) {
+      auto id = TokenId(t);
+      if (!id) return Status::Errorf("POST /completion: \"tokens\" holds {}, not a token id", Excerpt(t.dump(), 40));
+      run.output.push_back(*id);
+    }
+    std::vector<int32_t> sent;
+    for (const json& e : probs) {
+      auto id = TokenId(JsonField(e, "id"));
+      if (!id) return Status::Errorf("POST /completion: completion_probabilities without token ids (an older llama.cpp)");
+      sent.push_back(*id);
+    }
+    auto at = AlignSentTokens(run.output, sent);
+    if (!at.ok()) return Status::Errorf("POST /completion: {}", at.status().message());
+    run.unscored_output = int64_t(run.output.size());
     for (size_t i = 0; i < probs.size(); ++i) {
+      if ((*at)[i] < 0) continue;  // ambiguous placement: not compared
       const json& e = probs[i];
       PositionLogprobs p;
-      p.position = n + int64_t(i);
-      auto id = JsonInt(e, "id");
-      if (!id) return Status::Errorf("POST /completion: completion_probabilities without token ids (an older llama.cpp)");
-      p.token = int32_t(*id);
+      p.position = n + (*at)[i];
+      p.token = sent[i];
       const Value v = NumberAt(JsonField(e, "logprob"));
       if (v.ok) p.logprob = v.v;
       else p.nonfinite = true;
       const json& top = JsonField(e, "top_logprobs");
       if (top.is_array())
         for (const json& t : top) {
-          auto tid = JsonInt(t, "id");
+          auto tid = TokenId(JsonField(t, "id"));
           const Value tv = NumberAt(JsonField(t, "logprob"));
           if (!tv.ok) p.nonfinite = true;
-          else if (tid) p.top.emplace_back(int32_t(*tid), tv.v);
+          else if (tid) p.top.emplace_back(*tid, tv.v);
         }
-      run.output.push_back(p.token);
+      --run.unscored_output;
       run.positions.push_back(std::move(p));
     }
   }

@@ -5,8 +5,9 @@
 //     (input_token_logprobs / input_top_logprobs, entry 0 without a logprob);
 //   vLLM /v1/completions: prompt as ids, logprobs, prompt_logprobs and
 //     return_tokens_as_token_ids (tokens named "token_id:<id>");
-//   llama.cpp /completion: prompt as ids, n_probs (generated tokens only:
-//     completion_probabilities with ids).
+//   llama.cpp /completion: prompt as ids, n_probs, return_tokens (generated
+//     tokens only: completion_probabilities with ids, which skip the tokens
+//     llama.cpp holds back inside a UTF-8 character; see AlignSentTokens).
 // The choice follows the discovered dialect (tern and SGLang: /generate;
 // vLLM: completions; llama.cpp: /completion); an unknown server is tried in
 // that order, each API answering 404/405 handing over to the next. Every
@@ -32,9 +33,21 @@ struct DeploymentRun {
   std::vector<int32_t> output;              // generated ids
   std::vector<PositionLogprobs> positions;  // indices into prompt + output, ascending
   bool prompt_scored = false;               // the API scored prompt positions too
+  int64_t unscored_output = 0;              // generated ids the API sent no distribution for
   int nonfinite_json = 0;                   // NaN/Infinity words in the reply
   double seconds = 0;
 };
+
+// llama.cpp's /completion sends no completion_probabilities entry for a
+// generated token after which the text ends inside a UTF-8 character (its
+// server holds the bytes back and sends them with the next entry), so the
+// entries' ids are a subsequence of the generated ids. For each entry: its
+// index in `generated` where every placement consistent with all entries
+// agrees (the leftmost and the rightmost matching), -1 where two placements
+// are possible (a held-back token with the id of a later sent one), so that
+// no distribution is compared at a position it may not belong to. Error: the
+// entries are not a subsequence of the generated ids.
+Result<std::vector<int64_t>> AlignSentTokens(const std::vector<int32_t>& generated, const std::vector<int32_t>& sent);
 
 class DeploymentClient {
  public:

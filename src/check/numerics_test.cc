@@ -8,6 +8,7 @@
 #include <fstream>
 #include <random>
 
+#include "check/numerics_client.h"
 #include "check/numerics_compare.h"
 #include "check/numerics_prompts.h"
 
@@ -227,6 +228,29 @@ TEST(NumericsCompare, NanFailsNamingIt) {
   EXPECT_EQ(s.nonfinite, 1);
   EXPECT_NE(s.failure.find("NaN"), std::string::npos) << s.failure;
   EXPECT_NE(s.failure.find("position 2"), std::string::npos) << s.failure;
+}
+
+// llama.cpp's entries skip the tokens it holds back inside a UTF-8 character.
+// Worked by hand: generated ids A B C D with B held back send A C D at 0 2 3.
+TEST(NumericsClient, SentTokensFindTheirPlacesAmongTheGenerated) {
+  using V = std::vector<int32_t>;
+  using P = std::vector<int64_t>;
+  auto at = [](const V& g, const V& s) {
+    auto r = AlignSentTokens(g, s);
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    return r.ok() ? *r : P{};
+  };
+  EXPECT_EQ(at({10, 11, 12, 13}, {10, 11, 12, 13}), (P{0, 1, 2, 3}));
+  EXPECT_EQ(at({10, 11, 12, 13}, {10, 12, 13}), (P{0, 2, 3}));
+  EXPECT_EQ(at({11, 11, 12}, {11, 12}), (P{-1, 2}));      // which 11 was held back is unknown
+  EXPECT_EQ(at({9, 11, 11, 11}, {9, 11}), (P{0, -1}));     // the last ones held back, or the first
+  EXPECT_EQ(at({5, 6, 5, 6}, {5, 6, 5}), (P{0, 1, 2}));    // the last id held back
+  EXPECT_EQ(at({5, 7, 5, 6}, {5, 6}), (P{-1, 3}));
+  EXPECT_EQ(at({1, 2, 3}, {}), (P{}));
+  EXPECT_EQ(at({}, {}), (P{}));
+  EXPECT_FALSE(AlignSentTokens({1, 2, 3}, {2, 1}).ok());   // not a subsequence
+  EXPECT_FALSE(AlignSentTokens({1, 2}, {1, 2, 2}).ok());
+  EXPECT_FALSE(AlignSentTokens({}, {4}).ok());
 }
 
 TEST(NumericsPrompts, FileForms) {

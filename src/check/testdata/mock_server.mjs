@@ -48,6 +48,8 @@
 //   f32-activations       ... "f32"; without either there is no /get_server_info
 //   anonymous             /v1/models owned_by "someone" (an unknown OpenAI-compatible server)
 //   with nan-logprobs     output token 3's logprobs are NaN
+//   held-back             llamacpp: no completion_probabilities entry for an output id = 1 mod 4, as
+//                         llama.cpp sends none for a token that ends inside a UTF-8 character
 // Stop strings ("stop") cut the content before the first one, finish "stop".
 // Mode "correct" answers are built from the prompts of src/check/checks_common.h
 // (change both together). GET /_mock/requests returns the request bodies seen.
@@ -402,7 +404,8 @@ function numericsCompletions(req, res) {
 }
 function numericsLlamacpp(req, res) {
   const r = toyRun(req.prompt, req.n_predict, req.n_probs || 0);
-  send(res, 200, { content: '', tokens: r.out.map((e) => e.id), completion_probabilities: r.out.map((e) => ({
+  const sent = flags.has('held-back') ? r.out.filter((e) => e.id % 4 !== 1) : r.out;
+  send(res, 200, { content: '', tokens: r.out.map((e) => e.id), completion_probabilities: sent.map((e) => ({
     id: e.id, token: `<${e.id}>`, logprob: e.lp, bytes: [],
     top_logprobs: e.top.map(([t, lp]) => ({ id: t, token: `<${t}>`, logprob: lp, bytes: [] })) })) });
 }
