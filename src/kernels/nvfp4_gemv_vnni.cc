@@ -17,11 +17,11 @@
 // bytes, vpdpbusd's signed operand), xq = sum_d 256^d * digit_d:
 // - D = 3 (x24): kXMax = 127 * (65536 + 256 + 1) = 8355711, just under 2^23:
 //   each element within 2^-24 * 1.004 of its block's max. A 32-bit lane
-//   covers 8 elements: |sum u * digit| <= 8 * 24 * 128 = 24576, so 65536 *
-//   that < 2^31, and sum u * x24 - 12 * sum x24 = sum 2v * x24 with
-//   |.| <= 8 * 12 * kXMax < 2^30 per lane, 2^31 per block of two lanes: all
-//   exact in i32. The block's sum is then converted to f32 (rounded to
-//   2^-24).
+//   sums a block of 16 elements (nvfp4_vnni_w-inl.h's block-major order).
+//   vpdpbusd, the shifts and the adds wrap modulo 2^32, so the lane ends
+//   with the true sum modulo 2^32, and that sum, sum u * x24 - 12 * sum x24
+//   = sum 2v * x24, is at most 16 * 12 * kXMax < 2^31 in magnitude: exact in
+//   i32. The block's sum is then converted to f32 (rounded to 2^-24).
 // - D = 2 (x16): kXMax = 127 * 257 = 32639: each element within
 //   1 / (2 * 32639) = 2^-15.99 of its block's max (and the step's own
 //   rounding to f32, 2^-24 of it, on top). A block's sum is at most
@@ -61,19 +61,21 @@ namespace {
 template <int D>
 constexpr double kXMax = D == 3 ? 8355711.0 : 32639.0;
 
-// x for one step, D digits of xq: the digits (lowest first) of the even
-// elements, then of the odd ones; and minus 12 * the sum of xq over each
-// lane's 8 elements. Steps are used in pairs (s, s + 1), s even: the even
-// step's `step` holds x's step / 2 of both, block j of step s in lane 2j and
-// of step s + 1 in lane 2j + 1 (the order PairDot leaves the pair's 16 block
-// sums in); the odd step's is unused.
+// x for a pair of steps (s, s + 1), s even, in W's block-major order
+// (nvfp4_vnni_w-inl.h), D digits of xq: in steps[s] the digits (lowest first)
+// of the even elements of each block's elements 0 .. 7, then of the odd ones,
+// in steps[s + 1] the same of elements 8 .. 15 (lane j: the pair's block j);
+// in steps[s] also minus 12 * the sum of xq over each block and x's step / 2
+// of each block (steps[s + 1]'s are zero and unused).
 template <int D>
 struct alignas(64) PreparedStep {
   int8_t x[2 * D][64];  // [digit d of the even elements, then of the odd][byte]
-  int32_t nc[16];       // [lane]
-  float step[16];       // [lane], in the pair's even step
+  int32_t nc[16];       // [block of the pair], in the pair's first step
+  float step[16];       // [block of the pair], in the pair's first step
 };
 static_assert(sizeof(PreparedStep<3>) == 512 && sizeof(PreparedStep<2>) == 384);
+
+inline void StoreDword(int8_t* at, int v) { std::memcpy(at, &v, 4); }
 
 // Quantizes x[0, K) (K a multiple of 16) into PaddedSteps(K) steps, the last
 // ones zero-padded: one block of 16 per vector. xq = round-to-nearest-even
@@ -85,30 +87,32 @@ void Prepare(const float* x, size_t K, PreparedStep<D>* steps) {
   // Block bytes e0 .. e15 -> the even elements (low 8 bytes), then the odd ones.
   const __m128i deinterleave = _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
   for (size_t s = 0; s < num_steps; ++s) {
-    PreparedStep<D>& p = steps[s];
-    std::memset(&p, 0, sizeof(p));  // an odd step's `step` is unused: the pair's even step is already written
-    float* pair_step = steps[s & ~size_t(1)].step + (s & 1);
+    PreparedStep<D>* pair = steps + (s & ~size_t(1));
+    if ((s & 1) == 0) std::memset(pair, 0, 2 * sizeof(PreparedStep<D>));  // num_steps is even
     for (size_t b = 0; b < 8 && s * kStep + b * 16 < K; ++b) {
+      const size_t j = 8 * (s & 1) + b;  // the block's lane in the pair
       const __m512 v = _mm512_loadu_ps(x + s * kStep + b * 16);
       if (_mm512_fpclass_ps_mask(v, 0x99) != 0) {  // a NaN or an infinity: the block's outputs are NaN
-        pair_step[2 * b] = std::numeric_limits<float>::quiet_NaN();
+        pair[0].step[j] = std::numeric_limits<float>::quiet_NaN();
         continue;
       }
       const float amax = _mm512_reduce_max_ps(_mm512_andnot_ps(sign, v));
       if (amax == 0.0f) continue;
-      pair_step[2 * b] = float(double(amax) / kXMax<D> * 0.5);
+      pair[0].step[j] = float(double(amax) / kXMax<D> * 0.5);
       const __m512d inv = _mm512_set1_pd(kXMax<D> / double(amax));
       const __m256i q_lo = _mm512_cvtpd_epi32(_mm512_mul_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(v)), inv));
       const __m256i q_hi = _mm512_cvtpd_epi32(_mm512_mul_pd(_mm512_cvtps_pd(_mm512_extractf32x8_ps(v, 1)), inv));
       __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(q_lo), q_hi, 1);
-      p.nc[2 * b] = -12 * _mm512_mask_reduce_add_epi32(0x00ff, q);
-      p.nc[2 * b + 1] = -12 * _mm512_mask_reduce_add_epi32(0xff00, q);
+      pair[0].nc[j] = -12 * _mm512_reduce_add_epi32(q);  // |.| <= 16 * 12 * kXMax < 2^31
       // Balanced digits, low first: digit = the low byte sign-extended, q = (q - digit) / 256 (exact).
       for (int d = 0; d < D; ++d) {
         const __m512i digit = _mm512_srai_epi32(_mm512_slli_epi32(q, 24), 24);
+        // Dwords: elements 0 2 4 6, 8 10 12 14, 1 3 5 7, 9 11 13 15.
         const __m128i bytes = _mm_shuffle_epi8(_mm512_cvtepi32_epi8(digit), deinterleave);
-        _mm_storel_epi64(reinterpret_cast<__m128i*>(&p.x[d][8 * b]), bytes);
-        _mm_storel_epi64(reinterpret_cast<__m128i*>(&p.x[D + d][8 * b]), _mm_unpackhi_epi64(bytes, bytes));
+        StoreDword(&pair[0].x[d][4 * j], _mm_cvtsi128_si32(bytes));
+        StoreDword(&pair[1].x[d][4 * j], _mm_extract_epi32(bytes, 1));
+        StoreDword(&pair[0].x[D + d][4 * j], _mm_extract_epi32(bytes, 2));
+        StoreDword(&pair[1].x[D + d][4 * j], _mm_extract_epi32(bytes, 3));
         q = _mm512_srai_epi32(_mm512_sub_epi32(q, digit), 8);
       }
     }
@@ -120,15 +124,20 @@ template <int D>
 struct XFixed {
   using Step = PreparedStep<D>;
 
-  // Lane l: sum over the lane's 8 elements of 2v * xq for one step (exact:
-  // vpdpbusd wraps, and the result is within i32, so the order of the terms
-  // does not matter), the digits' sums from the highest, times 256 before
-  // each next one: (hi * 256 + mid) * 256 + lo for D = 3.
-  static __m512i StepSum(__m512i ue, __m512i uo, const Step& p) {
-    const __m512i* x = reinterpret_cast<const __m512i*>(p.x);
-    __m512i high = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), ue, x[D - 1]), uo, x[2 * D - 1]);
-    if constexpr (D == 3) high = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_slli_epi32(high, 8), ue, x[1]), uo, x[4]);
-    const __m512i lo = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_load_si512(p.nc), ue, x[0]), uo, x[D]);
+  // Lane j: sum over the pair's block j of 2v * xq (exact: vpdpbusd wraps,
+  // and the result is within i32, so the order of the terms does not
+  // matter), the digits' sums from the highest, times 256 before each next
+  // one: (hi * 256 + mid) * 256 + lo for D = 3.
+  static __m512i PairSum(const __m512i (&ue)[2], const __m512i (&uo)[2], const Step* p) {
+    const __m512i* a = reinterpret_cast<const __m512i*>(p[0].x);  // elements 0 .. 7 of each block
+    const __m512i* b = reinterpret_cast<const __m512i*>(p[1].x);  // elements 8 .. 15
+    auto digit = [&](__m512i acc, int d) {
+      acc = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(acc, ue[0], a[d]), uo[0], a[D + d]);
+      return _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(acc, ue[1], b[d]), uo[1], b[D + d]);
+    };
+    __m512i high = digit(_mm512_setzero_si512(), D - 1);
+    if constexpr (D == 3) high = digit(_mm512_slli_epi32(high, 8), 1);
+    const __m512i lo = digit(_mm512_load_si512(p[0].nc), 0);
     return _mm512_add_epi32(_mm512_slli_epi32(high, 8), lo);
   }
 };

@@ -92,16 +92,20 @@ inline bool QuantizeBlock(__m512 v, float inv_scale, __m512i& q2, float& s) {
   return true;
 }
 
-// x for one step: q2 of the even elements, then of the odd ones (W's byte
-// order); minus 12 * the sum of q2 over each lane's 8 elements; and, in the
-// pair's even step, the block scales / 4 (block j of step s in lane 2j, of
-// s + 1 in lane 2j + 1; the odd step's are unused).
+// x for a pair of steps (s, s + 1), s even, in W's block-major order
+// (nvfp4_vnni_w-inl.h): in steps[s] q2 of the even elements of each block's
+// elements 0 .. 7, then of the odd ones, in steps[s + 1] the same of
+// elements 8 .. 15 (lane j: the pair's block j); in steps[s] also minus 12 *
+// the sum of q2 over each block and the block scales / 4 (steps[s + 1]'s
+// are zero and unused).
 struct alignas(64) Step4 {
   int8_t x[2][64];  // [even, odd][byte]
-  int32_t nc[16];   // [lane]
-  float step[16];   // [lane], in the pair's even step: the block scale / 4
+  int32_t nc[16];   // [block of the pair], in the pair's first step
+  float step[16];   // [block of the pair], in the pair's first step: the block scale / 4
 };
 static_assert(sizeof(Step4) == 256);
+
+inline void StoreDword(int8_t* at, int v) { std::memcpy(at, &v, 4); }
 
 // Quantizes x[0, K) (K a multiple of 16) into PaddedSteps(K) steps, the last
 // ones zero-padded. A block with a NaN or an infinity gets a NaN scale: the
@@ -110,26 +114,31 @@ void Prepare4(const float* x, size_t K, float inv_scale, Step4* steps) {
   const size_t num_steps = PaddedSteps(K);
   const __m128i deinterleave = _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
   for (size_t s = 0; s < num_steps; ++s) {
-    Step4& p = steps[s];
-    std::memset(&p, 0, sizeof(p));
-    float* pair_step = steps[s & ~size_t(1)].step + (s & 1);
+    Step4* pair = steps + (s & ~size_t(1));
+    if ((s & 1) == 0) std::memset(pair, 0, 2 * sizeof(Step4));  // num_steps is even
     for (size_t b = 0; b < 8 && s * kStep + b * 16 < K; ++b) {
+      const size_t j = 8 * (s & 1) + b;  // the block's lane in the pair
       __m512i q2;
       float bs;
       if (!QuantizeBlock(_mm512_loadu_ps(x + s * kStep + b * 16), inv_scale, q2, bs)) {
-        pair_step[2 * b] = std::numeric_limits<float>::quiet_NaN();
+        pair[0].step[j] = std::numeric_limits<float>::quiet_NaN();
         continue;
       }
-      pair_step[2 * b] = bs * 0.25f;  // (2v)(2q) / 4 = vq
+      pair[0].step[j] = bs * 0.25f;  // (2v)(2q) / 4 = vq
+      // Dwords: elements 0 2 4 6, 8 10 12 14, 1 3 5 7, 9 11 13 15.
       const __m128i bytes = _mm_shuffle_epi8(_mm512_cvtepi32_epi8(q2), deinterleave);
-      _mm_storel_epi64(reinterpret_cast<__m128i*>(&p.x[0][8 * b]), bytes);
-      _mm_storel_epi64(reinterpret_cast<__m128i*>(&p.x[1][8 * b]), _mm_unpackhi_epi64(bytes, bytes));
+      StoreDword(&pair[0].x[0][4 * j], _mm_cvtsi128_si32(bytes));
+      StoreDword(&pair[1].x[0][4 * j], _mm_extract_epi32(bytes, 1));
+      StoreDword(&pair[0].x[1][4 * j], _mm_extract_epi32(bytes, 2));
+      StoreDword(&pair[1].x[1][4 * j], _mm_extract_epi32(bytes, 3));
     }
-    // nc = -12 * each lane's sum of q2: its 4 even and 4 odd bytes.
+    if ((s & 1) == 0) continue;
+    // nc = -12 * each block's sum of q2: its lane's bytes in both steps, even and odd.
     const __m512i ones = _mm512_set1_epi8(1);
-    const __m512i sum = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, _mm512_load_si512(p.x[0])),
-                                            ones, _mm512_load_si512(p.x[1]));
-    _mm512_store_si512(p.nc, _mm512_mullo_epi32(sum, _mm512_set1_epi32(-12)));
+    __m512i sum = _mm512_setzero_si512();
+    for (int h = 0; h < 2; ++h)
+      for (int e = 0; e < 2; ++e) sum = _mm512_dpbusd_epi32(sum, ones, _mm512_load_si512(pair[h].x[e]));
+    _mm512_store_si512(pair[0].nc, _mm512_mullo_epi32(sum, _mm512_set1_epi32(-12)));
   }
 }
 
@@ -137,10 +146,12 @@ void Prepare4(const float* x, size_t K, float inv_scale, Step4* steps) {
 struct X4 {
   using Step = Step4;
 
-  // Lane l: sum over the lane's 8 elements of 2v * 2q for one step.
-  static __m512i StepSum(__m512i ue, __m512i uo, const Step4& p) {
-    const __m512i* x = reinterpret_cast<const __m512i*>(p.x);
-    return _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_load_si512(p.nc), ue, x[0]), uo, x[1]);
+  // Lane j: sum over the pair's block j of 2v * 2q.
+  static __m512i PairSum(const __m512i (&ue)[2], const __m512i (&uo)[2], const Step4* p) {
+    const __m512i* a = reinterpret_cast<const __m512i*>(p[0].x);  // elements 0 .. 7 of each block
+    const __m512i* b = reinterpret_cast<const __m512i*>(p[1].x);  // elements 8 .. 15
+    const __m512i sum = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_load_si512(p[0].nc), ue[0], a[0]), uo[0], a[1]);
+    return _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(sum, ue[1], b[0]), uo[1], b[1]);
   }
 };
 
