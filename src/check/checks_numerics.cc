@@ -268,7 +268,8 @@ std::vector<CheckResult> RunNumerics(CheckContext& ctx) {
       c.detail += fmt::format(" [{} of {} output tokens without a distribution from the deployment: {}]",
                               run->unscored_output, run->output.size(),
                               dep.api() == LogprobApi::kLlamaCpp
-                                  ? "llama.cpp sends none for a token that ends inside a UTF-8 character"
+                                  ? "llama.cpp sends none for a token that ends inside a UTF-8 character, and one "
+                                    "whose place among the generated ids is ambiguous is not compared"
                                   : "not in its reply");
     if (run->nonfinite_json > 0 && c.detail.find("NaN") == std::string::npos)
       c.detail += fmt::format(" [{} NaN/Infinity values in the reply]", run->nonfinite_json);
