@@ -75,8 +75,6 @@ struct alignas(64) PreparedStep {
 };
 static_assert(sizeof(PreparedStep<3>) == 512 && sizeof(PreparedStep<2>) == 384);
 
-inline void StoreDword(int8_t* at, int v) { std::memcpy(at, &v, 4); }
-
 // Quantizes x[0, K) (K a multiple of 16) into PaddedSteps(K) steps, the last
 // ones zero-padded: one block of 16 per vector. xq = round-to-nearest-even
 // of x * (kXMax / amax) computed in f64, so the rounding is the only error.
@@ -107,12 +105,8 @@ void Prepare(const float* x, size_t K, PreparedStep<D>* steps) {
       // Balanced digits, low first: digit = the low byte sign-extended, q = (q - digit) / 256 (exact).
       for (int d = 0; d < D; ++d) {
         const __m512i digit = _mm512_srai_epi32(_mm512_slli_epi32(q, 24), 24);
-        // Dwords: elements 0 2 4 6, 8 10 12 14, 1 3 5 7, 9 11 13 15.
-        const __m128i bytes = _mm_shuffle_epi8(_mm512_cvtepi32_epi8(digit), deinterleave);
-        StoreDword(&pair[0].x[d][4 * j], _mm_cvtsi128_si32(bytes));
-        StoreDword(&pair[1].x[d][4 * j], _mm_extract_epi32(bytes, 1));
-        StoreDword(&pair[0].x[D + d][4 * j], _mm_extract_epi32(bytes, 2));
-        StoreDword(&pair[1].x[D + d][4 * j], _mm_extract_epi32(bytes, 3));
+        StoreBlock(_mm_shuffle_epi8(_mm512_cvtepi32_epi8(digit), deinterleave), &pair[0].x[d][4 * j],
+                   &pair[1].x[d][4 * j], &pair[0].x[D + d][4 * j], &pair[1].x[D + d][4 * j]);
         q = _mm512_srai_epi32(_mm512_sub_epi32(q, digit), 8);
       }
     }

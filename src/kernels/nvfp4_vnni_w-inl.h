@@ -35,6 +35,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "kernels/ops.h"
 
@@ -119,6 +120,19 @@ inline WPair LoadPair(const Consts& c, const uint8_t* row, const uint8_t* scales
   DecodePair(c, _mm512_loadu_si512(row), _mm512_loadu_si512(row + 64), p);
   p.scale = DecodeScales(c, _mm_loadu_si128(reinterpret_cast<const __m128i*>(scales)));
   return p;
+}
+
+// An x side's 16 bytes of one block, deinterleaved (dwords: elements 0 2 4 6,
+// 8 .. 14, 1 .. 7, 9 .. 15), stored at the block's lane (see Layout): the
+// even and odd bytes of elements 0 .. 7 in the pair's first step (even0,
+// odd0), of 8 .. 15 in its second (even1, odd1).
+inline void StoreBlock(__m128i bytes, int8_t* even0, int8_t* even1, int8_t* odd0, int8_t* odd1) {
+  const int v[4] = {_mm_cvtsi128_si32(bytes), _mm_extract_epi32(bytes, 1), _mm_extract_epi32(bytes, 2),
+                    _mm_extract_epi32(bytes, 3)};
+  std::memcpy(even0, &v[0], 4);
+  std::memcpy(even1, &v[1], 4);
+  std::memcpy(odd0, &v[2], 4);
+  std::memcpy(odd1, &v[3], 4);
 }
 
 inline __mmask64 FirstBytes(size_t n) { return n >= 64 ? ~__mmask64(0) : (__mmask64(1) << n) - 1; }

@@ -105,8 +105,6 @@ struct alignas(64) Step4 {
 };
 static_assert(sizeof(Step4) == 256);
 
-inline void StoreDword(int8_t* at, int v) { std::memcpy(at, &v, 4); }
-
 // Quantizes x[0, K) (K a multiple of 16) into PaddedSteps(K) steps, the last
 // ones zero-padded. A block with a NaN or an infinity gets a NaN scale: the
 // row's outputs are NaN.
@@ -125,12 +123,8 @@ void Prepare4(const float* x, size_t K, float inv_scale, Step4* steps) {
         continue;
       }
       pair[0].step[j] = bs * 0.25f;  // (2v)(2q) / 4 = vq
-      // Dwords: elements 0 2 4 6, 8 10 12 14, 1 3 5 7, 9 11 13 15.
-      const __m128i bytes = _mm_shuffle_epi8(_mm512_cvtepi32_epi8(q2), deinterleave);
-      StoreDword(&pair[0].x[0][4 * j], _mm_cvtsi128_si32(bytes));
-      StoreDword(&pair[1].x[0][4 * j], _mm_extract_epi32(bytes, 1));
-      StoreDword(&pair[0].x[1][4 * j], _mm_extract_epi32(bytes, 2));
-      StoreDword(&pair[1].x[1][4 * j], _mm_extract_epi32(bytes, 3));
+      StoreBlock(_mm_shuffle_epi8(_mm512_cvtepi32_epi8(q2), deinterleave), &pair[0].x[0][4 * j], &pair[1].x[0][4 * j],
+                 &pair[0].x[1][4 * j], &pair[1].x[1][4 * j]);
     }
     if ((s & 1) == 0) continue;
     // nc = -12 * each block's sum of q2: its lane's bytes in both steps, even and odd.
