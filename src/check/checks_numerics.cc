@@ -265,12 +265,10 @@ std::vector<CheckResult> RunNumerics(CheckContext& ctx) {
     if (!rounding_error.empty())
       c.detail += fmt::format(" [judged position by position: the BF16-rounded references failed: {}]", rounding_error);
     if (run->unscored_output > 0)
-      c.detail += fmt::format(" [{} of {} output tokens without a distribution from the deployment: {}]",
-                              run->unscored_output, run->output.size(),
-                              dep.api() == LogprobApi::kLlamaCpp
-                                  ? "llama.cpp sends none for a token that ends inside a UTF-8 character, and one "
-                                    "whose place among the generated ids is ambiguous is not compared"
-                                  : "not in its reply");
+      c.detail += fmt::format(" [{} of {} output tokens without a distribution from the deployment: llama.cpp sends "
+                              "none for a token that ends inside a UTF-8 character, and one whose place among the "
+                              "generated ids is ambiguous is not compared]",
+                              run->unscored_output, run->output.size());
     if (run->nonfinite_json > 0 && c.detail.find("NaN") == std::string::npos)
       c.detail += fmt::format(" [{} NaN/Infinity values in the reply]", run->nonfinite_json);
     c.metrics = m;

@@ -33,7 +33,7 @@ struct DeploymentRun {
   std::vector<int32_t> output;              // generated ids
   std::vector<PositionLogprobs> positions;  // indices into prompt + output, ascending
   bool prompt_scored = false;               // the API scored prompt positions too
-  int64_t unscored_output = 0;              // generated ids the API sent no distribution for
+  int64_t unscored_output = 0;              // generated ids without a distribution (llama.cpp only: AlignSentTokens)
   int nonfinite_json = 0;                   // NaN/Infinity words in the reply
   double seconds = 0;
 };
