@@ -39,6 +39,7 @@ CpuExtensions Detect() {
   const bool f = b & (1u << 16), dq = b & (1u << 17), bw = b & (1u << 30), vl = b & (1u << 31);
   e.avx512 = os_zmm && f && dq && bw && vl;
   e.avx512_vnni = e.avx512 && (c & (1u << 11));
+  e.avx512_vbmi = e.avx512 && (c & (1u << 1));
   e.amx_bf16 = d & (1u << 22);
   e.amx_tile = d & (1u << 24);
   e.amx_int8 = d & (1u << 25);
@@ -104,6 +105,7 @@ std::string& AmxRefusal() {
 std::atomic<int> g_path{-1};  // -1: the best available
 std::atomic<bool> g_f32_activations{false};
 std::atomic<int> g_fp8_decode{-1};  // -1: by vendor, 0: F16 route, 1: integer
+std::atomic<int> g_nvfp4_codes{-1};  // -1: vpermb where the CPU has VBMI, 0: vpshufb, 1: vpermb
 
 // The best path of the CPU itself, computed once (before any test mock of the
 // Highway targets: see kBestAtStartup).
@@ -177,6 +179,10 @@ Status SetCpuPathFromEnvironment() {
     Status s = SetFp8Decode(env);
     if (!s.ok()) return Status::Errorf("TERN_FP8_DECODE: {}", s.message());
   }
+  if (const char* env = std::getenv("TERN_NVFP4_CODES"); env != nullptr && *env != '\0') {
+    Status s = SetNvfp4CodeDecode(env);
+    if (!s.ok()) return Status::Errorf("TERN_NVFP4_CODES: {}", s.message());
+  }
   const char* env = std::getenv("TERN_CPU_PATH");
   if (env == nullptr || *env == '\0') return Status::Ok();
   Status s = SetCpuPath(env);
@@ -217,7 +223,10 @@ std::string CpuPathDescription() {
     d += fmt::format(", prefill attention from {} queries", o > 0 ? o : kBf16DotMinAttentionQueries);  // (ops.h)
   }
   if (p >= kBf16Dot && !UseAmx() && !UseBf16Dot()) d += "; activations f32";
-  if (UseAvx512Vnni()) d += Nvfp4DecodeX16() ? "; AVX-512 VNNI NVFP4 decode, x 16-bit" : "; AVX-512 VNNI NVFP4 decode";
+  if (UseAvx512Vnni()) {
+    d += UseNvfp4Vpermb() ? "; AVX-512 VNNI NVFP4 decode (codes by vpermb)" : "; AVX-512 VNNI NVFP4 decode";
+    if (Nvfp4DecodeX16()) d += ", x 16-bit";
+  }
   d += UseFp8IntegerDecode() ? "; FP8 decode integer" : "; FP8 decode by way of F16";
   d += ")";
   if (p < kAmx && !AmxRefusal().empty() && DetectedCpuExtensions().amx_tile) d += "; amx off: " + AmxRefusal();
@@ -255,6 +264,20 @@ Status SetFp8Decode(std::string_view mode) {
   if (mode != "auto" && mode != "int" && mode != "f16")
     return Status::Errorf("fp8 decode \"{}\": expected auto, int or f16", mode);
   g_fp8_decode.store(mode == "auto" ? -1 : mode == "int" ? 1 : 0, std::memory_order_relaxed);
+  return Status::Ok();
+}
+
+bool UseNvfp4Vpermb() {
+  const int m = g_nvfp4_codes.load(std::memory_order_relaxed);
+  return m >= 0 ? m == 1 : DetectedCpuExtensions().avx512_vbmi;
+}
+
+Status SetNvfp4CodeDecode(std::string_view mode) {
+  if (mode != "auto" && mode != "vpermb" && mode != "vpshufb")
+    return Status::Errorf("nvfp4 code decode \"{}\": expected auto, vpermb or vpshufb", mode);
+  if (mode == "vpermb" && !DetectedCpuExtensions().avx512_vbmi)
+    return Status::Errorf("nvfp4 code decode \"vpermb\": this CPU has no AVX512-VBMI");
+  g_nvfp4_codes.store(mode == "auto" ? -1 : mode == "vpermb" ? 1 : 0, std::memory_order_relaxed);
   return Status::Ok();
 }
 

@@ -40,6 +40,7 @@ namespace tern::kernels {
 struct CpuExtensions {
   bool avx512 = false;       // F, BW, DQ, VL with the OS saving ZMM state (XCR0)
   bool avx512_vnni = false;  // vpdpbusd
+  bool avx512_vbmi = false;  // vpermb
   bool avx512_bf16 = false;  // vdpbf16ps
   bool amx_tile = false, amx_bf16 = false, amx_int8 = false;  // CPUID
   bool os_amx = false;  // XCR0 enables the tile state (the kernel's grant is asked for separately)
@@ -58,8 +59,9 @@ std::string DefaultCpuPath();
 // best). Call before kernels run (startup, or between kernel calls in tests).
 Status SetCpuPath(std::string_view path);
 
-// SetCpuPath(getenv("TERN_CPU_PATH")), SetActivations(getenv("TERN_ACTIVATIONS")) and
-// SetFp8Decode(getenv("TERN_FP8_DECODE")) when set.
+// SetCpuPath(getenv("TERN_CPU_PATH")), SetActivations(getenv("TERN_ACTIVATIONS")),
+// SetFp8Decode(getenv("TERN_FP8_DECODE")) and SetNvfp4CodeDecode(getenv("TERN_NVFP4_CODES"))
+// when set.
 Status SetCpuPathFromEnvironment();
 
 // The path in effect and what it runs, e.g. "avx512-vnni (Highway AVX3; AVX-512 VNNI NVFP4 decode)".
@@ -123,6 +125,19 @@ class F32ActivationsScope {
 // route: below 2^-118), and |x| must stay below 2^64 (ops.h's MatMul).
 bool UseFp8IntegerDecode();
 Status SetFp8Decode(std::string_view mode);  // "auto", "int" or "f16"
+
+// How the VNNI NVFP4 kernels (nvfp4_gemv_vnni.h) turn W's E2M1 codes into
+// bytes: by AVX512-VBMI's vpermb, whose 64-entry table needs no mask on the
+// nibbles (true), or by vpshufb after an AND (false). The same bytes either
+// way, so the same results bit for bit; vpermb is the default where the CPU
+// has VBMI (AMD Zen 4 and later, Intel Ice Lake and later; not Cascade
+// Lake), two fewer operations in ~29 per 256 weights (one-row decode with W
+// in L2 1.1x on AMD Zen 4: src/kernels/README.md). TERN_NVFP4_CODES=vpermb|vpshufb
+// (read with SetCpuPathFromEnvironment) or SetNvfp4CodeDecode forces one,
+// for A/B runs and for the tests, which run both where the CPU has VBMI;
+// asking for vpermb on a CPU without VBMI is an error.
+bool UseNvfp4Vpermb();
+Status SetNvfp4CodeDecode(std::string_view mode);  // "auto", "vpermb" or "vpshufb"
 
 // Rows of x from which MatMul takes the AMX GEMM on the amx path, where it
 // beats the AVX-512 kernels (Sapphire Rapids, 2 threads, medians of 3; each

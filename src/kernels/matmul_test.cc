@@ -32,6 +32,7 @@ namespace {
 
 using testing::ForEachSimdTarget;
 using testing::ForEachFp8Decode;
+using testing::ForEachNvfp4Path;
 using testing::RandomFloats;
 using testing::TestMatrix;
 
@@ -238,7 +239,7 @@ TEST(MatMulTest, QuantizedWeightsMatchReference) {
   };
   uint32_t seed = 400;
   ForEachFp8Decode([&] {
-    ForEachSimdTarget([&] {
+    ForEachNvfp4Path([&] {
       for (size_t threads : {1, 2}) {
         ThreadPool pool(threads);
         for (const Case& c : shapes) {
@@ -302,7 +303,7 @@ TEST(MatMulTest, Fp8LargeAndSmallScalesMatchReference) {
 // checks their masks), odd row addresses and padded x rows.
 TEST(MatMulTest, Nvfp4DecodeRoundsXPerBlock) {
   uint32_t seed = 700;
-  ForEachSimdTarget([&] {
+  ForEachNvfp4Path([&] {
     ThreadPool pool(2);
     for (const Case& c : {Case{.M = 1, .N = 37, .K = 1072, .stride_pad = 2, .w_byte_offset = 3},
                           Case{.M = 1, .N = 130, .K = 512}, Case{.M = 1, .N = 3, .K = 144, .stride_pad = 1},
@@ -349,7 +350,7 @@ TEST(MatMulTest, Nvfp4DecodeX16RoundsAsDocumented) {
   constexpr double kXMax = 32639.0;
   uint32_t seed = 730;
   int runs = 0, cases = 0;
-  ForEachSimdTarget([&] {
+  ForEachNvfp4Path([&] {
     if (std::string(SimdTargetName()) != "AVX3" || !UseAvx512Vnni() || !Nvfp4DecodeX16()) return;
     ++runs;
     ThreadPool pool(2);
@@ -416,7 +417,7 @@ TEST(MatMulTest, Nvfp4DecodeX16RoundsAsDocumented) {
 // offset 0 bit for bit, and that one the reference within the decode bound.
 TEST(MatMulTest, Nvfp4DecodeSameAtEveryAlignment) {
   uint32_t seed = 750;
-  ForEachSimdTarget([&] {
+  ForEachNvfp4Path([&] {
     ThreadPool pool(2);
     for (const Case& c : {Case{.M = 1, .N = 9, .K = 2048}, Case{.M = 1, .N = 13, .K = 16},
                           Case{.M = 2, .N = 11, .K = 112}, Case{.M = 3, .N = 17, .K = 192},
@@ -453,7 +454,7 @@ TEST(MatMulTest, Nvfp4DecodeSameAtEveryAlignment) {
 // in either step of a pair of 128-element steps (the VNNI kernel's unit) and
 // in either step of a masked last pair (K = 144: 128 + 16).
 TEST(MatMulTest, Nvfp4DecodePropagatesNonFinite) {
-  ForEachSimdTarget([&] {
+  ForEachNvfp4Path([&] {
     ThreadPool pool(2);
     std::mt19937 rng(77);
     for (const auto& [K, at] : {std::pair<int64_t, size_t>{256, 200}, {256, 60}, {144, 136}, {144, 20}}) {
@@ -477,6 +478,55 @@ TEST(MatMulTest, Nvfp4DecodePropagatesNonFinite) {
       }
     }
   });
+}
+
+// The VNNI kernels' two decodes of W's codes (vpermb where the CPU has VBMI,
+// vpshufb) give the same bytes, so MatMul (x as 24- and 16-bit fixed point)
+// and MatMulW4A4 agree bit for bit for every row count the kernels take, with
+// whole and partial pairs of steps. Each is held to the float64 reference
+// by the tests above (ForEachNvfp4Path); this pins down that the choice
+// never changes a result.
+TEST(MatMulTest, Nvfp4CodeDecodesAgreeBitForBit) {
+  EXPECT_FALSE(SetNvfp4CodeDecode("vpermi2b").ok());
+  if (!DetectedCpuExtensions().avx512_vbmi) {
+    EXPECT_FALSE(SetNvfp4CodeDecode("vpermb").ok());
+    GTEST_SKIP() << "no AVX512-VBMI on this CPU: only the vpshufb decode runs here";
+  }
+  std::vector<std::string> paths;
+  for (const std::string& p : AvailableCpuPaths())
+    if (p == "avx512-vnni" || p == "avx512-bf16" || p == "amx") paths.push_back(p);  // x 24-bit, 16-bit, 16-bit
+  ASSERT_FALSE(paths.empty()) << "VBMI without VNNI: " << CpuPathDescription();
+  ThreadPool pool(2);
+  std::mt19937 rng(1234);
+  int compared = 0;
+  for (const std::string& path : paths) {
+    SCOPED_TRACE("cpu path " + path);
+    ASSERT_TRUE(SetCpuPath(path).ok());
+    for (int64_t K : {16, 144, 256, 1072, 3104}) {
+      testing::QuantTestMatrix w(rng, WeightFormat::kNvfp4, false, 37, K, /*stride_pad=*/1);
+      for (int64_t M = 1; M <= 8; ++M) {
+        SCOPED_TRACE(::testing::Message() << "K=" << K << " M=" << M);
+        const std::vector<float> x = RandomFloats(rng, size_t(M * K), -3.0f, 3.0f);
+        std::vector<float> y[2], y4[2];
+        for (int v = 0; v < 2; ++v) {
+          ASSERT_TRUE(SetNvfp4CodeDecode(v == 0 ? "vpshufb" : "vpermb").ok());
+          EXPECT_EQ(CpuPathDescription().find("codes by vpermb") != std::string::npos, v == 1) << CpuPathDescription();
+          y[v].assign(size_t(M * 37), 0.0f);
+          y4[v].assign(size_t(M * 37), 0.0f);
+          MatMul(x.data(), M, K, w.view, y[v].data(), 37, pool);
+          const MatMulTarget t{.w = w.view, .y = y4[v].data(), .ldy = 37};
+          MatMulW4A4(x.data(), M, K, 0.04f, {&t, 1}, pool);
+        }
+        for (float f : y[0]) ASSERT_TRUE(std::isfinite(f));
+        EXPECT_EQ(0, std::memcmp(y[0].data(), y[1].data(), y[0].size() * sizeof(float)));
+        EXPECT_EQ(0, std::memcmp(y4[0].data(), y4[1].data(), y4[0].size() * sizeof(float)));
+        ++compared;
+      }
+    }
+  }
+  EXPECT_TRUE(SetNvfp4CodeDecode("auto").ok());
+  EXPECT_TRUE(SetCpuPath("auto").ok());
+  EXPECT_EQ(compared, int(paths.size()) * 5 * 8);
 }
 
 // n bytes that end where an inaccessible page begins: a read one byte past
@@ -509,7 +559,7 @@ class GuardedBytes {
 // zero past K there.) Results equal those on the padded copy, bit for bit.
 TEST(MatMulTest, QuantizedReadsNothingPastTheMatrix) {
   ForEachFp8Decode([&] {
-    ForEachSimdTarget([&] {
+    ForEachNvfp4Path([&] {
       ThreadPool pool(2);
       std::mt19937 rng(91);
       for (int64_t K : {16, 48, 144, 240, 384, 1072}) {

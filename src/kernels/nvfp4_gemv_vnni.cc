@@ -45,7 +45,14 @@
 #include "kernels/scratch.h"
 
 #pragma GCC push_options
+#ifndef TERN_VNNI_VPERMB
+#define TERN_VNNI_VPERMB 0
+#endif
+#if TERN_VNNI_VPERMB
+#pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni,avx512vbmi")
+#else
 #pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")
+#endif
 // GCC 12's AVX-512 intrinsics start from _mm512_undefined_*(), which it then
 // reports as maybe uninitialized (Highway silences the same).
 #pragma GCC diagnostic push
@@ -153,12 +160,24 @@ void MatMulFixed(const float* x, size_t M, size_t ldx, std::span<const MatMulTar
   });
 }
 
-}  // namespace
-
-void Nvfp4MatMul(const float* x, size_t M, size_t ldx, std::span<const MatMulTarget> targets, ThreadPool& pool) {
+void MatMul(const float* x, size_t M, size_t ldx, std::span<const MatMulTarget> targets, ThreadPool& pool) {
   if (Nvfp4DecodeX16()) return MatMulFixed<2>(x, M, ldx, targets, pool);
   MatMulFixed<3>(x, M, ldx, targets, pool);
 }
+
+}  // namespace
+
+#if TERN_VNNI_VPERMB
+void vpermb::Nvfp4MatMul(const float* x, size_t M, size_t ldx, std::span<const MatMulTarget> targets,
+                         ThreadPool& pool) {
+  MatMul(x, M, ldx, targets, pool);
+}
+#else
+void Nvfp4MatMul(const float* x, size_t M, size_t ldx, std::span<const MatMulTarget> targets, ThreadPool& pool) {
+  if (UseNvfp4Vpermb()) return vpermb::Nvfp4MatMul(x, M, ldx, targets, pool);
+  MatMul(x, M, ldx, targets, pool);
+}
+#endif
 
 }  // namespace tern::kernels::vnni
 

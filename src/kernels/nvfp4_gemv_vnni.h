@@ -37,4 +37,13 @@ void Nvfp4W4A4MatMul(const float* x, size_t M, size_t ldx, float input_scale, st
 void QuantizeNvfp4ActivationValues(const float* x, size_t M, size_t ldx, size_t K, float input_scale, float* out,
                                    size_t ldo);
 
+// The two kernels above as compiled with AVX512-VBMI (nvfp4_*_vnni_vpermb.cc:
+// W's codes decoded by vpermb, the same results bit for bit). The functions
+// above call these where UseNvfp4Vpermb() (cpu_features.h); nothing else does.
+namespace vpermb {
+void Nvfp4MatMul(const float* x, size_t M, size_t ldx, std::span<const MatMulTarget> targets, ThreadPool& pool);
+void Nvfp4W4A4MatMul(const float* x, size_t M, size_t ldx, float input_scale, std::span<const MatMulTarget> targets,
+                     ThreadPool& pool);
+}  // namespace vpermb
+
 }  // namespace tern::kernels::vnni

@@ -22,6 +22,7 @@
 namespace tern::kernels {
 namespace {
 
+using testing::ForEachNvfp4Path;
 using testing::ForEachSimdTarget;
 using testing::QuantTestMatrix;
 
@@ -163,7 +164,7 @@ TEST(W4A4Test, MatMulMatchesFloat64) {
       std::copy(b.begin(), b.end(), x.begin());  // row 0: the rounding boundaries
       std::vector<float> q(x.size());
       ref::QuantizeNvfp4Activations(x.data(), M, sh.K, sh.K, input_scale, q.data(), sh.K);
-      ForEachSimdTarget([&] {
+      ForEachNvfp4Path([&] {
         // The integer kernels (AVX-512 VNNI; AVX2 on x86's AVX2 and AVX3
         // targets): every block's term exact, f32 adding K / 16 of them;
         // otherwise MatMul's numerics on Q(x) (the AVX2 W4A16 GEMV rounds
@@ -202,7 +203,7 @@ TEST(W4A4Test, ManyTargetsEqualOneByOne) {
   for (int64_t n : {64, 100, 32}) ws.emplace_back(rng, WeightFormat::kNvfp4, false, n, K);
   for (int64_t M : {1, 4, 8, 12}) {
     const std::vector<float> x = testing::RandomFloats(rng, size_t(M * K));
-    ForEachSimdTarget([&] {
+    ForEachNvfp4Path([&] {
       std::vector<std::vector<float>> together, alone;
       std::vector<MatMulTarget> targets;
       for (const QuantTestMatrix& w : ws) {
@@ -257,7 +258,7 @@ TEST(W4A4Test, NonFiniteXMakesItsRowNaN) {
   for (int64_t M : {2, 9}) {
     std::vector<float> x = testing::RandomFloats(rng, size_t(M * K));
     x[size_t(K + 100)] = std::numeric_limits<float>::infinity();  // row 1
-    ForEachSimdTarget([&] {
+    ForEachNvfp4Path([&] {
       std::vector<float> y(size_t(M * N));
       const MatMulTarget t{.w = w.view, .y = y.data(), .ldy = N};
       MatMulW4A4(x.data(), M, K, 0.05f, {&t, 1}, pool);

@@ -26,12 +26,20 @@
 #include <cstring>
 #include <limits>
 
+#include "kernels/cpu_features.h"
 #include "kernels/matmul_internal.h"
 #include "kernels/nvfp4_gemv_vnni.h"
 #include "kernels/scratch.h"
 
 #pragma GCC push_options
+#ifndef TERN_VNNI_VPERMB
+#define TERN_VNNI_VPERMB 0
+#endif
+#if TERN_VNNI_VPERMB
+#pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni,avx512vbmi")
+#else
 #pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")
+#endif
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -149,10 +157,8 @@ struct X4 {
   }
 };
 
-}  // namespace
-
-void Nvfp4W4A4MatMul(const float* x, size_t M, size_t ldx, float input_scale, std::span<const MatMulTarget> targets,
-                     ThreadPool& pool) {
+void W4A4(const float* x, size_t M, size_t ldx, float input_scale, std::span<const MatMulTarget> targets,
+          ThreadPool& pool) {
   const size_t K = size_t(targets[0].w.cols);
   const size_t num_steps = PaddedSteps(K);
   const float inv_scale = 1.0f / input_scale;
@@ -166,6 +172,20 @@ void Nvfp4W4A4MatMul(const float* x, size_t M, size_t ldx, float input_scale, st
     const MatMulTarget& t = chunks.Locate(targets, chunk, n0, n1);
     RowsOfM<X4>(M, consts, steps, num_steps, t.w, n0, n1, t.y, size_t(t.ldy), input_scale);
   });
+}
+
+}  // namespace
+
+#if TERN_VNNI_VPERMB
+void vpermb::Nvfp4W4A4MatMul(const float* x, size_t M, size_t ldx, float input_scale,
+                             std::span<const MatMulTarget> targets, ThreadPool& pool) {
+  W4A4(x, M, ldx, input_scale, targets, pool);
+}
+#else
+void Nvfp4W4A4MatMul(const float* x, size_t M, size_t ldx, float input_scale, std::span<const MatMulTarget> targets,
+                     ThreadPool& pool) {
+  if (UseNvfp4Vpermb()) return vpermb::Nvfp4W4A4MatMul(x, M, ldx, input_scale, targets, pool);
+  W4A4(x, M, ldx, input_scale, targets, pool);
 }
 
 void QuantizeNvfp4ActivationValues(const float* x, size_t M, size_t ldx, size_t K, float input_scale, float* out,
@@ -184,6 +204,7 @@ void QuantizeNvfp4ActivationValues(const float* x, size_t M, size_t ldx, size_t 
       _mm512_storeu_ps(out + m * ldo + k, v);
     }
 }
+#endif  // TERN_VNNI_VPERMB
 
 }  // namespace tern::kernels::vnni
 

@@ -45,6 +45,25 @@ void ForEachSimdTarget(F&& body) {
   SetSimdTargetForTest(0);
 }
 
+// ForEachSimdTarget for the NVFP4 kernels: on the paths that run the AVX-512
+// VNNI kernels, body() once per way they decode W's codes (cpu_features.h
+// UseNvfp4Vpermb: vpshufb, and vpermb where the CPU has VBMI), then the
+// default restored.
+template <class F>
+void ForEachNvfp4Path(F&& body) {
+  ForEachSimdTarget([&] {
+    if (std::string(SimdTargetName()) != "AVX3" || !UseAvx512Vnni()) return body();
+    std::vector<const char*> modes = {"vpshufb"};
+    if (DetectedCpuExtensions().avx512_vbmi) modes.push_back("vpermb");
+    for (const char* mode : modes) {
+      SCOPED_TRACE(std::string("NVFP4 codes by ") + mode);
+      EXPECT_TRUE(SetNvfp4CodeDecode(mode).ok());
+      body();
+    }
+    EXPECT_TRUE(SetNvfp4CodeDecode("auto").ok());
+  });
+}
+
 // Runs body once per FP8 decode of the GEMV (cpu_features.h
 // UseFp8IntegerDecode), both on any CPU, then restores the default.
 template <class F>
