@@ -131,7 +131,7 @@ Status SetFp8Decode(std::string_view mode);  // "auto", "int" or "f16"
 // nibbles (true), or by vpshufb after an AND (false). The same bytes either
 // way, so the same results bit for bit; vpermb is the default where the CPU
 // has VBMI (AMD Zen 4 and later, Intel Ice Lake and later; not Cascade
-// Lake), two fewer operations in ~29 per 256 weights (one-row decode with W
+// Lake), four fewer operations in 33 per 256 weights (one-row decode with W
 // in L2 1.1x on AMD Zen 4: src/kernels/README.md). TERN_NVFP4_CODES=vpermb|vpshufb
 // (read with SetCpuPathFromEnvironment) or SetNvfp4CodeDecode forces one,
 // for A/B runs and for the tests, which run both where the CPU has VBMI;
