@@ -28,9 +28,16 @@ namespace {
 
 constexpr int64_t kDecodeMaxQueries = 2;
 constexpr int64_t kPrefillRows = 96;
-// Decode ranges: at least this many positions each, in whole chunks of the
-// kernel (attention_decode_hwy.cc's kDecodeChunk, 16, divides the quantum).
-constexpr int64_t kMinRange = 256, kRangeQuantum = 64;
+// Decode ranges, in whole chunks of the kernel (attention_decode_hwy.cc's
+// kDecodeChunk, 16, divides the quantum): up to one a thread of at least
+// kMinSplitRange positions, more only of kMinRange. A query under 2 *
+// kMinRange keys was one task before, so one core read its whole cache
+// while the others waited: BM_AttentionDecode 1 x 128 / 1 x 256 (BF16 cache,
+// 2 threads, AMD Zen 4, medians of 5, two rounds) 34.6 / 68.6-69.3 us ->
+// 20.1-20.2 / 39.4-39.5. Ranges of 64 past that (8 for 1 x 512, the ~4 a
+// thread asked for) merged more partials than they saved: 72.4-75.4 us
+// against 78.3-79.3.
+constexpr int64_t kMinRange = 256, kMinSplitRange = 64, kRangeQuantum = 64;
 
 struct Task {
   uint32_t job;
@@ -115,7 +122,8 @@ void PagedAttention(std::span<const AttentionJob> jobs, int64_t q_heads, float s
       const size_t per_task = size_t(q_heads) * AttentionPartialStride(D);
       for (int64_t t = 0; t < job.num_queries; ++t) {
         const int64_t keys = std::max<int64_t>(0, job.ctx_len - job.num_queries + t + 1);
-        const int64_t ranges = std::clamp<int64_t>(want_ranges, 1, std::max<int64_t>(1, keys / kMinRange));
+        const int64_t most = std::max(std::min(int64_t(pool.size()), keys / kMinSplitRange), keys / kMinRange);
+        const int64_t ranges = std::clamp<int64_t>(want_ranges, 1, std::max<int64_t>(1, most));
         const int64_t len = ((keys + ranges - 1) / ranges + kRangeQuantum - 1) / kRangeQuantum * kRangeQuantum;
         queries.push_back({uint32_t(j), t, tasks.size(), 0});
         for (int64_t p0 = 0; p0 < keys || p0 == 0; p0 += std::max<int64_t>(len, 1)) {

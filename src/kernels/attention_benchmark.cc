@@ -109,6 +109,8 @@ void BM_AttentionDecode(benchmark::State& state) {
 }
 BENCHMARK(BM_AttentionDecode<>)
     ->Name("BM_AttentionDecode")
+    ->Args({1, 128})
+    ->Args({1, 256})
     ->Args({1, 512})
     ->Args({1, 4096})
     ->Args({8, 1024})

@@ -268,6 +268,8 @@ TEST(PagedAttentionTest, DecodeBatchOfMixedLengths) {
       CheckAttention(dt, 8, 1, 8, 24, {{70, 1}}, pool, seed++);           // wide group (8 heads share one)
       // Long enough to be split into key ranges whose partials are merged.
       CheckAttention(dt, 16, 2, 2, 32, {{700, 1}}, pool, seed++);
+      // A lone short query split once per thread: ranges of 128 keys and of 1.
+      CheckAttention(dt, 16, 2, 2, 32, {{129, 1}}, pool, seed++);
       CheckAttention(dt, 16, 1, 2, 16, {{1100, 2}, {5, 1}}, pool, seed++);
     }
   });
