@@ -50,7 +50,10 @@ BandwidthResult MeasureReadBandwidth(ThreadPool& pool, int64_t bytes, int reps, 
   volatile float sink = 0;
   for (float v : sums) sink = sink + v;
   std::sort(gbps.begin(), gbps.end());
-  return {gbps[gbps.size() / 2], gbps.back(), pages.ok() && huge_pages && advised};
+  return {.median_gbps = gbps[gbps.size() / 2],
+          .best_gbps = gbps.back(),
+          .slowest_gbps = gbps.front(),
+          .huge_pages = pages.ok() && huge_pages && advised};
 }
 
 ComputePeaks MeasureComputePeaks(ThreadPool& pool) {

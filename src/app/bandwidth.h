@@ -11,6 +11,7 @@ namespace tern::app {
 struct BandwidthResult {
   double median_gbps = 0;  // 1e9 bytes per second
   double best_gbps = 0;
+  double slowest_gbps = 0;  // (a shared or throttled host's runs can differ by 2x: see cmd_bench.cc)
   bool huge_pages = false;  // the kernel accepted MADV_HUGEPAGE for the buffer
 };
 
