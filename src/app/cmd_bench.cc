@@ -23,7 +23,7 @@ namespace {
 // Runs of the bandwidth probes further apart than this (fastest over slowest)
 // say that the host's bandwidth moved while it was measured. A steady host's
 // seven runs agree within a few percent (the AMD Zen 4 VM of the kernels
-// README: 1.02-1.05x within one of its two levels, 1.9x across them).
+// README: 1.04-1.08x within one of its two levels, 1.9x across them).
 constexpr double kSteadyBandwidthSpread = 1.3;
 
 double Median(std::vector<double> v) {
@@ -214,8 +214,8 @@ Command RegisterBench(CLI::App& app) {
                weights_huge ? "4 KiB pages" : other_huge ? "huge pages (--huge-pages)" : "4 KiB pages (huge refused)");
     // A host whose bandwidth moves while it is measured (another tenant, a
     // VM whose memory bandwidth flips between two levels within a second:
-    // the AMD Zen 4 VM of src/kernels/README.md read 32-36 or 52-62 GB/s in
-    // runs of 0.1 s) makes the share above a comparison across levels: the
+    // the AMD Zen 4 VM of src/kernels/README.md read mostly 30-36 or 52-62
+    // GB/s in probes of 0.1 s) makes the share above a comparison across levels: the
     // decode runs last seconds and may have run at either. Said, not hidden.
     const double slowest = std::min(bw.slowest_gbps, bw2.slowest_gbps);
     const double fastest = std::max(bw.best_gbps, bw2.best_gbps);
