@@ -316,6 +316,13 @@ void Engine::FailRefusedBatch(std::span<Sequence* const> batch_seqs, std::span<c
       faulty.emplace_back(batch_seqs[i], alone.message());
   if (faulty.empty())  // a fault of the batch as a whole: nothing tells which sequence, so all of it fails
     for (Sequence* s : batch_seqs) faulty.emplace_back(s, batch_error.message());
+  // The survivors' drafts were not verified: they draft again next step (a
+  // verify chunk exists only between Draft and AcceptDrafts of one step).
+  // Before the erasing below, which frees the failed sequences.
+  for (Sequence* s : batch_seqs) {
+    s->verify.clear();
+    s->drafts = 0;
+  }
   for (auto& [seq, why] : faulty) {
     Sequence* const s = seq;  // (a structured binding cannot be captured before C++20's relaxation, clang 14)
     FinishSequence(*s, FinishReason::kAbort, -1, "Internal error: " + why, EngineError::kInternal);
@@ -333,6 +340,8 @@ void Engine::ReleaseBlocks(Sequence& s, bool publish) {
   }
   prefix_.Release(s.blocks, s.cursor);
   s.num_cached = 0;
+  s.verify.clear();  // (drafts not yet verified: a retracted sequence restarts as a prefill)
+  s.drafts = 0;
   for (int32_t* slot : {&s.state_slot, &s.boundary_slot, &s.spec_slot})
     if (*slot >= 0) {  // (a retracted sequence restarts from a snapshot or position 0)
       free_state_slots_.push_back(*slot);
@@ -618,7 +627,7 @@ void Engine::Step() {
     s->num_cached += batch_n[i];
     prefix_.Insert(s->tokens, s->num_cached, s->blocks, s->cursor);
     if (snapshots()) AfterChunk(*s);
-    if (s->group && s->leader && s->num_cached >= s->num_prompt) s->group->prompt_ready = true;
+    if (s->group && s->leader && s->num_cached >= s->num_prompt) s->group->prompt_ready = true;  // (also AcceptDrafts)
     const int64_t rows = chunks[i].skip_logits ? 0 : chunks[i].all_logits ? batch_n[i] : 1;
     float* const first_row = logits_.data() + row * V;
     row += rows;

@@ -6,6 +6,7 @@
 // fails what was running and the engine goes on serving. In each case the
 // other sequences' greedy tokens equal those of the same request run alone
 // on the healthy model, in an engine of its own.
+#include <atomic>
 #include <filesystem>
 #include <stdexcept>
 #include <thread>
@@ -157,6 +158,44 @@ TEST_F(EngineIsolationTest, ARefusedChunkFailsOnlyItsSequence) {
   for (int i = 0; i < 200 && engine->metrics().used_blocks.load() != 0; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   EXPECT_EQ(engine->metrics().used_blocks.load(), 0);
+}
+
+// The same under NGRAM speculation, the refused chunk arriving while the
+// good request decodes with drafts: its unverified drafts are dropped with
+// the batch (it drafts again next step) and its tokens stay its own.
+TEST_F(EngineIsolationTest, ARefusedChunkBesideAVerifyFailsOnlyItsSequence) {
+  // Every id of the vocabulary (and the first again): NGRAM finds a draft at every step.
+  const int32_t V = int32_t(model_->config().vocab_size);
+  std::vector<int32_t> good;
+  for (int32_t i = 0; i < V; ++i) good.push_back((i * 37 + 11) % V);
+  good.push_back(good[0]);
+  const auto expected = Alone(good, 100);
+  FaultyModel faulty(*model_, FaultyModel::Fault::kRefuse);
+  EngineOptions o{.max_running_requests = 4, .chunked_prefill_size = 64,
+                  .kv = {.block_size = 4, .num_blocks = 128, .dtype = DType::kF32},
+                  .speculative = {.algorithm = SpeculativeAlgorithm::kNgram, .num_draft_tokens = 4,
+                                  .adaptive_budget = false}};
+  std::atomic<int> drafts{0};
+  o.on_drafts = [&](const std::string&, int64_t, std::span<const int32_t>) { drafts++; };
+  auto engine = Engine::Create(faulty, o);
+  ASSERT_TRUE(engine.ok()) << engine.status().message();
+  auto g = (*engine)->Submit(Greedy("good", good, 100));
+  ASSERT_TRUE(g.stream);
+  RequestUpdate u;
+  ASSERT_TRUE(g.stream->Next(u, std::chrono::milliseconds(5000)));  // decoding now
+  auto b = (*engine)->Submit(Greedy("bad", {kMarker, 4, 11, 18}, 8));
+  ASSERT_TRUE(b.stream);
+  RequestUpdate bad_last, good_last;
+  EXPECT_TRUE(Collect(*b.stream, &bad_last).empty());
+  EXPECT_EQ(bad_last.message, "Internal error: injected refusal");
+  std::vector<int32_t> tokens;
+  for (const TokenOutput& t : u.tokens) tokens.push_back(t.id);
+  const std::vector<int32_t> rest = Collect(*g.stream, &good_last);
+  tokens.insert(tokens.end(), rest.begin(), rest.end());
+  EXPECT_EQ(tokens, expected) << "the good request was disturbed";
+  EXPECT_EQ(good_last.reason, FinishReason::kLength) << good_last.message;
+  EXPECT_GT(drafts.load(), 0) << "the test meant to draft";
+  EXPECT_EQ((*engine)->metrics().engine_errors_total.load(), 1u);
 }
 
 TEST_F(EngineIsolationTest, NonFiniteLogitsEndTheSequenceWithAClearError) {

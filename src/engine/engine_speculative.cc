@@ -122,6 +122,10 @@ bool Engine::AcceptDrafts(Sequence& s, float* rows, std::chrono::steady_clock::t
   }
   prefix_.Insert(s.tokens, s.num_cached, s.blocks, s.cursor);
   if (snapshots()) AfterChunk(s);
+  // A leader whose first steps are verifies (its prompt found cached up to the
+  // last token, and drafts from the prompt at once) releases its followers as
+  // a plain step would, once its prompt is in the cache.
+  if (s.group && s.leader && s.num_cached >= s.num_prompt) s.group->prompt_ready = true;
   return false;
 }
 

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <mutex>
 
 #include <gtest/gtest.h>
 
@@ -471,6 +472,71 @@ TEST_P(SpeculativeEngine, RetractionKeepsTheTokens) {
           << "request " << i << (cache ? " (prefix cache)" : "");
     EXPECT_GT(spec.retractions, 0u) << "the test meant to retract";
     EXPECT_GT(spec.verifies, 0u);
+  }
+}
+
+// n > 1 whose prompt is cached up to its last token: the leader decodes from
+// its first step, and NGRAM drafts from the prompt at once, so its first steps
+// are verifies. Its followers must start once its prompt is cached, beside
+// it, not wait for its whole reply (they did while every leader step was a
+// verify: only a plain step released them).
+TEST_P(SpeculativeEngine, GroupFollowersRunBesideAVerifyingLeader) {
+  std::mutex mu;
+  std::vector<std::pair<std::string, int64_t>> drafted;  // (request id, its tokens so far), in order
+  EngineOptions o{.max_running_requests = 8, .chunked_prefill_size = 64,
+                  .kv = {.block_size = 4, .num_blocks = 256, .dtype = DType::kF32},
+                  .speculative = {.algorithm = GetParam().algorithm, .num_draft_tokens = 4, .num_steps = 3,
+                                  .adaptive_budget = false, .state_rollback = GetParam().rollback}};
+  o.on_drafts = [&](const std::string& id, int64_t tokens, std::span<const int32_t>) {
+    std::lock_guard<std::mutex> lock(mu);
+    drafted.emplace_back(id, tokens);
+  };
+  // Every id of the vocabulary, then the first again: NGRAM (one token of
+  // match) finds a draft at every step, so without a plain step to release
+  // them the followers would wait for the whole reply. V + 1 tokens, V a
+  // multiple of 4: the first request leaves V of them cached (whole blocks).
+  const int32_t V = int32_t(model_->config().vocab_size);
+  ASSERT_EQ(V % 4, 0);
+  std::vector<int32_t> prompt;
+  for (int32_t i = 0; i < V; ++i) prompt.push_back((i * 37 + 11) % V);  // (37 is prime to V: every id once)
+  prompt.push_back(prompt[0]);
+  const std::vector<int32_t> alone = testing::Alone(*model_, prompt, 24);
+  auto engine = Engine::Create(*model_, o);
+  ASSERT_TRUE(engine.ok()) << engine.status().message();
+  EngineRequest warm{.id = "warm", .prompt = prompt, .max_tokens = 1};
+  warm.sampling.temperature = 0;
+  auto w = (*engine)->Submit(warm);
+  ASSERT_TRUE(w.stream) << w.error;
+  Drain(*w.stream);
+  std::vector<EngineRequest> group;
+  for (const char* id : {"lead", "f1", "f2"}) {
+    EngineRequest r{.id = id, .prompt = prompt, .max_tokens = 24};
+    r.sampling.temperature = 0;
+    group.push_back(r);
+  }
+  auto g = (*engine)->SubmitGroup(group);
+  ASSERT_EQ(g.streams.size(), 3u) << g.error;
+  for (size_t i = 0; i < 3; ++i) {
+    const Outcome out = Drain(*g.streams[i]);
+    EXPECT_EQ(out.tokens, alone) << group[i].id;
+    EXPECT_EQ(out.last.cached_tokens, V) << group[i].id;
+  }
+  std::lock_guard<std::mutex> lock(mu);
+  int64_t first_lead = -1, last_lead = -1, first_follower = -1;
+  for (size_t i = 0; i < drafted.size(); ++i) {
+    if (drafted[i].first == "lead") {
+      if (first_lead < 0) first_lead = int64_t(i);
+      last_lead = int64_t(i);
+    } else if (drafted[i].first != "warm" && first_follower < 0) {
+      first_follower = int64_t(i);
+    }
+  }
+  ASSERT_GE(last_lead, 0);
+  ASSERT_GE(first_follower, 0) << "the followers drafted too";
+  EXPECT_LT(first_follower, last_lead) << "the followers waited for the leader's whole reply";
+  // The case meant, with NGRAM: the leader's first step (V + 1 tokens, V cached) was a verify.
+  if (GetParam().algorithm == SpeculativeAlgorithm::kNgram) {
+    EXPECT_EQ(drafted[size_t(first_lead)].second, V + 1);
   }
 }
 
