@@ -207,9 +207,10 @@ class Engine {
   void AfterChunk(Sequence& s);
   // Room a snapshot must leave: the most blocks any running sequence may
   // still take to reach its max_tokens (or the context), plus one spare per
-  // running sequence. A snapshot on a running sequence's path cannot be
-  // evicted, so this keeps every sequence able to finish once the others are
-  // retracted: a snapshot never makes a sequence running alone fail.
+  // running sequence. Every snapshot is evictable, also on a running
+  // sequence's path (prefix_cache.h), so none can keep a sequence from
+  // finishing; this keeps the engine from saving a state that the running
+  // sequences' next blocks would evict again at once.
   int64_t BlocksStillNeeded() const;
   bool snapshots() const { return prefix_.enabled() && prefix_.state_blocks() > 0; }
   bool speculative() const { return opts_.speculative.algorithm != SpeculativeAlgorithm::kNone; }

@@ -240,5 +240,49 @@ TEST_F(HybridCacheTest, GroupResumesFromTheLeadersSnapshot) {
   }
 }
 
+// A snapshot on the path a request matches must not be what keeps it out.
+// Its blocks held for as long as the request ran: a request that fits the
+// empty pool but not beside that snapshot was never admitted (the engine
+// spun, everything queued behind it waited); one running alone whose reply
+// would fill the pool ended "The KV cache is exhausted". The snapshot is the
+// first to go under pressure instead (the request has its state already).
+TEST_F(HybridCacheTest, AMatchedSnapshotNeverKeepsARequestOut) {
+  auto model = Load();
+  EngineOptions probe{.kv = {.block_size = kBlock, .num_blocks = 64, .dtype = DType::kF32}};
+  auto p = Engine::Create(*model, probe);
+  ASSERT_TRUE(p.ok());
+  const int64_t S = (*p)->snapshot_blocks();
+  ASSERT_GT(S, 0);
+  p->reset();
+  const int64_t N = S + 10;  // the pool: 10 blocks more than one snapshot
+  // A: 9 tokens, its snapshot at 8 (2 blocks). B and C share those 8.
+  const std::vector<int32_t> a = Prompt(5, 2 * kBlock + 1);
+  std::vector<int32_t> b(a.begin(), a.begin() + 2 * kBlock), c = b;
+  // B fits the empty pool (prompt + 1 in N - S + 1 blocks), not beside A's snapshot.
+  while (int64_t(b.size()) < kBlock * (N - S + 1) - 1) b.push_back(3 + int32_t(b.size() * 7 % 80));
+  c.insert(c.end(), {41, 42});  // C: a short prompt whose reply may fill the pool
+  const std::vector<int32_t> b_alone = testing::Alone(*model, b, 2);
+  const std::vector<int32_t> c_alone = testing::Alone(*model, c, kBlock * N - int64_t(c.size()));
+  for (bool long_reply : {false, true}) {
+    EngineOptions o{.max_running_requests = 4, .chunked_prefill_size = 64,
+                    .kv = {.block_size = kBlock, .num_blocks = N, .dtype = DType::kF32}, .enable_prefix_cache = true};
+    auto engine = Engine::Create(*model, o);
+    ASSERT_TRUE(engine.ok()) << engine.status().message();
+    auto sa = (*engine)->Submit(Greedy("a", a, 1));
+    ASSERT_TRUE(sa.stream) << sa.error;
+    Drain(*sa.stream);
+    ASSERT_EQ((*engine)->metrics().state_snapshots.load(), 1);
+    const std::vector<int32_t>& prompt = long_reply ? c : b;
+    const int64_t max_tokens = long_reply ? kBlock * N : 2;  // (clamped to fill the pool)
+    auto sb = (*engine)->Submit(Greedy("b", prompt, max_tokens));
+    ASSERT_TRUE(sb.stream) << sb.error;
+    const Outcome out = Drain(*sb.stream);
+    EXPECT_TRUE(out.last.finished) << "never admitted";
+    EXPECT_EQ(out.last.reason, FinishReason::kLength) << out.last.message;
+    EXPECT_EQ(out.tokens, long_reply ? c_alone : b_alone);
+    EXPECT_EQ(out.last.cached_tokens, 2 * kBlock) << "it resumed from the snapshot";
+  }
+}
+
 }  // namespace
 }  // namespace tern

@@ -80,7 +80,7 @@ PrefixCache::Node* PrefixCache::AddChild(Node* parent, std::span<const int32_t> 
 int64_t PrefixCache::Weight(const Node* n) { return 1 + int64_t(n->snapshot.size()); }
 
 void PrefixCache::RetainCached(int32_t block) {
-  if (alloc_.ref_count(block) == 1) evictable_ -= Weight(node_of_block_[size_t(block)]);
+  if (alloc_.ref_count(block) == 1) --evictable_;  // (its snapshot stays evictable: Evict)
   alloc_.Retain(block);
 }
 
@@ -171,9 +171,10 @@ bool PrefixCache::AddSnapshot(const Cursor& cursor, int64_t depth, int64_t keep_
     out.clear();
     return false;
   }
-  // The node is on a running sequence's path (held), so its snapshot is not
-  // evictable until the node is: Release counts both together.
+  // Evictable at once, although the node is on a running sequence's path:
+  // that sequence has the state in its own slot (Evict).
   n->snapshot = out;
+  evictable_ += state_blocks_;
   ++num_snapshots_;
   return true;
 }
@@ -182,7 +183,7 @@ void PrefixCache::Release(std::vector<int32_t>& blocks, Cursor& cursor) {
   for (int32_t b : blocks) {
     alloc_.Release(b);
     Node* n = node_of_block_[size_t(b)];
-    if (n != nullptr && alloc_.ref_count(b) == 1) evictable_ += Weight(n);
+    if (n != nullptr && alloc_.ref_count(b) == 1) ++evictable_;
   }
   blocks.clear();
   cursor = {};
@@ -220,6 +221,31 @@ int64_t PrefixCache::Evict(int64_t n) {
         break;
       }
     if (parent != root_.get() && parent->children.empty() && alloc_.ref_count(parent->block) == 1) heap.push(parent);
+  }
+  if (freed >= n || num_snapshots_ == 0) return freed;
+  // Then the snapshots of nodes that running sequences hold (every node left
+  // with one is held: an unused one would have been a leaf or above one),
+  // least recently used first. Nothing running needs them: a sequence that
+  // resumed from one loaded it into its own state slot when it was admitted,
+  // and one that made one has that state itself. Only later requests would
+  // have resumed there. Held, they would keep a request that fits the empty
+  // pool from ever being admitted, or end one running alone for want of KV.
+  std::vector<Node*> held;
+  stack = {root_.get()};
+  while (!stack.empty()) {
+    Node* x = stack.back();
+    stack.pop_back();
+    for (auto& [h, c] : x->children) stack.push_back(c.get());
+    if (!x->snapshot.empty()) held.push_back(x);
+  }
+  std::sort(held.begin(), held.end(), [](const Node* a, const Node* b) { return a->last_use < b->last_use; });
+  for (Node* x : held) {
+    if (freed >= n) break;
+    for (int32_t b : x->snapshot) alloc_.Release(b);
+    evictable_ -= int64_t(x->snapshot.size());
+    freed += int64_t(x->snapshot.size());
+    x->snapshot.clear();
+    --num_snapshots_;
   }
   return freed;
 }

@@ -25,7 +25,10 @@
 // state_blocks > 0 a node may carry a *snapshot*: the recurrent state after
 // the node's last token, held in state_blocks blocks of the same pool (so its
 // memory is the pool's, counted and evicted like KV). Match then stops at the
-// deepest node with a snapshot; a snapshot lives and is evicted with its node.
+// deepest node with a snapshot. A snapshot is evicted with its node, or
+// alone once nothing else is left to evict: a node that running sequences
+// hold keeps its KV block, while its snapshot, which they no longer read
+// (they hold the state in their own slots), counts as evictable.
 //
 // With `enabled` false every call degrades to plain allocation: Match finds
 // nothing, Insert keeps nothing. Not thread-safe: the engine thread owns it.
@@ -96,7 +99,7 @@ class PrefixCache {
 
   // Blocks free now or after evicting unused cached ones.
   int64_t available() const { return alloc_.num_free() + evictable_; }
-  // Cached blocks no sequence uses.
+  // Cached blocks no sequence uses (every snapshot's, held node or not).
   int64_t evictable() const { return evictable_; }
   // Blocks in the tree (KV nodes; snapshots not counted).
   int64_t cached() const { return num_nodes_; }
@@ -109,7 +112,8 @@ class PrefixCache {
   Node* AddChild(Node* parent, std::span<const int32_t> key, int32_t block);
   // Takes a sequence's reference on a cached block.
   void RetainCached(int32_t block);
-  // Frees unused leaves (LRU first) until n blocks are free or none is left.
+  // Frees unused leaves (LRU first), then the snapshots of held nodes (LRU
+  // first), until n blocks are freed or none is left.
   int64_t Evict(int64_t n);
   // Blocks a node frees when evicted: its own and its snapshot's.
   static int64_t Weight(const Node* n);
