@@ -184,17 +184,22 @@ void HandleChat(ServerContext& ctx, const HttpRequest& http_req, HttpResponse& r
     api::ChatStreamEncoder enc;
     std::vector<api::ChatOutputParser> parsers;
     std::vector<api::ReasoningTokenCounter> reasoning_tokens;
+    // Per choice, tokens whose text is not out yet (held back by a stop string
+    // or a parser, or become tool calls): their logprobs go with the next text.
+    std::vector<std::vector<TokenOutput>> unsent_logprobs;
   };
   auto st = std::make_shared<State>(meta);
   for (size_t i = 0; i < runs.size(); ++i) {
     st->parsers.emplace_back(pcfg);
     st->reasoning_tokens.emplace_back(pcfg, forced.reply_prefix);
   }
+  st->unsent_logprobs.resize(runs.size());
   const bool include_usage = req.include_usage, continuous = req.continuous_usage_stats, logprobs = req.logprobs;
+  const int64_t top_logprobs = req.top_logprobs;
   ServerContext* c = &ctx;
   StreamRuns(
       res, runs,
-      [st, runs, continuous, logprobs, c](int i, const GenerationRun::Step& step, ChunkSink& sink) {
+      [st, runs, continuous, logprobs, top_logprobs, c](int i, const GenerationRun::Step& step, ChunkSink& sink) {
         std::string out;
         api::ChatOutputParser& parser = st->parsers[size_t(i)];
         api::ReasoningTokenCounter& counter = st->reasoning_tokens[size_t(i)];
@@ -209,10 +214,17 @@ void HandleChat(ServerContext& ctx, const HttpRequest& http_req, HttpResponse& r
           d.content += tail.content;
           for (auto& t : tail.tool_calls) d.tool_calls.push_back(std::move(t));
         }
-        if (logprobs && !step.tokens.empty()) {
-          Json lp = api::ChatLogprobsJson(ToLogprobs(*c, step.tokens));
-          if (!d.reasoning.empty()) out += st->enc.Reasoning(i, d.reasoning, continuous ? &usage : nullptr, &lp), d.reasoning.clear();
-          else if (!d.content.empty()) out += st->enc.Content(i, d.content, continuous ? &usage : nullptr, &lp), d.content.clear();
+        if (logprobs) {
+          // Every token's logprobs, as the whole reply has them: with the
+          // first text out after it, or at the end in a delta of its own.
+          std::vector<TokenOutput>& unsent = st->unsent_logprobs[size_t(i)];
+          unsent.insert(unsent.end(), step.tokens.begin(), step.tokens.end());
+          if (!unsent.empty() && (!d.reasoning.empty() || !d.content.empty() || step.finished)) {
+            Json lp = api::ChatLogprobsJson(ToLogprobs(*c, unsent, false, top_logprobs));
+            unsent.clear();
+            if (!d.reasoning.empty()) out += st->enc.Reasoning(i, d.reasoning, continuous ? &usage : nullptr, &lp), d.reasoning.clear();
+            else out += st->enc.Content(i, d.content, continuous ? &usage : nullptr, &lp), d.content.clear();
+          }
         }
         out += api::EncodeChatDelta(st->enc, i, d, continuous ? &usage : nullptr);
         if (step.finished) {

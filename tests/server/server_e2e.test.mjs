@@ -163,6 +163,39 @@ test('chat stream equals non-stream under greedy; role first, usage chunk, [DONE
   assert.equal(sdkText, text);
 });
 
+test('streamed chat logprobs: every token\'s, as in the whole reply, also where a stop string holds text back', async () => {
+  const req = { model: 'tiny', messages: [{ role: 'user', content: 'Count to five' }], max_tokens: 16, temperature: 0,
+    logprobs: true, top_logprobs: 2, chat_template_kwargs: { enable_thinking: false }, separate_reasoning: false };
+  const entries = (r) => r.map((e) => [e.token, e.logprob, e.top_logprobs.map((t) => t.token)]);
+  const streamedEntries = async (body) => {
+    const st = await raw('POST', '/v1/chat/completions', { body: { ...body, stream: true } });
+    assert.equal(st.status, 200, st.text);
+    const chunks = sse(st.text);
+    return { lps: chunks.flatMap((c) => c.choices).flatMap((c) => c.logprobs?.content ?? []),
+      text: chunks.flatMap((c) => c.choices).map((c) => c.delta?.content ?? '').join('') };
+  };
+  const whole = await raw('POST', '/v1/chat/completions', { body: req });
+  assert.equal(whole.status, 200, whole.text);
+  const all = whole.json.choices[0].logprobs.content;
+  assert.equal(all.length, whole.json.usage.completion_tokens);
+  const s1 = await streamedEntries(req);
+  assert.deepEqual(entries(s1.lps), entries(all));
+  // A stop string from the text: the tokens of its first characters are held
+  // back while it may still match, and those up to the match never appear as text.
+  const text = whole.json.choices[0].message.content;
+  const chars = [...text];
+  const at = chars.findIndex((_, i) => i >= 2 && i + 3 <= chars.length && !chars.slice(i, i + 3).includes('\ufffd'));
+  assert.ok(at >= 2, `no stop string candidate in ${JSON.stringify(text)}`);
+  const stop = chars.slice(at, at + 3).join('');
+  const cut = await raw('POST', '/v1/chat/completions', { body: { ...req, stop: [stop] } });
+  assert.equal(cut.status, 200, cut.text);
+  assert.equal(cut.json.choices[0].finish_reason, 'stop');
+  const s2 = await streamedEntries({ ...req, stop: [stop] });
+  assert.equal(s2.text, cut.json.choices[0].message.content);
+  assert.deepEqual(entries(s2.lps), entries(cut.json.choices[0].logprobs.content));
+  assert.equal(s2.lps.length, cut.json.usage.completion_tokens);
+});
+
 test('completions, native /generate and tokenize agree', async () => {
   const prompt = 'The capital city of France is';
   const c = await client.completions.create({ model: 'tiny', prompt, max_tokens: 8, temperature: 0 });
