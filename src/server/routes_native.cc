@@ -70,6 +70,9 @@ void HandleGenerate(ServerContext& ctx, const HttpRequest& http_req, HttpRespons
   if (!started.ok()) return ReplyGenerateError(res, started.error());
   std::vector<std::shared_ptr<GenerationRun>> runs = std::move(started).value();
   const bool several = runs.size() > 1;
+  // A list of outputs (and streamed chunks with their index) for n > 1 or a
+  // batch, also of one prompt (["hi"], [[1, 2]]), as SGLang answers a batch.
+  const bool as_list = several || req.batch;
   // SGLang gives each of n > 1 choices a fresh request id.
   std::vector<std::string> ids;
   for (size_t i = 0; i < runs.size(); ++i) ids.push_back(several ? api::NewRequestId("") : id);
@@ -119,7 +122,7 @@ void HandleGenerate(ServerContext& ctx, const HttpRequest& http_req, HttpRespons
       if (i == 0) *prompt_lps = std::move(all.prompt_logprobs);
       outputs.push_back(api::GenerateJson(make_output(int(i), all.text, all.tokens, all.finish)));
     }
-    res.SetBody(200, api::ToJsonText(several ? outputs : outputs[0]), "application/json");
+    res.SetBody(200, api::ToJsonText(as_list ? outputs : outputs[0]), "application/json");
     return;
   }
   // SGLang streams the whole text so far in every chunk.
@@ -132,7 +135,7 @@ void HandleGenerate(ServerContext& ctx, const HttpRequest& http_req, HttpRespons
   st->tokens.resize(runs.size());
   StreamRuns(
       res, runs,
-      [st, make_output, several, prompt_lps](int i, const GenerationRun::Step& step, ChunkSink& sink) {
+      [st, make_output, as_list, prompt_lps](int i, const GenerationRun::Step& step, ChunkSink& sink) {
         for (const auto& t : step.prompt_logprobs) prompt_lps->push_back(t);
         st->text[size_t(i)] += step.text;
         for (auto& t : step.tokens) st->tokens[size_t(i)].push_back(t);
@@ -142,7 +145,7 @@ void HandleGenerate(ServerContext& ctx, const HttpRequest& http_req, HttpRespons
         } else if (!step.tokens.empty() || step.finished) {
           api::GenerateOutput o = make_output(i, st->text[size_t(i)], st->tokens[size_t(i)],
                                               step.finished ? std::optional(step.finish) : std::nullopt);
-          if (several) o.index = i;
+          if (as_list) o.index = i;
           out = "data: " + api::ToJsonText(api::GenerateJson(o)) + "\n\n";
         }
         if (!out.empty()) sink.Write(out);

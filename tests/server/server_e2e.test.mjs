@@ -211,6 +211,17 @@ test('completions, native /generate and tokenize agree', async () => {
   const gs = await raw('POST', '/generate', { body: { input_ids: tok.json.tokens, stream: true, sampling_params: { max_new_tokens: 8, temperature: 0 } } });
   const events = sse(gs.text);
   assert.equal(events.at(-1).text, g.json.text, 'native stream chunks carry the whole text so far');
+  // A batch of one prompt (a list) is answered as a batch: a list of one, chunks with their index (SGLang).
+  for (const body of [{ text: [prompt] }, { input_ids: [tok.json.tokens] }]) {
+    const b = await raw('POST', '/generate', { body: { ...body, sampling_params: { max_new_tokens: 8, temperature: 0 } } });
+    assert.equal(b.status, 200, b.text);
+    assert.ok(Array.isArray(b.json) && b.json.length === 1, b.text);
+    assert.equal(b.json[0].text, g.json.text);
+    const bs = await raw('POST', '/generate', { body: { ...body, stream: true, sampling_params: { max_new_tokens: 8, temperature: 0 } } });
+    const ev = sse(bs.text);
+    assert.ok(ev.every((e) => e.index === 0), bs.text);
+    assert.equal(ev.at(-1).text, g.json.text);
+  }
 });
 
 test('seed determinism and stop strings', async () => {
