@@ -41,8 +41,11 @@ std::string TokenText(const ServerContext& ctx, int32_t id) {
 
 void RecordGeneration(RequestRecord& record, const ServerContext& ctx, const RunSpec& spec,
                       std::string_view prompt_text) {
-  if (record.request_id.empty()) record.request_id = spec.id;
-  else if (record.request_id != spec.id) record.response_id = spec.id;
+  // The id goes back as the X-Request-Id header: a client's rid that is no
+  // usable header value (control characters, over 128 bytes) is logged as the
+  // response's id instead, and the response gets a fresh header id.
+  if (record.request_id.empty()) record.request_id = UsableRequestId(spec.id);
+  if (record.request_id != spec.id) record.response_id = spec.id;
   record.prompt_tokens = int64_t(spec.prompt.size());
   record.completion_tokens = 0;
   if (LogsSampling(ctx.request_log)) {

@@ -82,6 +82,13 @@ test('JSON request lines agree with what the client saw; no prompt text', async 
   assert.equal(r5.status, 404);
   assert.notEqual(r5.headers.get('x-request-id'), 'bad id with spaces');
   await r5.text();
+  // A rid that is no header value (a control character) is not sent back as
+  // one: the response stays well-formed (fetch's parser refuses such a header
+  // line) with a fresh id, and the log names the rid as the response's id.
+  const r6 = await post(srv.base, '/v1/chat/completions', JSON.stringify(chat({ rid: 'rid\u0001x' })));
+  assert.equal(r6.status, 200);
+  assert.match(r6.headers.get('x-request-id'), /^[0-9a-f]{32}$/);
+  await r6.text();
   await (await fetch(srv.base + '/metrics')).text();
   const stderr = await srv.stop();
 
@@ -117,7 +124,9 @@ test('JSON request lines agree with what the client saw; no prompt text', async 
   assert.equal(e5.request_id, r5.headers.get('x-request-id'));
   // Load balancers' probes stay out of the info log.
   assert.ok(!requests.some((e) => e.path === '/health' || e.path === '/metrics'), stderr);
-  assert.equal(requests.length, 5, stderr);
+  const e6 = byId(r6.headers.get('x-request-id'));
+  assert.equal(e6?.response_id, 'rid\u0001x', stderr);
+  assert.equal(requests.length, 6, stderr);
 });
 
 test('text lines by default, one per request', async () => {
