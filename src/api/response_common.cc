@@ -17,7 +17,7 @@ std::string SseEvent(const Json& value) { return "data: " + ToJsonText(value) + 
 
 FinishReason FinishReason::StopToken(int32_t id) {
   FinishReason f;
-  f.matched = id;
+  if (id >= 0) f.matched = id;  // (none: a grammar complete before the first token)
   return f;
 }
 

@@ -672,8 +672,9 @@ bool Engine::SampleAndEmit(Sequence& s, std::span<float> l, Clock::time_point no
   }
   if (s.matcher && s.grammar_active && !MaskByGrammar(s, l)) {
     // No token keeps the output inside the grammar: it is complete (and no
-    // stop token may end it, e.g. ignore_eos), so the sequence ends here.
-    FinishSequence(s, FinishReason::kStop, -1, "", EngineError::kNone);
+    // stop token may end it, e.g. ignore_eos), so the sequence ends here,
+    // matched by its last token as SGLang reports a terminated grammar.
+    FinishSequence(s, FinishReason::kStop, s.last_generated(), "", EngineError::kNone);
     return true;
   }
   TokenOutput out;
@@ -690,7 +691,7 @@ bool Engine::SampleAndEmit(Sequence& s, std::span<float> l, Clock::time_point no
   tok = out.id;
   if (s.matcher && s.grammar_active && !s.matcher->AcceptToken(tok)) {
     // Only when the sampler itself suppressed every allowed token (min_tokens on a complete grammar).
-    FinishSequence(s, FinishReason::kStop, -1, "", EngineError::kNone);
+    FinishSequence(s, FinishReason::kStop, s.last_generated(), "", EngineError::kNone);
     return true;
   }
   s.tokens.push_back(tok);

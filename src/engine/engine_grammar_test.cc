@@ -40,6 +40,38 @@ class EngineGrammar : public ::testing::Test {
 };
 std::string EngineGrammar::dir_;
 
+// A grammar whose language ends (two capitals) and no stop token to end the
+// reply: the engine stops when nothing more fits, the reply's last token
+// reported as what matched (SGLang: FINISH_MATCHED_TOKEN(output_ids[-1])).
+TEST_F(EngineGrammar, ACompleteGrammarEndsTheReplyMatchedByItsLastToken) {
+  auto model = LoadModel(dir_, {});
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  grammar::GrammarCompiler compiler(TinyVocab());
+  auto g = compiler.Compile({.kind = grammar::ConstraintKind::kRegex, .text = "[A-Z]{2}"});
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  std::vector<EngineRequest> reqs;
+  for (int i = 0; i < 6; ++i) {
+    EngineRequest r{.id = "r" + std::to_string(i), .prompt = {5, 6, 7, 8, 9}, .max_tokens = 40};
+    r.sampling.temperature = 1.0;
+    r.sampling.seed = uint64_t(i);
+    r.grammar = *g;
+    reqs.push_back(r);
+  }
+  const EngineOptions o = OfflineEngineOptions(**model, reqs, {.kv = {.block_size = 4, .dtype = DType::kF32}});
+  auto engine = Engine::Create(**model, o);
+  ASSERT_TRUE(engine.ok());
+  auto res = RunToCompletion(**engine, reqs);
+  ASSERT_TRUE(res.ok()) << res.status().message();
+  const std::regex full("[A-Z]{2}");
+  for (const auto& r : *res) {
+    const std::string text = Text(r.ids());
+    EXPECT_TRUE(std::regex_match(text, full)) << text;
+    EXPECT_EQ(r.reason, FinishReason::kStop);
+    ASSERT_FALSE(r.ids().empty());
+    EXPECT_EQ(r.matched_stop_token, r.ids().back());
+  }
+}
+
 TEST_F(EngineGrammar, EveryOutputMatchesTheRegex) {
   auto model = LoadModel(dir_, {});
   ASSERT_TRUE(model.ok()) << model.status().message();

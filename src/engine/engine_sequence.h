@@ -85,6 +85,8 @@ struct Engine::Sequence {
   int64_t uncached() const { return int64_t(tokens.size()) - num_cached; }
   int64_t cached_tokens() const { return std::max<int64_t>(cached_prompt, 0); }
   bool waits_for_leader() const { return group && !leader && !group->prompt_ready; }
+  // The reply's last token, or -1 before the first.
+  int32_t last_generated() const { return int64_t(tokens.size()) > num_prompt ? tokens.back() : -1; }
   bool wants_prompt_logits() const { return next_prompt_lp < num_prompt; }
 };
 
