@@ -189,6 +189,12 @@ SubmitGroupResult Engine::Enqueue(std::vector<EngineRequest> reqs, bool shared_p
   SubmitGroupResult r;
   for (auto& s : seqs) r.streams.push_back(s->stream);
   const int64_t count = int64_t(seqs.size());
+  // More at once than the queue ever takes: never admitted, however idle the server (not a 503 to retry).
+  if (opts_.max_queued_requests >= 0 && count > opts_.max_queued_requests)
+    return {{}, EngineError::kInvalidInput,
+            fmt::format("The request asks for {} sequences at once (n or a batch); the server queues at most {} "
+                        "(--max-queued-requests).",
+                        count, opts_.max_queued_requests)};
   {
     std::lock_guard lock(mu_);
     if (draining_ || stop_) return {{}, EngineError::kDraining, "The server is shutting down."};

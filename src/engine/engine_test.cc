@@ -401,5 +401,26 @@ TEST_F(EngineTest, QueueFullIs503) {
     if (s.stream) Collect(*s.stream);
 }
 
+// n above what the queue ever takes: 400 at once (a 503 would be retried
+// forever), even on an idle server; n up to it is served.
+TEST_F(EngineTest, MoreSequencesThanTheQueueTakesIs400) {
+  auto model = Load();
+  EngineOptions o{.max_running_requests = 4, .max_queued_requests = 2, .chunked_prefill_size = 64,
+                  .kv = {.block_size = 4, .num_blocks = 64, .dtype = DType::kF32}};
+  auto engine = Engine::Create(*model, o);
+  ASSERT_TRUE(engine.ok());
+  std::vector<EngineRequest> three(3, EngineRequest{.id = "x", .prompt = Prompt(1, 8), .max_tokens = 2});
+  auto g = (*engine)->SubmitGroup(three);
+  EXPECT_TRUE(g.streams.empty());
+  EXPECT_EQ(g.error_kind, EngineError::kInvalidInput);
+  EXPECT_EQ(g.error,
+            "The request asks for 3 sequences at once (n or a batch); the server queues at most 2 "
+            "(--max-queued-requests).");
+  three.pop_back();
+  auto ok = (*engine)->SubmitGroup(three);
+  ASSERT_EQ(ok.streams.size(), 2u) << ok.error;
+  for (auto& s : ok.streams) EXPECT_EQ(Collect(*s).size(), 2u);
+}
+
 }  // namespace
 }  // namespace tern
