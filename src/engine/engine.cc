@@ -145,7 +145,12 @@ SubmitGroupResult Engine::SubmitBatch(std::vector<EngineRequest> reqs) { return 
 SubmitGroupResult Engine::Enqueue(std::vector<EngineRequest> reqs, bool shared_prompt) {
   if (reqs.empty()) return {{}, EngineError::kInvalidInput, "The request is empty."};
   auto notifier = std::make_shared<StreamNotifier>();
-  auto group = shared_prompt && reqs.size() > 1 && prefix_.enabled() ? std::make_shared<Group>() : nullptr;
+  // The other choices of n > 1 wait for the first's prompt: to find it cached,
+  // and, where it scores the prompt for all of them (prompt logprobs), so that
+  // none finishes before the scores are all out (also without the cache).
+  auto group = shared_prompt && reqs.size() > 1 && (prefix_.enabled() || reqs[0].prompt_logprob_start >= 0)
+                   ? std::make_shared<Group>()
+                   : nullptr;
   std::vector<std::unique_ptr<Sequence>> seqs;
   uint64_t prompt_tokens = 0;
   const int64_t vocab = model_.config().vocab_size;

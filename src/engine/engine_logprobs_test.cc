@@ -153,5 +153,43 @@ TEST_F(PromptLogprobsTest, GroupScoresOnceAndMaxTokensZeroOnlyPrefills) {
   ExpectMatches(*m, prompt, 1, first, 1);
 }
 
+// Without the prefix cache too, the other choices wait for the first to
+// score the prompt: scored from late in the prompt, the first choice's first
+// chunk ends where the scores start, and the budget it leaves let another
+// choice compute its whole prompt and finish in that step, before any score
+// was out (a streamed /generate then sent it incomplete prompt logprobs).
+TEST_F(PromptLogprobsTest, GroupChoicesFinishAfterThePromptIsScoredWithoutTheCache) {
+  auto m = Load();
+  const std::vector<int32_t> prompt = Prompt(24);
+  auto engine = Engine::Create(*m, {.chunked_prefill_size = 64,
+                                    .kv = {.block_size = 4, .num_blocks = 64, .dtype = DType::kF32},
+                                    .enable_prefix_cache = false});
+  ASSERT_TRUE(engine.ok());
+  std::vector<EngineRequest> group;
+  for (int i = 0; i < 3; ++i) {
+    EngineRequest r{.id = "g", .prompt = prompt, .max_tokens = 1, .top_logprobs = 1, .prompt_logprob_start = 20};
+    r.sampling.temperature = 0;
+    group.push_back(r);
+  }
+  SubmitGroupResult sub = (*engine)->SubmitGroup(group);
+  ASSERT_EQ(sub.streams.size(), 3u);
+  // Each choice's one token, stamped with the end of the step that made it;
+  // the first choice's comes from the step that scored the prompt's end.
+  std::vector<TokenOutput> token(3);
+  size_t scored = 0;
+  for (size_t i = 0; i < 3; ++i) {
+    RequestUpdate u;
+    for (int guard = 0; guard < 100 && !u.finished; ++guard) {
+      if (!sub.streams[i]->Next(u, std::chrono::milliseconds(5000))) break;
+      if (!u.tokens.empty()) token[i] = u.tokens[0];
+      if (i == 0) scored += u.prompt_logprobs.size();
+    }
+    ASSERT_TRUE(u.finished);
+  }
+  EXPECT_EQ(scored, 4u) << "positions 20 .. 23";
+  for (size_t i = 1; i < 3; ++i)
+    EXPECT_GT(token[i].time, token[0].time) << "choice " << i << " ran before the prompt was scored";
+}
+
 }  // namespace
 }  // namespace tern
