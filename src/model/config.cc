@@ -130,7 +130,9 @@ Result<ModelConfig> ParseModelConfig(const std::string& json_text, const std::st
     rp.Get("rope_theta", c.rope_theta);
     rp.Get("partial_rotary_factor", c.partial_rotary_factor);
     std::string rope_type = "default";
-    rp.Get("rope_type", rope_type);
+    // The older spelling "type" (Qwen2.5's long-context recipe: {"type": "yarn", ...}),
+    // which transformers still reads where rope_type is absent.
+    rp.Get(it->contains("rope_type") ? "rope_type" : "type", rope_type);
     if (rope_type != "default" && rope_type != "mrope")
       return Status::Errorf("{}: rope_type \"{}\" is not supported (only \"default\")", source, rope_type);
     if (!rp.status().ok()) return rp.status();

@@ -64,6 +64,9 @@ TEST(ModelConfig, ClearErrors) {
   expect(R"({"hidden_size":64,"num_hidden_layers":1,"num_attention_heads":4,"num_key_value_heads":3,"vocab_size":10})", "not a multiple");
   expect(R"({"hidden_size":64,"num_hidden_layers":0,"num_attention_heads":4,"vocab_size":10})", "\"num_hidden_layers\" is 0, must be in [1, 4096]");
   expect(R"({"hidden_size":64,"num_hidden_layers":1,"num_attention_heads":4,"vocab_size":10,"rope_scaling":{"rope_type":"yarn"}})", "not supported");
+  // The older spelling, which transformers reads too: refused, not taken for default RoPE.
+  expect(R"({"hidden_size":64,"num_hidden_layers":1,"num_attention_heads":4,"vocab_size":10,"rope_scaling":{"type":"yarn","factor":4.0}})", "rope_type \"yarn\" is not supported");
+  expect(R"({"hidden_size":64,"num_hidden_layers":1,"num_attention_heads":4,"vocab_size":10,"rope_scaling":{"type":"linear","factor":2.0}})", "not supported");
   expect(R"({"hidden_size":64,"num_hidden_layers":1,"num_attention_heads":4,"vocab_size":10,"num_experts":4,"num_experts_per_tok":5})", "num_experts_per_tok");
 }
 

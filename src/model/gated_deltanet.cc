@@ -21,10 +21,11 @@ Result<GatedDeltaNet> GatedDeltaNet::Load(const WeightLoader& w, const std::stri
   g.value_dim = cfg.linear_value_head_dim;
   g.kernel = cfg.linear_conv_kernel_dim;
   g.norm_eps = float(cfg.rms_norm_eps);
-  if (g.key_heads <= 0 || g.value_heads <= 0 || g.key_dim <= 0 || g.value_dim <= 0 || g.kernel <= 1)
+  if (g.key_heads <= 0 || g.value_heads <= 0 || g.key_dim <= 0 || g.value_dim <= 0 || g.kernel <= 1 ||
+      g.kernel > kernels::kMaxConvKernel)
     return Status::Errorf("{}: linear attention needs positive linear_num_key_heads, linear_num_value_heads, "
-                          "linear_key_head_dim, linear_value_head_dim and linear_conv_kernel_dim > 1",
-                          p);
+                          "linear_key_head_dim, linear_value_head_dim and linear_conv_kernel_dim in [2, {}]",
+                          p, kernels::kMaxConvKernel);
   if (g.value_heads % g.key_heads != 0)
     return Status::Errorf("{}: linear_num_value_heads {} is not a multiple of linear_num_key_heads {}", p,
                           g.value_heads, g.key_heads);
@@ -41,6 +42,9 @@ Result<GatedDeltaNet> GatedDeltaNet::Load(const WeightLoader& w, const std::stri
   }
   TERN_ASSIGN_OR_RETURN(g.out_proj, w.Load(p + "out_proj", H, V));
   TERN_ASSIGN_OR_RETURN(const TensorView* conv, w.store().Get(p + "conv1d.weight", {C, 1, g.kernel}));
+  if (conv->dtype != DType::kF32 && conv->dtype != DType::kBF16 && conv->dtype != DType::kF16)
+    return Status::Errorf("{}: tensor '{}' has dtype {}; expected F32, BF16 or F16", *conv->file, conv->name,
+                          DTypeName(conv->dtype));
   std::vector<float> conv_ck(size_t(C * g.kernel));  // [C, K] as stored
   kernels::ConvertToF32(conv->dtype, conv->data, C * g.kernel, conv_ck.data());
   g.conv_weight.resize(conv_ck.size());  // [K, C]: what kernels::CausalConvSilu reads

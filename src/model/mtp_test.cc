@@ -5,6 +5,7 @@
 #include "model/mtp.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <unistd.h>
 
 #include <cmath>
@@ -12,8 +13,10 @@
 #include <string>
 #include <vector>
 
+#include "base/mapped_file.h"
 #include "kernels/cpu_features.h"
 #include "model/model.h"
+#include "model/safetensors.h"
 #include "model/synth_checkpoint.h"
 
 namespace tern {
@@ -154,6 +157,61 @@ TEST_F(MtpTest, BadInputsAreErrors) {
   hidden.resize(hidden.size() * 2);
   EXPECT_FALSE(model_->MtpForward({&m, 1}, hidden, *cache, logits, /*step=*/-1).ok());
   EXPECT_TRUE(model_->MtpForward({&m, 1}, hidden, *cache, logits, /*step=*/3).ok());  // step % 1 layer
+}
+
+// A hybrid checkpoint's linear-attention layers are checked however the
+// config names them: without layer_types and full_attention_interval (HF's
+// default interval of 4 applies) a linear_conv_kernel_dim of 128 once passed
+// unchecked, and the causal convolution wrote past its stack buffer; a
+// conv1d.weight of an integer dtype was read as zeros.
+TEST(HybridLoadTest, LinearAttentionFieldsAndTensorsAreChecked) {
+  const std::string dir = ::testing::TempDir() + "/tern_hybrid_load_" + std::to_string(::getpid());
+  for (const SynthPreset& p : SynthPresets()) {
+    if (p.name == "qwen3.5-tiny") {
+      ASSERT_TRUE(WriteSyntheticWeights(dir, {.preset = p, .vocab = 512, .dtype = DType::kF32, .seed = 5}).ok());
+    }
+  }
+  const std::string config_path = dir + "/config.json";
+  auto text = ReadFileToString(config_path);
+  ASSERT_TRUE(text.ok());
+  const nlohmann::json original = nlohmann::json::parse(*text);
+  {
+    nlohmann::json c = original;
+    nlohmann::json& t = c.contains("text_config") ? c["text_config"] : c;
+    t.erase("layer_types");
+    t.erase("full_attention_interval");
+    t["linear_conv_kernel_dim"] = 128;
+    ASSERT_TRUE(WriteStringToFile(config_path, c.dump()).ok());
+    auto m = LoadModel(dir, {.threads = 1});
+    ASSERT_FALSE(m.ok());
+    EXPECT_NE(m.status().message().find("\"linear_conv_kernel_dim\" is 128"), std::string::npos)
+        << m.status().message();
+    ASSERT_TRUE(WriteStringToFile(config_path, original.dump()).ok());
+  }
+  // conv1d.weight as I32, the width of the F32 it is: only the header's dtype changes.
+  std::string file;
+  const std::string name = "model.language_model.layers.0.linear_attn.conv1d.weight";
+  {
+    auto store = TensorStore::OpenDir(dir);
+    ASSERT_TRUE(store.ok());
+    const TensorView* t = store->Find(name);
+    ASSERT_NE(t, nullptr) << name;
+    ASSERT_EQ(t->dtype, DType::kF32);
+    file = *t->file;
+  }
+  auto bytes = ReadFileToString(file, size_t(1) << 30);
+  ASSERT_TRUE(bytes.ok());
+  const std::string entry = "\"" + name + "\":{\"dtype\"";
+  const size_t at = bytes->find(entry);
+  ASSERT_NE(at, std::string::npos);
+  ASSERT_EQ(bytes->substr(at + entry.size(), 6), ":\"F32\"");
+  bytes->replace(at + entry.size(), 6, ":\"I32\"");
+  ASSERT_TRUE(WriteStringToFile(file, *bytes).ok());
+  auto m = LoadModel(dir, {.threads = 1});
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("'" + name + "' has dtype I32; expected F32, BF16 or F16"), std::string::npos)
+      << m.status().message();
+  fs::remove_all(dir);
 }
 
 TEST(MtpNoHeadTest, Qwen3HasNone) {

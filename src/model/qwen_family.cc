@@ -94,8 +94,12 @@ Result<DecoderLayer> LoadLayerBody(const WeightLoader& w, const Architecture& ar
 Status LoadQwenFamily(DecoderModel& m, const Architecture& arch) {
   ModelConfig& c = m.mutable_config();
   const TensorNames& n = arch.names;
-  if (arch.linear_attention && c.layer_types.empty() && c.full_attention_interval <= 0)
+  if (arch.linear_attention && c.layer_types.empty() && c.full_attention_interval <= 0) {
     c.full_attention_interval = 4;  // HF's default
+    // Parsing validated the linear_* fields only for layers it knew to be
+    // linear (none without layer_types or an interval): again, now they are.
+    TERN_RETURN_IF_ERROR(ValidateModelConfig(c, "config.json"));
+  }
   if (arch.router_renormalises) c.norm_topk_prob = true;
   if (arch.ffn != FfnLayout::kDense && c.num_experts <= 0)
     return Status::Errorf("{}: num_experts must be positive", c.model_type);
