@@ -147,6 +147,23 @@ Status AgreeOnStatus(const Status& local) {
                         failed > 1 ? fmt::format(" (and {} more ranks failed)", failed - 1) : "");
 }
 
+Status AgreeOnText(const std::string& mine, const std::string& what) {
+  Comm& w = World();
+  if (w.size() == 1) return Status::Ok();
+  constexpr size_t kText = 1024;
+  std::string record(kText, '\0');
+  std::memcpy(record.data(), mine.data(), std::min(mine.size(), kText - 1));
+  std::string all(kText * size_t(w.size()), '\0');
+  w.AllGather(record.data(), int64_t(kText), all.data());
+  const std::string first(all.data());
+  for (int r = 1; r < w.size(); ++r) {
+    const std::string theirs(all.data() + size_t(r) * kText);
+    if (theirs != first)
+      return Status::Errorf("rank {} differs from rank 0 in {}: '{}' against '{}'", r, what, theirs, first);
+  }
+  return Status::Ok();
+}
+
 bool Agreed() { return g_agreed; }
 void AtFinalize(void (*fn)()) { g_at_finalize.push_back(fn); }
 

@@ -47,6 +47,11 @@ namespace tern::dist {
 // ("rank 1: model directory /m does not exist"). Collective over World();
 // the first call also marks the job as started (see Finalize).
 Status AgreeOnStatus(const Status& local);
+// Startup agreement on a description every rank must share (its parallel
+// layout, a fingerprint of its model files): Ok when every rank's equals rank
+// 0's, else an error naming the first rank that differs, `what`, and both
+// descriptions (each cut at 1 KiB). Collective over World().
+Status AgreeOnText(const std::string& mine, const std::string& what);
 // Whether AgreeOnStatus ran.
 bool Agreed();
 // Run by Finalize before MPI ends, last registered first (rank 0 tells the

@@ -1,12 +1,15 @@
 #include <algorithm>
 #include <chrono>
+#include <exception>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "base/mapped_file.h"
 #include "dist/runtime.h"
+#include "kernels/cpu_features.h"
 #include "model/architecture.h"
 #include "model/lockstep.h"
 #include "model/shard.h"
@@ -15,6 +18,42 @@
 namespace tern {
 
 namespace {
+
+// What every rank of a job must load alike, as a short text: a 64-bit FNV-1a
+// digest of config.json and of each *.safetensors file (by name): its size,
+// header, and 4 KiB at its middle and at its end (so a checkpoint of the same
+// shapes but other weights differs too), without reading the weights whole.
+std::string ModelFingerprint(const std::string& dir) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  auto mix = [&](const void* p, size_t n) {
+    for (size_t i = 0; i < n; ++i) h = (h ^ static_cast<const unsigned char*>(p)[i]) * 0x100000001b3ULL;
+  };
+  std::vector<std::filesystem::path> files = {std::filesystem::path(dir) / "config.json"};
+  std::error_code ec;
+  std::vector<std::filesystem::path> shards;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec))
+    if (e.path().extension() == ".safetensors") shards.push_back(e.path());
+  std::sort(shards.begin(), shards.end());
+  files.insert(files.end(), shards.begin(), shards.end());
+  std::string buf;
+  for (const auto& f : files) {
+    const std::string name = f.filename().string();
+    mix(name.data(), name.size());
+    std::ifstream in(f, std::ios::binary);
+    if (!in) return "unreadable " + f.string();
+    in.seekg(0, std::ios::end);
+    const uint64_t size = uint64_t(in.tellg());
+    mix(&size, sizeof(size));
+    constexpr uint64_t kSample = 4096, kHeader = uint64_t(1) << 20;
+    for (uint64_t at : {uint64_t(0), size / 2, size > kSample ? size - kSample : 0}) {
+      buf.assign(size_t(at == 0 ? std::min(size, kHeader) : std::min(size - at, kSample)), '\0');
+      in.seekg(std::streamoff(at));
+      in.read(buf.data(), std::streamsize(buf.size()));
+      mix(buf.data(), size_t(in.gcount()));
+    }
+  }
+  return fmt::format("{:016x}", h);
+}
 
 // The phases of a load, each timed, with a progress line every few seconds of
 // a long one (LoadOptions::report_progress).
@@ -173,9 +212,26 @@ Result<std::unique_ptr<Model>> LoadModel(const std::string& dir, const LoadOptio
   // and all agree at each step: one rank's error fails them all, and no rank
   // is left in a collective the others never reach.
   TERN_RETURN_IF_ERROR(dist::AgreeOnStatus(CheckParallelism(opts.tp, opts.ep, dist::WorldSize())));
+  // Ranks started with other flags would wait in different collectives, and
+  // ranks whose CPU paths or numerics differ could route a token's near-tied
+  // experts differently (every rank routes from its own replicated router).
+  TERN_RETURN_IF_ERROR(dist::AgreeOnText(
+      fmt::format("--tp {} --ep {}, {} activations for quantized layers, cpu path {}", opts.tp, opts.ep,
+                  opts.numerics == ActivationNumerics::kFull ? "full" : "quantized", kernels::CpuPathName()),
+      "its parallel layout and numerics (set the same flags, and TERN_CPU_PATH if the hosts' CPUs differ)"));
   (void)dist::Group(opts.tp);
-  Result<std::unique_ptr<DecoderModel>> part = LoadPart(dir, opts);
+  // An exception (std::bad_alloc copying this rank's slices) is this rank's
+  // error like any other: thrown past the agreement, it left the other ranks
+  // waiting in it forever while this one finalized.
+  Result<std::unique_ptr<DecoderModel>> part = Status::Error("not loaded");
+  try {
+    part = LoadPart(dir, opts);
+  } catch (const std::exception& e) {
+    part = Status::Errorf("loading {} failed: {}", dir, e.what());
+  }
   TERN_RETURN_IF_ERROR(dist::AgreeOnStatus(part.ok() ? Status::Ok() : part.status()));
+  TERN_RETURN_IF_ERROR(dist::AgreeOnText(
+      ModelFingerprint(dir), "its model files (a digest of config.json and of the safetensors files' headers and samples)"));
   std::unique_ptr<Model> m = std::move(*part);
   if (dist::WorldRank() != 0 || dist::WorldSize() == 1) return m;
   return MakeLockstepModel(std::move(m), dist::World());

@@ -13,6 +13,7 @@
 #include "api/reasoning_parser.h"
 #include "api/tool_parser.h"
 #include "chat/vocab_check.h"
+#include "dist/runtime.h"
 #include "api/error_json.h"
 #include "api/sampling.h"
 #include "server/context.h"
@@ -185,8 +186,10 @@ Result<int64_t> KvBlocks(const ServeOptions& o, const Model& m, DType kv_dtype, 
     tokens = std::max<int64_t>(int64_t(o.kv_cache_memory_gb * 1e9) - state, per_token) / per_token;
   }
   if (tokens <= 0) {
+    // A quarter of this host's memory for the KV caches of all its ranks
+    // (per_token is one rank's share of a token: ranks on one host split it).
     const int64_t phys = SaturatingMul(int64_t(sysconf(_SC_PHYS_PAGES)), int64_t(sysconf(_SC_PAGE_SIZE)));
-    tokens = std::min<int64_t>(SaturatingMul(context, running), (phys / 4) / per_token);
+    tokens = std::min<int64_t>(SaturatingMul(context, running), (phys / 4 / std::max(dist::LocalSize(), 1)) / per_token);
     tokens = std::max<int64_t>(tokens, std::min<int64_t>(context, 4096));
   }
   return tokens / o.page_size + (tokens % o.page_size != 0);

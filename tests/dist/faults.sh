@@ -84,6 +84,26 @@ wait_for $! 60
 n=$(grep -c "rank 1: .*nowhere" "$work/missing.err")
 [ "$n" -ge 2 ] || fail "want the rank-1 error from both ranks, found $n lines"
 echo "ok: exit $code; $(grep -m1 "rank 1" "$work/missing.err")"
+echo "== 3b. ranks that disagree are refused at startup, naming what differs"
+# Other flags on rank 1 (each layout valid alone): they once waited in different collectives.
+"$here/mpirun.sh" shm -- -np 1 "$tern" generate --model "$work/model" --tp 2 --prompt-ids 5,6 --max-tokens 2 : \
+  -np 1 "$tern" generate --model "$work/model" --tp 2 --ep 2 --prompt-ids 5,6 --max-tokens 2 >/dev/null \
+  2>"$work/layout.err" &
+wait_for $! 60
+[ "$code" != 124 ] || fail "startup hung with --ep 2 on rank 1 only"
+[ "$code" != 0 ] || fail "mpirun exited 0 with --ep 2 on rank 1 only"
+grep -q "rank 1 differs from rank 0 in its parallel layout.*'--tp 2 --ep 2, .*' against '--tp 2 --ep 1, " "$work/layout.err" ||
+  fail "no message names the layouts"
+# Another checkpoint of the same shapes on rank 1 (another seed): it once served garbage.
+"$tern" synth --arch qwen3_moe --preset tiny --seed 4 --out "$work/model4" 2>/dev/null
+"$here/mpirun.sh" shm -- -np 1 "$tern" generate --model "$work/model" --tp 2 --prompt-ids 5,6 --max-tokens 2 : \
+  -np 1 "$tern" generate --model "$work/model4" --tp 2 --prompt-ids 5,6 --max-tokens 2 >/dev/null \
+  2>"$work/files.err" &
+wait_for $! 60
+[ "$code" != 124 ] || fail "startup hung with another checkpoint on rank 1"
+[ "$code" != 0 ] || fail "mpirun exited 0 with another checkpoint on rank 1"
+grep -q "rank 1 differs from rank 0 in its model files" "$work/files.err" || fail "no message names the model files"
+echo "ok: $(grep -m1 "differs" "$work/layout.err" | cut -c1-120)..."
 echo "== 4. layouts that cannot run are refused at startup, naming what to change"
 out=$("$tern" generate --model "$work/model" --tp 2 --prompt-ids 5,6 --max-tokens 2 2>&1) && fail "--tp 2 without mpirun ran"
 grep -q "mpirun -np 2" <<<"$out" || fail "--tp 2 without mpirun: $out"
