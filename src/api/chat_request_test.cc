@@ -354,6 +354,9 @@ TEST(ChatRequest, Constraints) {
   ExpectBadRequest(Body(R"("regex": "a", "ebnf": "root ::= 'a'")"), "Only one of regex, json_schema, or ebnf can be set.");
   ExpectBadRequest(Body(R"("regex": "a", "response_format": {"type": "json_object"})"),
                    "Only one of regex, json_schema, or ebnf can be set.");
+  // stop_regex is refused as /generate refuses it (it was ignored here).
+  ExpectBadRequest(Body(R"("stop_regex": "\\s4")"), "'stop_regex' is not supported by this server yet.");
+  EXPECT_TRUE(Chat(Body(R"("stop_regex": null)")).ok());
   ExpectBadRequest(Body(R"("response_format": {"type": "structural_tag"})"),
                    "response_format type 'structural_tag' is not supported by tern; use 'json_schema' or "
                    "'json_object' (or the regex / ebnf fields).");

@@ -158,6 +158,10 @@ constexpr const char* kOneConstraint = "Only one of regex, json_schema, or ebnf 
 }  // namespace
 
 std::optional<ApiError> ReadConstraint(const Json& body, SamplingRequest* s) {
+  // Refused as /generate refuses it, never ignored: a client relying on it
+  // would get text past where it asked to stop.
+  if (const auto it = body.find("stop_regex"); it != body.end() && !it->is_null())
+    return ApiError::BadRequest("'stop_regex' is not supported by this server yet.");
   std::vector<ConstraintRequest> found;
   if (const auto rf = body.find("response_format"); rf != body.end() && rf->is_object()) {
     const std::string type = rf->value("type", std::string("text"));

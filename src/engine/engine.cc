@@ -174,7 +174,9 @@ SubmitGroupResult Engine::Enqueue(std::vector<EngineRequest> reqs, bool shared_p
     if (BlocksFor(n + 1, opts_.kv.block_size) > opts_.kv.num_blocks)
       return fail(EngineError::kTooLong, fmt::format("The input ({} tokens) does not fit in the KV cache ({} tokens).",
                                                      n, max_total_tokens()));
-    if (req.sampling.min_new_tokens > 0) req.sampling.min_tokens_suppressed = req.stop_token_ids;
+    // (unless the caller named them: the server holds EOS back also when ignore_eos drops it from the stops)
+    if (req.sampling.min_new_tokens > 0 && req.sampling.min_tokens_suppressed.empty())
+      req.sampling.min_tokens_suppressed = req.stop_token_ids;
     if (Status s = req.sampling.Validate(); !s.ok()) return fail(EngineError::kInvalidInput, s.message());
     req.max_tokens = std::min(req.max_tokens, max_sequence_tokens() - n);  // >= 1 by the two checks above
     auto seq = std::make_unique<Sequence>(std::move(req));

@@ -133,11 +133,15 @@ api::ApiResult<std::vector<std::shared_ptr<GenerationRun>>> GenerationRun::Start
     req.max_tokens = spec.sampling.max_new_tokens.value_or(ctx.engine->context_length());
     req.top_logprobs = spec.top_logprobs;
     req.prompt_logprob_start = spec.prompt_logprob_start;
-    req.stop_token_ids = spec.sampling.stop_token_ids;
-    if (!spec.sampling.ignore_eos)
-      for (int32_t id : ctx.eos_token_ids)
-        if (std::find(req.stop_token_ids.begin(), req.stop_token_ids.end(), id) == req.stop_token_ids.end())
-          req.stop_token_ids.push_back(id);
+    // The token stops: the request's stop_token_ids and the model's EOS ids.
+    // ignore_eos turns them all off, stop_token_ids too, as SGLang's
+    // check_finished does; min_new_tokens holds them all back either way
+    // (SGLang's min-new-tokens penalizer blocks stop ids and EOS alike).
+    std::vector<int32_t> token_stops = spec.sampling.stop_token_ids;
+    for (int32_t id : ctx.eos_token_ids)
+      if (std::find(token_stops.begin(), token_stops.end(), id) == token_stops.end()) token_stops.push_back(id);
+    if (req.sampling.min_new_tokens > 0) req.sampling.min_tokens_suppressed = token_stops;
+    if (!spec.sampling.ignore_eos) req.stop_token_ids = std::move(token_stops);
     if (req.max_tokens <= 0) req.max_tokens = 0;
     req.grammar = compiled;
     req.grammar_after = spec.grammar_after;

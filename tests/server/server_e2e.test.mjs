@@ -535,6 +535,15 @@ test('logit_bias and min_tokens / min_new_tokens steer sampling', async () => {
   assert.ok(!held.json.output_ids.slice(0, 4).includes(first), 'the stop token is suppressed until min_new_tokens');
   const vllm = await raw('POST', '/v1/completions', { body: { prompt: 'Hello', max_tokens: 8, temperature: 0, stop_token_ids: [first], min_tokens: 4 } });
   assert.ok(vllm.json.usage.completion_tokens >= 4, vllm.text);
+  // ignore_eos turns every token stop off, stop_token_ids too (SGLang's check_finished).
+  const ignored = await raw('POST', '/generate', { body: { text: 'Hello', sampling_params: { max_new_tokens: 8, temperature: 0, stop_token_ids: [first], ignore_eos: true } } });
+  assert.equal(ignored.json.meta_info.completion_tokens, 8, ignored.text);
+  assert.deepEqual(ignored.json.output_ids, plain.json.output_ids);
+  assert.equal(ignored.json.meta_info.finish_reason.type, 'length');
+  // stop_regex is refused on every route, never ignored.
+  const sr = await raw('POST', '/v1/completions', { body: { prompt: 'Hello', max_tokens: 8, stop_regex: '\\s4' } });
+  assert.equal(sr.status, 400, sr.text);
+  assert.match(sr.text, /stop_regex/);
 });
 
 test('tool_choice: none renders no tools; a named function forces its call; unknown names are 400', async () => {
