@@ -92,12 +92,15 @@ std::string Where(int64_t position, int64_t prompt_len, const LogprobReference& 
 std::vector<CheckResult> RunNumerics(CheckContext& ctx) {
   const CheckOptions& o = ctx.options();
   const NumericsOptions& n = o.numerics;
-  const NumericsThresholds& th = n.thresholds;
   std::vector<CheckResult> rows;
   // How the deployment is judged (numerics_reference.h ReferenceModelSpec).
   ReferenceModelSpec spec = n.reference;
   std::string numerics_why = "--reference-numerics " + spec.numerics;
   if (spec.numerics == "auto") spec.numerics = ResolveNumerics(ctx.http(), &numerics_why);
+  // A deployment found quantizing its activations is judged by the looser
+  // thresholds that --reference-numerics w4a4 gives (it got f32's before).
+  const NumericsThresholds th =
+      spec.numerics == "w4a4" || spec.numerics == "w8a8" ? n.quantized_thresholds : n.thresholds;
   const bool bf16_judging = spec.numerics == "bf16";
   const auto t_load = Clock::now();
   auto made = MakeReference(o, spec);

@@ -158,8 +158,12 @@ std::function<int()> RegisterCheck(CLI::App& sub, ReferenceLoader loader) {
     CheckOptions opts = *o;
     const std::string& num = opts.numerics.reference.numerics;
     opts.numerics.thresholds = num == "w4a4" || num == "w8a8" ? W4A4Thresholds() : NumericsThresholds{};
+    opts.numerics.quantized_thresholds = W4A4Thresholds();
     for (const auto& [opt, field] : th_opts)
-      if (opt->count() > 0) opts.numerics.thresholds.*field = (*th).*field;
+      if (opt->count() > 0) {
+        opts.numerics.thresholds.*field = (*th).*field;
+        opts.numerics.quantized_thresholds.*field = (*th).*field;
+      }
     opts.color = !*no_color && ColorWanted(STDOUT_FILENO);
     return RunCheckCommand(opts);
   };

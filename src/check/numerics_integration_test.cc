@@ -231,6 +231,22 @@ TEST_F(NumericsIntegration, Bf16DeploymentIsJudgedAgainstRoundedReferences) {
   }
 }
 
+// A deployment that says it quantizes its activations (auto: w4a4) is judged
+// by the thresholds --reference-numerics w4a4 gives, with any given ones on
+// top (it got f32's, and a correct W4A4 deployment failed).
+TEST_F(NumericsIntegration, AutoW4a4DeploymentGetsW4a4Thresholds) {
+  START_MOCK(mock, "sglang,w4a4-activations");
+  CheckOptions o = Numerics(mock.url());
+  o.numerics.quantized_thresholds.tie_margin = 0.75;  // as --tie-margin 0.75 sets it
+  RunReport r = RunChecks(o);
+  auto rows = ByName(r);
+  EXPECT_EQ(rows["numerics"].metrics["judged_as"], "w4a4") << Dump(r);
+  const nlohmann::json& th = rows["numerics"].metrics["thresholds"];
+  EXPECT_EQ(th["kl_max"].get<double>(), W4A4Thresholds().kl_max) << th.dump();
+  EXPECT_EQ(th["gap_max"].get<double>(), W4A4Thresholds().gap_max) << th.dump();
+  EXPECT_EQ(th["tie_margin"].get<double>(), 0.75) << th.dump();
+}
+
 // Judged as BF16, a deployment off from output token 5 on still fails (more
 // positions than the rounded references), and says why; when the rounded
 // references cannot run, the prompt is judged position by position.

@@ -89,6 +89,9 @@ struct NumericsOptions {
   // see fewer of the near-ties a deployment may flip; 0: position by position).
   int rounded_references = kBf16RoundedVariants;
   NumericsThresholds thresholds;
+  // The thresholds (with the same overrides) for a deployment that
+  // --reference-numerics auto finds quantizing its activations (w4a4, w8a8).
+  NumericsThresholds quantized_thresholds = W4A4Thresholds();
   ReferenceLoader loader;        // set by the tern binary; null in tern_check_driver
 };
 

@@ -46,6 +46,7 @@
 //   numerics-flips        the same at output tokens 5 and 9 only (near-ties a rounding flipped)
 //   bf16-activations      /get_server_info says "activations": "bf16" (tern on a BF16 path);
 //   f32-activations       ... "f32"; without either there is no /get_server_info
+//   w4a4-activations      ... "w4a4" (tern --quant-numerics w4a4)
 //   anonymous             /v1/models owned_by "someone" (an unknown OpenAI-compatible server)
 //   with nan-logprobs     output token 3's logprobs are NaN
 //   held-back             llamacpp: no completion_probabilities entry for an output id = 1 mod 4, as
@@ -441,8 +442,9 @@ function route(req, res, body) {
     if (dialect === 'sglang') return send(res, 401, { error: 'Unauthorized' });
     return send(res, 401, { error: { message: 'Invalid API key', type: 'invalid_request_error', code: 401 } });
   }
-  if (path === '/get_server_info' && (flags.has('bf16-activations') || flags.has('f32-activations'))) {
-    return send(res, 200, { model_path: MODEL, activations: flags.has('bf16-activations') ? 'bf16' : 'f32' });
+  if (path === '/get_server_info' && (flags.has('bf16-activations') || flags.has('f32-activations') || flags.has('w4a4-activations'))) {
+    return send(res, 200, { model_path: MODEL,
+      activations: flags.has('bf16-activations') ? 'bf16' : flags.has('w4a4-activations') ? 'w4a4' : 'f32' });
   }
   if ((path === '/model_info' || path === '/get_model_info') && dialect === 'sglang') {
     return send(res, 200, { model_path: MODEL, tokenizer_path: MODEL, is_generation: true, preferred_sampling_params: null,
