@@ -6,6 +6,7 @@
 
 namespace tern::api {
 using tern::AppendNewKey;
+using tern::JsonNestingDepth;
 using tern::MergeObject;
 using tern::ParseJsonLinear;
 }  // namespace tern::api

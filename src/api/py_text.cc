@@ -193,21 +193,4 @@ std::string PyRepr(const nlohmann::ordered_json& v) {
   }
 }
 
-int JsonNestingDepth(std::string_view text) {
-  int depth = 0, max_depth = 0;
-  bool in_string = false, escaped = false;
-  for (const char c : text) {
-    if (in_string) {
-      if (escaped) escaped = false;
-      else if (c == '\\') escaped = true;
-      else if (c == '"') in_string = false;
-      continue;
-    }
-    if (c == '"') in_string = true;
-    else if (c == '[' || c == '{') max_depth = std::max(max_depth, ++depth);
-    else if ((c == ']' || c == '}') && depth > 0) --depth;
-  }
-  return max_depth;
-}
-
 }  // namespace tern::api

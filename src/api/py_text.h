@@ -37,10 +37,4 @@ std::string PyStrRepr(std::string_view s);
 // lists [..], True/False/None, floats in repr form.
 std::string PyRepr(const nlohmann::ordered_json& value);
 
-// The deepest nesting of '[' and '{' outside string literals in JSON text.
-// Checked before parsing untrusted text, so that the recursive walks over the
-// parsed value stay shallow (bodies nesting deeper than 1000 are rejected,
-// as Python's json module would hit its recursion limit).
-int JsonNestingDepth(std::string_view text);
-
 }  // namespace tern::api

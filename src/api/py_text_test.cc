@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "api/json_parse.h"
 #include "api/json_stream.h"
 #include "api/py_literal.h"
 #include "api/py_text.h"

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "api/json_parse.h"
 #include "api/py_literal.h"
 #include "api/py_text.h"
 #include "api/tool_parser.h"

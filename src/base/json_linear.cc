@@ -1,5 +1,6 @@
 #include "base/json_linear.h"
 
+#include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -145,6 +146,23 @@ void MergeObject(Json& dst, const Json& src) {
     if (fresh) d.emplace_back(k, v);
     else d[it->second].second = v;
   }
+}
+
+int JsonNestingDepth(std::string_view text) {
+  int depth = 0, max_depth = 0;
+  bool in_string = false, escaped = false;
+  for (const char c : text) {
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
+      continue;
+    }
+    if (c == '"') in_string = true;
+    else if (c == '[' || c == '{') max_depth = std::max(max_depth, ++depth);
+    else if ((c == ']' || c == '}') && depth > 0) --depth;
+  }
+  return max_depth;
 }
 
 }  // namespace tern

@@ -23,6 +23,13 @@ namespace tern {
 // nlohmann's parse_error::byte) and the message.
 bool ParseJsonLinear(std::string_view text, nlohmann::ordered_json* out, size_t* error_byte = nullptr, std::string* error = nullptr);
 
+// The deepest nesting of '[' and '{' outside string literals in JSON text.
+// Checked before parsing untrusted text, so that the recursive walks over the
+// parsed value (dump, copies) stay shallow: request bodies nesting deeper than
+// 1000 are rejected, as Python's json module would hit its recursion limit,
+// and tern check refuses such replies.
+int JsonNestingDepth(std::string_view text);
+
 // Appends key/value to an object without looking for `key`: the caller
 // knows it is not there (keys copied from another object).
 void AppendNewKey(nlohmann::ordered_json& object, std::string key, nlohmann::ordered_json value);

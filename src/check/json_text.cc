@@ -3,6 +3,8 @@
 #include <cstring>
 #include <limits>
 
+#include "base/json_linear.h"
+
 namespace tern::check {
 namespace {
 
@@ -152,6 +154,9 @@ SanitizedJson SanitizeJson(std::string_view raw) {
 }
 
 std::optional<nlohmann::json> ParseJsonLenient(std::string_view raw, SanitizedJson* info) {
+  // A server's reply nesting past any real one is not taken: dumping or
+  // copying the parsed value recurses once per level (10^6 '[' crashed tern check).
+  if (JsonNestingDepth(raw) > kMaxReplyNesting) return std::nullopt;
   SanitizedJson s = SanitizeJson(raw);
   nlohmann::json j = nlohmann::json::parse(s.text, nullptr, /*allow_exceptions=*/false);
   if (info) *info = std::move(s);

@@ -27,6 +27,8 @@ struct SanitizedJson {
 SanitizedJson SanitizeJson(std::string_view raw);
 
 // Sanitizes and parses; nullopt when the text is still not JSON. Never throws.
+// Replies nesting deeper than kMaxReplyNesting are refused (nullopt), as if not JSON.
+inline constexpr int kMaxReplyNesting = 512;
 std::optional<nlohmann::json> ParseJsonLenient(std::string_view raw, SanitizedJson* info = nullptr);
 
 // Replaces invalid UTF-8 with U+FFFD; returns the number of replacements.

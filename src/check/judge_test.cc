@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "check/checks_common.h"
 #include "check/degenerate.h"
 #include "check/test_util.h"
 
@@ -24,6 +25,25 @@ ChatResult Reply(std::optional<std::string> content, std::optional<std::string> 
 }
 
 bool Contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+// special_tokens' scan: <|word|> and </s>, in content or reasoning; a long
+// run after "<|" is scanned, not recursed (std::regex overflowed the stack).
+TEST(SpecialTokenFinding, FindsTokensAndScansLongRuns) {
+  ChatResult r;
+  r.content = "hello <|im_end|> there";
+  EXPECT_EQ(SpecialTokenFinding(r), "content holds '<|im_end|>'");
+  r.content = "a </s>";
+  EXPECT_EQ(SpecialTokenFinding(r), "content holds '</s>'");
+  r.content = "x <| y |> <|a b|> <||> <|end";
+  EXPECT_EQ(SpecialTokenFinding(r), "");
+  r.content = "<|" + std::string(1000000, 'a');
+  EXPECT_EQ(SpecialTokenFinding(r), "");
+  r.content = "<|" + std::string(1000000, 'a') + "|>";
+  EXPECT_EQ(SpecialTokenFinding(r).size(), std::string("content holds ''").size() + 1000004);
+  r.content = "fine";
+  r.reasoning = "think <|endoftext|>";
+  EXPECT_EQ(SpecialTokenFinding(r), "reasoning holds '<|endoftext|>'");
+}
 
 TEST(NumbersIn, Forms) {
   EXPECT_EQ(NumbersIn("17 × 19 = 323."), (std::vector<double>{17, 19, 323}));

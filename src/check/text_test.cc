@@ -90,6 +90,17 @@ TEST(SanitizeJson, NotJsonStaysNotJson) {
   EXPECT_FALSE(ParseJsonLenient("").has_value());
 }
 
+// A reply nesting past any real one is refused before parsing: dumping or
+// copying it recursed once per level, and 10^6 levels overflowed the stack.
+TEST(SanitizeJson, DeepNestingIsNotTaken) {
+  const int n = 1000000;
+  EXPECT_FALSE(ParseJsonLenient("{\"detail\":" + std::string(n, '[') + std::string(n, ']') + "}").has_value());
+  const std::string ok = std::string(kMaxReplyNesting - 1, '[') + std::string(kMaxReplyNesting - 1, ']');
+  ASSERT_TRUE(ParseJsonLenient("{\"a\":" + ok + "}").has_value());
+  EXPECT_FALSE(ParseJsonLenient("{\"a\":[" + ok + "]}").has_value());
+  EXPECT_TRUE(ParseJsonLenient(R"({"text": ")" + std::string(n, '[') + R"("})").has_value()) << "brackets in a string";
+}
+
 TEST(JsonAccessors, WrongTypesAreNullopt) {
   auto j = nlohmann::json::parse(R"({"s":"x","i":3,"f":2.0,"g":2.5,"n":null})");
   EXPECT_EQ(JsonString(j, "s"), "x");

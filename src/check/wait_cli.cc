@@ -11,6 +11,7 @@
 
 #include "check/cli.h"
 #include "check/http_client.h"
+#include "check/json_text.h"
 #include "check/server.h"
 #include "check/url.h"
 
@@ -22,7 +23,7 @@ Status GenerateOneToken(const HttpClient& http) {
   auto models = http.Get("/v1/models");
   if (!models.ok()) return models.status();
   std::string model = "default";
-  const nlohmann::json m = nlohmann::json::parse(models->body, nullptr, false);
+  const nlohmann::json m = ParseJsonLenient(models->body).value_or(nlohmann::json());
   if (m.is_object() && m.contains("data") && m["data"].is_array() && !m["data"].empty() &&
       m["data"][0].is_object() && m["data"][0].contains("id") && m["data"][0]["id"].is_string())
     model = m["data"][0]["id"].get<std::string>();
