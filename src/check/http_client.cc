@@ -5,8 +5,12 @@
 
 #include <httplib.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 
 namespace tern::check {
 namespace {
@@ -14,6 +18,49 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double Since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// The most of a reply (after decompression) or a stream that is read: far
+// past any real answer a check asks for, short of what a gzip bomb or an
+// endless stream would fill memory with.
+constexpr size_t kMaxReplyBytes = size_t(256) << 20;
+
+// Stops the client's request once the whole of it (connect, headers, body)
+// has taken longer than `seconds`: cpp-httplib's read timeout bounds each
+// read, so a server sending a byte now and then held a request for ever.
+class Watchdog {
+ public:
+  Watchdog(httplib::Client& cli, double seconds)
+      : deadline_(Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds))),
+        thread_([this, &cli] {
+          std::unique_lock lock(mu_);
+          if (!cv_.wait_until(lock, deadline_, [this] { return done_; })) {
+            fired_ = true;
+            cli.stop();
+          }
+        }) {}
+  ~Watchdog() {
+    {
+      std::lock_guard lock(mu_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  bool fired() {
+    std::lock_guard lock(mu_);
+    return fired_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false, fired_ = false;
+  const Clock::time_point deadline_;
+  std::thread thread_;
+};
+
+// The whole-request limit: the reply's timeout after the connect's.
+double RequestSeconds(const HttpOptions& o) { return std::max(o.connect_timeout_s, 0.0) + std::max(o.timeout_s, 0.001); }
 
 void SetSeconds(double s, time_t* sec, time_t* usec) {
   if (!(s > 0)) s = 0.001;
@@ -78,13 +125,32 @@ Result<HttpReply> Send(const HttpOptions& o, const std::string& method, std::str
   }
   req.set_header("Accept", "application/json");
   auto t0 = Clock::now();
+  std::string body_read;
+  bool too_big = false;
+  req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
+    if (body_read.size() + n > kMaxReplyBytes) {
+      too_big = true;
+      return false;
+    }
+    body_read.append(data, n);
+    return true;
+  };
   httplib::Response res;
   httplib::Error err = httplib::Error::Success;
-  bool ok = cli->send(req, res, err);
+  bool ok = false, late = false;
+  {
+    Watchdog watchdog(*cli, RequestSeconds(o));
+    ok = cli->send(req, res, err);
+    late = watchdog.fired();
+  }
+  if (too_big)
+    return Status::Errorf("{} {}{}: the reply passed {} MiB", method, o.url.ToString(), path, kMaxReplyBytes >> 20);
+  if (late)
+    return Status::Errorf("{} {}{}: no whole reply within {} s", method, o.url.ToString(), path, RequestSeconds(o));
   if (!ok || res.status <= 0) return Status::Errorf("{} {}{}: {}", method, o.url.ToString(), path, Describe(err));
   HttpReply out;
   out.status = res.status;
-  out.body = std::move(res.body);
+  out.body = std::move(body_read);
   out.content_type = res.get_header_value("Content-Type");
   out.elapsed_s = Since(t0);
   return out;
@@ -125,7 +191,13 @@ Result<StreamReply> HttpClient::PostStream(std::string_view path, std::string_vi
     out.content_type = r.get_header_value("Content-Type");
     return true;
   };
+  size_t streamed = 0;
+  bool too_big = false;
   req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
+    if ((streamed += n) > kMaxReplyBytes) {
+      too_big = true;
+      return false;
+    }
     if (out.status >= 200 && out.status < 300) {
       sink(std::string_view(data, n), Since(t0));
     } else if (out.error_body.size() < (1u << 20)) {
@@ -139,12 +211,21 @@ Result<StreamReply> HttpClient::PostStream(std::string_view path, std::string_vi
   };
   httplib::Response res;
   httplib::Error err = httplib::Error::Success;
-  bool ok = cli->send(req, res, err);
+  bool ok = false;
+  {
+    // (the receiver's deadline needs data to arrive; this one does not)
+    Watchdog watchdog(*cli, RequestSeconds(options_));
+    ok = cli->send(req, res, err);
+    deadline_hit = deadline_hit || watchdog.fired();
+  }
   out.elapsed_s = Since(t0);
-  if (!got_status) return Status::Errorf("POST {}{}: {}", options_.url.ToString(), path, Describe(err));
+  if (!got_status)
+    return Status::Errorf("POST {}{}: {}", options_.url.ToString(), path,
+                          deadline_hit ? fmt::format("no reply within {} s", RequestSeconds(options_)) : Describe(err));
   if (!ok) {
-    out.transport_error =
-        deadline_hit ? fmt::format("stream exceeded the {} s timeout", options_.timeout_s) : Describe(err);
+    out.transport_error = too_big         ? fmt::format("stream passed {} MiB", kMaxReplyBytes >> 20)
+                          : deadline_hit ? fmt::format("stream exceeded the {} s timeout", options_.timeout_s)
+                                         : Describe(err);
   }
   return out;
 }

@@ -261,6 +261,20 @@ TEST_F(Integration, TimeoutsBoundAHungServer) {
   EXPECT_LT(s, 10.0);
 }
 
+// A reply that never ends but never pauses long enough for a read timeout:
+// the whole request is bounded too (it held tern check for ever).
+TEST_F(Integration, TimeoutsBoundATricklingServer) {
+  START_MOCK(mock, "sglang,trickle");
+  CheckOptions o;
+  o.timeout_s = 1;
+  auto t0 = std::chrono::steady_clock::now();
+  CheckRun run = RunAgainst(mock.url(), "simple_completion", o);
+  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(run.report.exit_code, kExitFailed);
+  EXPECT_TRUE(Has(run.detail("simple_completion"), "no whole reply within")) << run.Dump();
+  EXPECT_LT(s, 30.0);
+}
+
 TEST_F(Integration, NothingListeningIsExit2) {
   const int port = testing::UnusedPort();
   ASSERT_GT(port, 0);

@@ -32,6 +32,7 @@
 //   nondeterministic      greedy replies alternate between two texts
 //   error-500             malformed requests get 500 instead of 400
 //   hang                  chat requests are never answered (client timeouts)
+//   trickle               chat replies send a byte every 200 ms, without end (a whole-request timeout)
 //   special-tokens        with tools, content ends in "<|im_end|>" (tern before issue 24)
 //   flat-errors           the sglang dialect's errors without OpenAI's error object
 //                         (SGLang's own form; by default it sends both, as tern does)
@@ -464,6 +465,12 @@ function route(req, res, body) {
   if (['/generate', '/v1/completions', '/completion'].includes(path) && req.method === 'POST') return numerics(path, res, body);
   if (path === '/v1/chat/completions' && req.method === 'POST') {
     if (flags.has('hang')) return;  // never answer; the socket stays open until the client gives up
+    if (flags.has('trickle')) {  // each read gets a byte in time; the reply never ends
+      res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': 1 << 30 });
+      const timer = setInterval(() => res.write(' '), 200);
+      res.on('close', () => clearInterval(timer));
+      return;
+    }
     return chat(req, res, body);
   }
   return notFound(res);
