@@ -89,7 +89,17 @@ class DeploymentReference : public LogprobReference {
   Result<std::vector<PositionLogprobs>> Score(const std::vector<int32_t>& tokens, int64_t first, int top_k,
                                               const std::vector<std::vector<int32_t>>& want) override {
     (void)want;
-    return client_.Score(tokens, first, top_k);
+    // Judged only where the reference is whole and finite: a position it
+    // left out, or sent NaN for, once passed (an empty top-k agrees with
+    // anything, and compares with a KL of 0).
+    auto scored = client_.Score(tokens, first, top_k);
+    if (!scored.ok()) return scored.status();
+    const int64_t want_positions = int64_t(tokens.size()) - first;
+    if (int64_t(scored->size()) != want_positions)
+      return Status::Errorf("the reference scored {} positions of {}", scored->size(), want_positions);
+    for (const PositionLogprobs& p : *scored)
+      if (p.nonfinite) return Status::Errorf("the reference's logprobs at position {} are NaN or infinite", p.position);
+    return scored;
   }
 
  private:

@@ -298,6 +298,12 @@ TEST_F(NumericsIntegration, AnotherDeploymentAsTheReference) {
   o.numerics.reference_url = skewed.url();
   RunReport bad = RunChecks(o);
   EXPECT_EQ(bad.exit_code, kExitFailed) << Dump(bad);
+  // A reference that sends NaN is no reference (its empty top-k agreed with anything).
+  START_MOCK(nan_ref, "vllm,nan-prompt-logprobs");
+  o.numerics.reference_url = nan_ref.url();
+  RunReport nan = RunChecks(o);
+  EXPECT_EQ(nan.exit_code, kExitFailed) << Dump(nan);
+  EXPECT_NE(Dump(nan).find("the reference's logprobs at position"), std::string::npos) << Dump(nan);
 }
 
 TEST_F(NumericsIntegration, UnknownServerIsProbedApiByApi) {

@@ -50,6 +50,7 @@
 //   w4a4-activations      ... "w4a4" (tern --quant-numerics w4a4)
 //   anonymous             /v1/models owned_by "someone" (an unknown OpenAI-compatible server)
 //   with nan-logprobs     output token 3's logprobs are NaN
+//   nan-prompt-logprobs   vllm: prompt_logprobs of prompt position 4 are NaN (a reference that fails)
 //   held-back             llamacpp: no completion_probabilities entry for an output id = 1 mod 4, as
 //                         llama.cpp sends none for a token that ends inside a UTF-8 character
 // Stop strings ("stop") cut the content before the first one, finish "stop".
@@ -396,9 +397,10 @@ function numericsCompletions(req, res) {
     logprobs: { text_offset: r.out.map(() => 0), token_logprobs: r.out.map((e) => e.lp), tokens: r.out.map((e) => name(e.id)),
       top_logprobs: r.out.map((e) => Object.fromEntries(e.top.slice(0, k).map(([t, lp]) => [name(t), lp]))) } };
   if (req.prompt_logprobs !== undefined) {
-    choice.prompt_logprobs = [null, ...r.prompt.map((e) => {
-      const d = { [e.id]: { logprob: e.lp, rank: e.rank, decoded_token: name(e.id) } };
-      e.top.slice(0, req.prompt_logprobs).forEach(([t, lp], i) => { d[t] = { logprob: lp, rank: i + 1, decoded_token: name(t) }; });
+    choice.prompt_logprobs = [null, ...r.prompt.map((e, p) => {
+      const nan = flags.has('nan-prompt-logprobs') && p === 3;
+      const d = { [e.id]: { logprob: nan ? '__NaN__' : e.lp, rank: e.rank, decoded_token: name(e.id) } };
+      e.top.slice(0, req.prompt_logprobs).forEach(([t, lp], i) => { d[t] = { logprob: nan ? '__NaN__' : lp, rank: i + 1, decoded_token: name(t) }; });
       return d;
     })];
   }
