@@ -3,6 +3,8 @@
 #include <cstring>
 #include <limits>
 
+#include <fmt/format.h>
+
 #include "base/json_linear.h"
 
 namespace tern::check {
@@ -212,6 +214,10 @@ std::string Excerpt(std::string_view text, size_t max) {
       out += "\\r";
     } else if (c == '\t') {
       out += ' ';
+    } else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F) {
+      // Other control bytes (ESC above all) as text: a server's reply must
+      // not move the cursor or recolour the report it is judged in.
+      out += fmt::format("\\x{:02x}", static_cast<unsigned char>(c));
     } else {
       out.push_back(c);
     }
