@@ -267,6 +267,22 @@ std::vector<CheckResult> RunNumerics(CheckContext& ctx) {
       c.detail += fmt::format(" [more than BF16 rounding explains: {}; {}]", rounding->why, rounding_text);
     if (!rounding_error.empty())
       c.detail += fmt::format(" [judged position by position: the BF16-rounded references failed: {}]", rounding_error);
+    // Positions where the deployment sent its chosen token's logprob but no
+    // top-k: compared on that alone (a KL over an empty support is 0). None
+    // at all, asked for top-k, is a failure: no distribution was compared.
+    int64_t without_top = 0;
+    for (const PositionLogprobs& p : run->positions) without_top += !p.nonfinite && p.top.empty();
+    m["positions_without_top_k"] = without_top;
+    if (n.top_logprobs > 0 && without_top > 0 && without_top == int64_t(run->positions.size())) {
+      c.outcome = Outcome::kFail;
+      c.detail = fmt::format("asked for {} top logprobs a position, the deployment sent none at any of its {} "
+                             "positions: no distribution could be compared; {}",
+                             n.top_logprobs, without_top, stats);
+    } else if (n.top_logprobs > 0 && without_top > 0) {
+      c.detail += fmt::format(" [{} of {} positions without the deployment's top-k logprobs: there only the chosen "
+                              "token's logprob was compared]",
+                              without_top, run->positions.size());
+    }
     if (run->unscored_output > 0)
       c.detail += fmt::format(" [{} of {} output tokens without a distribution from the deployment: llama.cpp sends "
                               "none for a token that ends inside a UTF-8 character, and one whose place among the "

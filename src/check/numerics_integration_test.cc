@@ -231,6 +231,17 @@ TEST_F(NumericsIntegration, Bf16DeploymentIsJudgedAgainstRoundedReferences) {
   }
 }
 
+// Asked for top-k logprobs, a deployment that sends none fails: no
+// distribution was compared (an empty top-k gave a KL of 0 everywhere).
+TEST_F(NumericsIntegration, NoTopLogprobsAtAllFails) {
+  START_MOCK(mock, "sglang,no-top-logprobs");
+  RunReport r = RunChecks(Numerics(mock.url()));
+  EXPECT_EQ(r.exit_code, kExitFailed) << Dump(r);
+  auto rows = ByName(r);
+  EXPECT_NE(rows["numerics.chat"].detail.find("sent none at any"), std::string::npos) << rows["numerics.chat"].detail;
+  EXPECT_GT(rows["numerics.chat"].metrics["positions_without_top_k"].get<int64_t>(), 0);
+}
+
 // A deployment that says it quantizes its activations (auto: w4a4) is judged
 // by the thresholds --reference-numerics w4a4 gives, with any given ones on
 // top (it got f32's, and a correct W4A4 deployment failed).

@@ -51,6 +51,7 @@
 //   anonymous             /v1/models owned_by "someone" (an unknown OpenAI-compatible server)
 //   with nan-logprobs     output token 3's logprobs are NaN
 //   nan-prompt-logprobs   vllm: prompt_logprobs of prompt position 4 are NaN (a reference that fails)
+//   no-top-logprobs       sglang: /generate sends no input/output_top_logprobs, asked or not
 //   held-back             llamacpp: no completion_probabilities entry for an output id = 1 mod 4, as
 //                         llama.cpp sends none for a token that ends inside a UTF-8 character
 // Stop strings ("stop") cut the content before the first one, finish "stop".
@@ -382,7 +383,7 @@ function numericsGenerate(req, res) {
   const meta = { id: 'gen-1', finish_reason: { type: 'length', length: r.out.length }, prompt_tokens: ids.length,
     completion_tokens: r.out.length, cached_tokens: 0, input_token_logprobs: inTok,
     output_token_logprobs: r.out.map((e) => [e.lp, e.id, null]) };
-  if (k > 0) {
+  if (k > 0 && !flags.has('no-top-logprobs')) {
     meta.input_top_logprobs = inTop;
     meta.output_top_logprobs = r.out.map((e) => e.top.map(([t, lp]) => [lp, t, null]));
   }
