@@ -1,5 +1,6 @@
 #include "server/http_util.h"
 
+#include <cctype>
 #include <chrono>
 
 #include "api/error_json.h"
@@ -47,18 +48,13 @@ void ReplyNativeError(HttpResponse& res, int status, const std::string& message)
   res.SetBody(status, api::NestedErrorBody(MakeError(status, message, "")), "application/json");
 }
 
-bool ParseJsonBody(const HttpRequest& req, HttpResponse& res, json& out, bool flat_errors) {
-  auto fail = [&](const std::string& msg) {
-    if (flat_errors) ReplyFlatError(res, 400, msg);
-    else ReplyNativeError(res, 400, msg);
-    return false;
-  };
+bool IsJsonContentType(const HttpRequest& req) {
   const std::string ct = req.Header("Content-Type");
-  if (ct.rfind("application/json", 0) != 0) return fail("Unsupported Media Type: Only 'application/json' is allowed");
-  out = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
-  if (out.is_discarded()) return fail("Invalid request body: the body is not valid JSON");
-  if (!out.is_object()) return fail("Invalid request body: expected a JSON object");
-  return true;
+  constexpr std::string_view kJson = "application/json";
+  if (ct.size() < kJson.size()) return false;
+  for (size_t i = 0; i < kJson.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(ct[i])) != kJson[i]) return false;
+  return ct.size() == kJson.size() || ct[kJson.size()] == ';' || ct[kJson.size()] == ' ';
 }
 
 int HttpStatusFor(EngineError kind) {

@@ -22,9 +22,13 @@ void ReplyFlatError(HttpResponse& res, int status, const std::string& message, c
 // Native-route error: {"error": {"message", "type", "param", "code"}}.
 void ReplyNativeError(HttpResponse& res, int status, const std::string& message);
 
-// Parses a JSON request body, replying 400 (SGLang's messages) and returning
-// false on a wrong content type or malformed JSON.
-bool ParseJsonBody(const HttpRequest& req, HttpResponse& res, nlohmann::json& out, bool flat_errors = true);
+// Whether a request's body is declared JSON (Content-Type application/json,
+// any case, parameters allowed), as SGLang's FastAPI requires. Routes that act
+// must refuse other bodies: a web page may POST text/plain to any origin
+// without asking (no CORS preflight), so without this check any site a user
+// visits could make a local server abort requests or generate.
+bool IsJsonContentType(const HttpRequest& req);
+inline constexpr char kJsonOnly[] = "Unsupported Media Type: Only 'application/json' is allowed";
 
 // The HTTP status for an engine error kind (engine/engine_error.h): bad input
 // 400, a full queue or a draining server 503, an engine failure 500.

@@ -23,6 +23,7 @@ void ReplyApiError(HttpResponse& res, const api::ApiError& e) {
 }
 
 void HandleGenerate(ServerContext& ctx, const HttpRequest& http_req, HttpResponse& res) {
+  if (!IsJsonContentType(http_req)) return ReplyGenerateError(res, api::ApiError::BadRequest(kJsonOnly));
   auto body = api::ParseJsonBody(http_req.body);
   if (!body.ok()) return ReplyGenerateError(res, body.error());
   auto parsed = api::ParseGenerateRequest(*body);
@@ -160,6 +161,7 @@ void AddGenerateRoutes(HttpRoutes& routes, ServerContext& ctx) {
   routes.Post("/generate", gen);
   routes.Put("/generate", gen);
   routes.Post("/abort_request", [&ctx](const HttpRequest& http_req, HttpResponse& res) {
+    if (!IsJsonContentType(http_req)) return ReplyGenerateError(res, api::ApiError::BadRequest(kJsonOnly));
     auto body = api::ParseJsonBody(http_req.body);
     if (!body.ok()) return ReplyGenerateError(res, body.error());
     auto req = api::ParseAbortRequest(*body);
@@ -174,6 +176,7 @@ void AddGenerateRoutes(HttpRoutes& routes, ServerContext& ctx) {
 
 void AddTokenizeRoutes(HttpRoutes& routes, ServerContext& ctx) {
   auto tokenize = [&ctx](const HttpRequest& http_req, HttpResponse& res) {
+    if (!IsJsonContentType(http_req)) return ReplyApiError(res, api::ApiError::BadRequest(kJsonOnly));
     auto body = api::ParseJsonBody(http_req.body);
     if (!body.ok()) return ReplyApiError(res, body.error());
     auto req = api::ParseTokenizeRequest(*body);
@@ -185,6 +188,7 @@ void AddTokenizeRoutes(HttpRoutes& routes, ServerContext& ctx) {
   routes.Post("/v1/tokenize", tokenize);
   routes.Post("/tokenize", tokenize);
   auto detokenize = [&ctx](const HttpRequest& http_req, HttpResponse& res) {
+    if (!IsJsonContentType(http_req)) return ReplyApiError(res, api::ApiError::BadRequest(kJsonOnly));
     auto body = api::ParseJsonBody(http_req.body);
     if (!body.ok()) return ReplyApiError(res, body.error());
     auto req = api::ParseDetokenizeRequest(*body, ctx.tokenizer->vocab_size());

@@ -20,9 +20,8 @@ void ReplyApiError(HttpResponse& res, const api::ApiError& e) {
 
 // Content type and JSON decoding, with SGLang's errors.
 std::optional<Json> DecodeBody(const HttpRequest& req, HttpResponse& res) {
-  const std::string ct = req.Header("Content-Type");
-  if (ct.rfind("application/json", 0) != 0) {
-    ReplyApiError(res, api::ApiError::BadRequest("Unsupported Media Type: Only 'application/json' is allowed"));
+  if (!IsJsonContentType(req)) {
+    ReplyApiError(res, api::ApiError::BadRequest(kJsonOnly));
     return std::nullopt;
   }
   auto body = api::ParseJsonBody(req.body);

@@ -254,6 +254,16 @@ test('errors: statuses and SGLang bodies; the server stays healthy', async () =>
   assert.equal(bad.json.object, 'error');
   const ct = await raw('POST', '/v1/chat/completions', { body: '{}', headers: { 'content-type': 'text/plain' } });
   assert.equal(ct.status, 400);
+  // Every route that acts takes JSON bodies only, as SGLang's FastAPI does: a text/plain POST is what any
+  // web page may send to a local server without asking (it aborted every request through /abort_request).
+  for (const [p, b] of [['/abort_request', '{"abort_all":true}'], ['/generate', '{"text":"x"}'], ['/v1/tokenize', '{"prompt":"x"}'],
+    ['/v1/detokenize', '{"tokens":[1]}']]) {
+    const r = await raw('POST', p, { body: b, headers: { 'content-type': 'text/plain' } });
+    assert.equal(r.status, 400, `${p}: ${r.text}`);
+    assert.match(r.text, /Only 'application\/json' is allowed/);
+  }
+  const cased = await raw('POST', '/v1/tokenize', { body: '{"prompt":"x"}', headers: { 'content-type': 'Application/JSON; charset=utf-8' } });
+  assert.equal(cased.status, 200, cased.text);
   const empty = await raw('POST', '/v1/chat/completions', { body: { model: 'tiny', messages: [] } });
   assert.equal(empty.status, 400);
   assert.equal(empty.json.message, 'Messages cannot be empty.');
