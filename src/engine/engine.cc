@@ -196,6 +196,7 @@ SubmitGroupResult Engine::Enqueue(std::vector<EngineRequest> reqs, bool shared_p
   SubmitGroupResult r;
   for (auto& s : seqs) r.streams.push_back(s->stream);
   const int64_t count = int64_t(seqs.size());
+  const bool reqs_probe = seqs[0]->req.probe;
   // More at once than the queue ever takes: never admitted, however idle the server (not a 503 to retry).
   if (opts_.max_queued_requests >= 0 && count > opts_.max_queued_requests)
     return {{}, EngineError::kInvalidInput,
@@ -212,8 +213,10 @@ SubmitGroupResult Engine::Enqueue(std::vector<EngineRequest> reqs, bool shared_p
     for (auto& s : seqs) incoming_.push_back(std::move(s));
     pending_count_ += count;
   }
-  metrics_.requests_total += uint64_t(count);
-  metrics_.prompt_tokens_total += prompt_tokens;
+  if (!reqs_probe) {
+    metrics_.requests_total += uint64_t(count);
+    metrics_.prompt_tokens_total += prompt_tokens;
+  }
   cv_.notify_all();
   return r;
 }
@@ -403,8 +406,10 @@ void Engine::FinishSequence(Sequence& s, FinishReason reason, int32_t matched, s
   // A sequence that ended normally or was aborted by its client leaves its
   // state to the prefix cache; one that failed may have left it half written.
   ReleaseBlocks(s, error == EngineError::kNone);
-  if (reason == FinishReason::kAbort) metrics_.aborted_requests_total++;
-  metrics_.e2e.Observe(Secs(s.arrival, Clock::now()));
+  if (!s.req.probe) {
+    if (reason == FinishReason::kAbort) metrics_.aborted_requests_total++;
+    metrics_.e2e.Observe(Secs(s.arrival, Clock::now()));
+  }
   s.stream->Finish(reason, matched, std::move(message), error, s.num_prompt, s.generated(), s.cached_tokens());
   pending_count_--;
 }
@@ -471,8 +476,10 @@ void Engine::Admit() {
     s.num_cached = hit;
     if (s.cached_prompt < 0) {
       s.cached_prompt = std::min(hit, s.num_prompt);
-      metrics_.cache_lookup_tokens_total += uint64_t(s.num_prompt);
-      metrics_.cached_tokens_total += uint64_t(s.cached_prompt);
+      if (!s.req.probe) {
+        metrics_.cache_lookup_tokens_total += uint64_t(s.num_prompt);
+        metrics_.cached_tokens_total += uint64_t(s.cached_prompt);
+      }
     }
     running_.push_back(std::move(waiting_[i]));
     waiting_.erase(waiting_.begin() + std::ptrdiff_t(i));
@@ -709,13 +716,12 @@ bool Engine::SampleAndEmit(Sequence& s, std::span<float> l, Clock::time_point no
   }
   s.tokens.push_back(tok);
   s.MaybeStartGrammar();
-  ++produced;
-  if (!s.has_first) {
-    metrics_.ttft.Observe(Secs(s.arrival, now));
-    s.has_first = true;
-  } else {
-    metrics_.itl.Observe(Secs(s.last_token, now));
+  if (!s.req.probe) {
+    ++produced;
+    if (!s.has_first) metrics_.ttft.Observe(Secs(s.arrival, now));
+    else metrics_.itl.Observe(Secs(s.last_token, now));
   }
+  s.has_first = true;
   s.last_token = now;
   s.stream->PushToken(std::move(out), s.generated());
   const bool stop_tok = std::find(s.req.stop_token_ids.begin(), s.req.stop_token_ids.end(), tok) !=

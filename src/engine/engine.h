@@ -91,6 +91,11 @@ struct EngineRequest {
   std::vector<int32_t> stop_token_ids;  // finish ("stop") after sampling one of these
   int32_t top_logprobs = -1;            // -1: no logprobs; 0: chosen token only; k > 0: also the top k
   bool return_logits = false;           // each TokenOutput carries its whole logits row (reference checks)
+  // A health probe (/health, /health_generate on an idle server): served like
+  // any request, but kept out of the request, token and latency metrics, as
+  // SGLang's health check is (log_metrics false): a load balancer probing
+  // every few seconds would otherwise count thousands of one-token requests.
+  bool probe = false;
   // Prompt logprobs (SGLang's input_token_logprobs, vLLM's prompt_logprobs):
   // for every prompt position p in [max(prompt_logprob_start, 1), prompt.size())
   // the logprob of prompt[p] given prompt[0, p), its rank in that row, and

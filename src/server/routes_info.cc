@@ -90,7 +90,7 @@ bool ProbeEngine(ServerContext& ctx) {
   const auto start = std::chrono::steady_clock::now();
   // A busy engine proves itself by its own output; an idle one gets a 1-token probe.
   if (ctx.engine->last_output_time() > start - std::chrono::seconds(1)) return true;
-  EngineRequest probe{.id = "HEALTH_CHECK_" + ctx.NewRequestId(), .prompt = {0}, .max_tokens = 1};
+  EngineRequest probe{.id = "HEALTH_CHECK_" + ctx.NewRequestId(), .prompt = {0}, .max_tokens = 1, .probe = true};
   probe.sampling.temperature = 0;
   SubmitResult sub = ctx.engine->Submit(probe);
   if (!sub.stream) return false;

@@ -494,6 +494,21 @@ test('n > 1: chat, completions and /generate give n choices; the prompt is count
   for (const i of [0, 1]) assert.equal(ev.filter((e) => e.index === i).at(-1).text, g.json[i].text);
 });
 
+test('health probes of an idle server stay out of the request and token metrics', async () => {
+  await new Promise((r) => setTimeout(r, 1200));  // idle: /health now runs a one-token probe
+  const before = [await metric('sglang:num_requests_total'), await metric('sglang:generation_tokens_total')];
+  for (let i = 0; i < 3; ++i) {
+    const h = await raw('GET', '/health_generate', { auth: false });
+    assert.equal(h.status, 200, h.text);
+    await new Promise((r) => setTimeout(r, 1100));
+  }
+  const after = [await metric('sglang:num_requests_total'), await metric('sglang:generation_tokens_total')];
+  assert.deepEqual(after, before);
+  const g = await raw('POST', '/generate', { body: { text: 'Hi', sampling_params: { max_new_tokens: 2, temperature: 0 } } });
+  assert.equal(g.status, 200, g.text);
+  assert.equal(await metric('sglang:num_requests_total'), before[0] + 1, 'a real request is counted');
+});
+
 test('prefix cache: a repeated prompt is served from cache, reported, and /flush_cache gives every block back', async () => {
   const text = 'A long shared system prompt. '.repeat(12);
   const body = { text, sampling_params: { max_new_tokens: 4, temperature: 0 } };
