@@ -5,6 +5,7 @@
 #include <random>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "grammar/json_schema_numbers.h"
 #include "grammar/test_util.h"
@@ -185,6 +186,48 @@ TEST(JsonSchema, RefsFormatsAndCombinators) {
   EXPECT_TRUE(FullMatch(nullable, "null"));
   EXPECT_TRUE(FullMatch(nullable, R"("\n")"));
   EXPECT_FALSE(FullMatch(nullable, R"("abc")"));
+}
+
+// Schemas a client can send to make the compiler's work or stack unbounded
+// are refused with an error (a 400), quickly: a chain of $refs each nesting
+// the next (9,000 of them crashed the server: depth restarted at each $ref),
+// allOf members that reference the level below twice (2^60 merges), and anyOf
+// with sibling keywords nested (each branch compiled with them: 3^21).
+TEST(JsonSchema, RefChainsAndMultiplyingCombinatorsAreBounded) {
+  const auto t0 = std::chrono::steady_clock::now();
+  nlohmann::json defs = nlohmann::json::object();
+  for (int i = 0; i < 9000; ++i)
+    defs["d" + std::to_string(i)] = {{"type", "object"},
+                                     {"properties", {{"x", {{"$ref", "#/$defs/d" + std::to_string(i + 1)}}}}}};
+  defs["d9000"] = {{"type", "string"}};
+  const nlohmann::json chain = {{"$defs", defs}, {"$ref", "#/$defs/d0"}};
+  EXPECT_NE(CompileError(ConstraintKind::kJsonSchema, chain.dump()).find("counting through $ref"), std::string::npos);
+  // (a chain of 100 compiles: the limit is on nesting, not on $refs)
+  nlohmann::json short_defs = nlohmann::json::object();
+  for (int i = 0; i < 100; ++i)
+    short_defs["d" + std::to_string(i)] = {{"type", "object"},
+                                           {"properties", {{"x", {{"$ref", "#/$defs/d" + std::to_string(i + 1)}}}}}};
+  short_defs["d100"] = {{"type", "string"}};
+  EXPECT_NE(Compile(ConstraintKind::kJsonSchema, nlohmann::json({{"$defs", short_defs}, {"$ref", "#/$defs/d0"}}).dump()),
+            nullptr);
+  nlohmann::json doubling = nlohmann::json::object();
+  doubling["d0"] = {{"type", "object"}};
+  for (int k = 1; k <= 60; ++k) {
+    const std::string below = "#/$defs/d" + std::to_string(k - 1);
+    doubling["d" + std::to_string(k)] = {{"allOf", {{{"$ref", below}}, {{"$ref", below}}}}};
+  }
+  const nlohmann::json all_of = {{"$defs", doubling}, {"$ref", "#/$defs/d60"}};
+  EXPECT_NE(CompileError(ConstraintKind::kJsonSchema, all_of.dump()).find("too large a grammar"), std::string::npos);
+  nlohmann::json branches = {{"type", "string"}};
+  for (int k = 0; k < 21; ++k)
+    branches = {{"type", "object"}, {"properties", {{"x", branches}}}, {"anyOf", {nlohmann::json::object(),
+                                                                                  nlohmann::json::object(),
+                                                                                  nlohmann::json::object()}}};
+  EXPECT_NE(CompileError(ConstraintKind::kJsonSchema, branches.dump()).find("too large a grammar"), std::string::npos);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 60.0);
+  // A keyword of the wrong JSON type is the schema's error, not an exception.
+  EXPECT_NE(CompileError(ConstraintKind::kJsonSchema, R"({"type":"string","nullable":"yes"})").find("wrong type"),
+            std::string::npos);
 }
 
 TEST(JsonSchema, ErrorsNameTheKeyword) {

@@ -148,6 +148,9 @@ class Compiler {
 
   // allOf: the members merged into one schema (object keywords combined).
   Result<Json> MergeAllOf(const Json& s, const std::string& path, int depth) {
+    // Each member's own allOf is merged again wherever it is referenced: bounded
+    // like Visit (two $refs to the one below, 60 deep, were 2^60 merges).
+    if (++work_ > kMaxWork) return Unsupported(path, "the schema expands to too large a grammar");
     Json merged = Json::object();
     for (const auto& [k, v] : s.items())
       if (k != "allOf") merged[k] = v;
@@ -192,6 +195,19 @@ class Compiler {
 
   Result<std::string> Visit(const Json& s, const std::string& path, int depth) {
     if (depth > o_.max_depth) return Unsupported(path, fmt::format("nested deeper than {} levels", o_.max_depth));
+    // Across $refs too: depth restarts at each $ref target, and a chain of
+    // 9,000 $defs each holding the next once overflowed the stack (a crash).
+    if (active_ >= kMaxActive)
+      return Unsupported(path, fmt::format("nested deeper than {} levels, counting through $ref", kMaxActive));
+    // And the work bounded: anyOf with sibling keywords compiles each branch
+    // with them, so nesting multiplies (3^21 branches from a few kilobytes).
+    if (++work_ > kMaxWork || out_.size() > kMaxGrammarText)
+      return Unsupported(path, "the schema expands to too large a grammar");
+    ++active_;
+    struct Leave {
+      int& n;
+      ~Leave() { --n; }
+    } leave{active_};
     if (s.is_boolean()) return s.get<bool>() ? R("value") : std::string("[]");
     if (!s.is_object()) return Unsupported(path, "a schema must be an object or a boolean");
     for (const auto& [k, v] : s.items())
@@ -563,6 +579,11 @@ class Compiler {
   const Json& root_;
   JsonSchemaOptions o_;
   std::string p_;
+  static constexpr int kMaxActive = 256;           // subschemas being compiled at once (the C++ stack)
+  static constexpr int64_t kMaxWork = 200000;      // Visit and MergeAllOf calls in all
+  static constexpr size_t kMaxGrammarText = size_t(16) << 20;  // the EBNF text so far
+  int active_ = 0;
+  int64_t work_ = 0;
   std::string out_;
   std::map<std::string, std::string> refs_;
   int objects_ = 0, other_keys_ = 0, patterns_ = 0;
@@ -572,7 +593,13 @@ class Compiler {
 
 Result<std::string> JsonSchemaToEbnf(const nlohmann::ordered_json& schema, const JsonSchemaOptions& options,
                                      std::string_view prefix) {
-  return Compiler(schema, options, prefix).Run();
+  // A keyword of the wrong JSON type ("nullable": "yes", a non-string $ref)
+  // throws from nlohmann's accessors: the schema's fault, a 400, not a 500.
+  try {
+    return Compiler(schema, options, prefix).Run();
+  } catch (const nlohmann::ordered_json::exception& e) {
+    return Status::Errorf("unsupported JSON schema: a keyword has a value of the wrong type ({})", e.what());
+  }
 }
 
 }  // namespace tern::grammar
