@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <map>
+#include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <fmt/format.h>
 
@@ -403,9 +405,9 @@ class AutomatonBuilder {
 };
 
 Result<Automaton> Automaton::Build(const GrammarAst& ast, const GrammarLimits& limits) {
-  for (size_t i = 0; i < ast.rules.size(); ++i)  // before inlining, so a duplicate is reported, not merged
-    for (size_t j = 0; j < i; ++j)
-      if (ast.rules[i].name == ast.rules[j].name) return Status::Errorf("rule '{}' is defined twice", ast.rules[i].name);
+  std::unordered_set<std::string_view> names;  // before inlining, so a duplicate is reported, not merged
+  for (const Rule& r : ast.rules)                // (a set: the pairwise scan was 60,000^2 / 2 comparisons)
+    if (!names.insert(r.name).second) return Status::Errorf("rule '{}' is defined twice", r.name);
   const GrammarAst inlined = InlineRules(ast);
   return AutomatonBuilder(inlined, limits).Run();
 }

@@ -1,6 +1,8 @@
 #include "grammar/ebnf_parser.h"
 
 #include <cctype>
+#include <string>
+#include <unordered_set>
 
 namespace tern::grammar {
 namespace {
@@ -27,8 +29,7 @@ class Parser {
       pos_ += 3;
       Expr body;
       if (!Alternatives(&body, 0)) return error_;
-      for (const Rule& r : g.rules)
-        if (r.name == name) return Fail("rule '" + name + "' is defined twice");
+      if (!defined_.insert(name).second) return Fail("rule '" + name + "' is defined twice");
       g.rules.push_back({std::move(name), std::move(body)});
       SkipSpace();
     }
@@ -281,6 +282,7 @@ class Parser {
 
   std::string_view t_;
   size_t pos_ = 0;
+  std::unordered_set<std::string> defined_;  // rule names so far
   Status error_;
 };
 

@@ -15,6 +15,7 @@ namespace {
 
 constexpr int64_t kInlineMaxCost = 4000;  // automaton states an inlined body may add, roughly
 constexpr int64_t kRuleMaxCost = 200000;  // stop inlining into a rule once it is this large
+constexpr int64_t kTotalInlineCost = 4000000;  // and into any rule once this much was copied in all
 
 int64_t Cost(const Expr& e) {
   int64_t c = 1;
@@ -45,22 +46,32 @@ GrammarAst InlineRules(const GrammarAst& in) {
       if (auto it = id.find(n); it != id.end()) calls[i].push_back(it->second);  // undefined: Build reports it
   }
   // Tarjan's strongly connected components; they come out callees first.
+  // Iterative: a chain of 60,000 rules each calling the next was as many
+  // nested calls on an HTTP thread's stack.
   std::vector<int> index(R, -1), low(R, 0), comp(R, -1);
   std::vector<bool> on(R, false);
   std::vector<size_t> stack, order;
   std::vector<size_t> comp_size;
   int counter = 0;
-  std::function<void(size_t)> visit = [&](size_t v) {
+  struct Frame {
+    size_t v, next;  // the rule, and its next call to look at
+  };
+  std::vector<Frame> frames;
+  auto enter = [&](size_t v) {
     index[v] = low[v] = counter++;
     stack.push_back(v);
     on[v] = true;
-    for (size_t w : calls[v]) {
-      if (index[w] < 0) {
-        visit(w);
-        low[v] = std::min(low[v], low[w]);
-      } else if (on[w]) {
-        low[v] = std::min(low[v], index[w]);
-      }
+    frames.push_back({v, 0});
+  };
+  enter(root_it->second);  // only what the root reaches
+  while (!frames.empty()) {
+    Frame& f = frames.back();
+    const size_t v = f.v;
+    if (f.next < calls[v].size()) {
+      const size_t w = calls[v][f.next++];
+      if (index[w] < 0) enter(w);  // (f may dangle from here on)
+      else if (on[w]) low[v] = std::min(low[v], index[w]);
+      continue;
     }
     if (low[v] == index[v]) {
       const int c = int(comp_size.size());
@@ -75,8 +86,9 @@ GrammarAst InlineRules(const GrammarAst& in) {
         if (w == v) break;
       }
     }
-  };
-  visit(root_it->second);  // only what the root reaches
+    frames.pop_back();
+    if (!frames.empty()) low[frames.back().v] = std::min(low[frames.back().v], low[v]);
+  }
   std::vector<bool> recursive(R, false);
   for (size_t v : order) {
     recursive[v] = comp_size[size_t(comp[v])] > 1;
@@ -85,13 +97,17 @@ GrammarAst InlineRules(const GrammarAst& in) {
   std::vector<Expr> body(R);
   std::vector<int64_t> cost(R, 0);
   std::vector<bool> inlinable(R, false);
+  // What inlining copies in all, bounded too: each of 60,000 chained rules
+  // took in its callee's whole body (up to kInlineMaxCost), gigabytes of copies.
+  int64_t total_budget = kTotalInlineCost;
   std::function<void(Expr&, int64_t&)> substitute = [&](Expr& e, int64_t& budget) {
     if (e.kind == Expr::Kind::kRef) {
       const auto it = id.find(e.name);
       if (it == id.end()) return;
       const size_t w = it->second;
-      if (inlinable[w] && budget >= cost[w]) {
+      if (inlinable[w] && budget >= cost[w] && total_budget >= cost[w]) {
         budget -= cost[w];
+        total_budget -= cost[w];
         e = body[w];
       }
       return;
