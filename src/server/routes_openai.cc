@@ -132,7 +132,10 @@ void HandleChat(ServerContext& ctx, const HttpRequest& http_req, HttpResponse& r
     if (auto e = api::CheckPromptLogprobBudget(int64_t(prompt.size()) - 1, *req.prompt_logprobs, "prompt_logprobs"))
       return ReplyApiError(res, *e);
   }
-  const api::ChatParseConfig pcfg = api::MakeChatParseConfig(req, parsers, rendered);
+  api::ChatParseConfig pcfg = api::MakeChatParseConfig(req, parsers, rendered);
+  // A forced tool call is the reply from its first token: never reasoning
+  // (deepseek-r1 and qwen3-thinking reason by default, and took the call for it).
+  if (!forced.reply_prefix.empty() && pcfg.reasoning) pcfg.reasoning->force_reasoning = false;
   api::ResponseMeta meta{.id = req.rid.value_or(api::NewRequestId("chatcmpl-")), .created = UnixNow(), .model = req.model};
   int32_t engine_top = req.logprobs ? int32_t(req.top_logprobs) : -1;
   if (req.prompt_logprobs) engine_top = std::max(engine_top, int32_t(*req.prompt_logprobs));
@@ -143,7 +146,10 @@ void HandleChat(ServerContext& ctx, const HttpRequest& http_req, HttpResponse& r
                .top_logprobs = engine_top,
                .prompt_logprob_start = req.prompt_logprobs && prompt.size() > 1 ? 1 : -1,
                .keep_special_ids = KeptParserTagIds(*ctx.tokenizer, api::ChatParserTags(pcfg))};
-  if (sampling->constraint && api::ConstraintAfterReasoning(pcfg, req))  // the grammar starts after the reasoning
+  // The grammar starts after the reasoning, unless a tool call is forced: its
+  // prompt closed any reasoning already, so no </think> would ever come and
+  // the call went unconstrained.
+  if (sampling->constraint && forced.reply_prefix.empty() && api::ConstraintAfterReasoning(pcfg, req))
     if (auto ids = ctx.tokenizer->Encode("</think>", false); ids.ok()) spec.grammar_after = *ids;
   RecordGeneration(*res.record, ctx, spec, rendered);
   auto started = GenerationRun::StartGroup(ctx, std::move(spec));

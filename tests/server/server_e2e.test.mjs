@@ -600,6 +600,22 @@ test('tool_choice: none renders no tools; a named function forces its call; unkn
   assert.equal(calls[0].function.name, 'get_weather');
   assert.match(calls[0].id, /^call_/);
 
+  // With thinking on (the qwen3 parser's default), the forced call is still held to the tools' schemas:
+  // the grammar once waited for a </think> that the forced prompt had already written.
+  const unitTool = [{ type: 'function', function: { name: 'set_unit', parameters: { type: 'object',
+    properties: { unit: { enum: ['c', 'f'] } }, required: ['unit'], additionalProperties: false } } }];
+  const thinking = await raw('POST', '/v1/chat/completions', { body: { model: 'tiny', messages, max_tokens: 48, temperature: 0,
+    tools: unitTool, tool_choice: 'required' } });
+  assert.equal(thinking.status, 200, thinking.text);
+  const tcs = thinking.json.choices[0].message.tool_calls ?? [];
+  assert.ok(tcs.length >= 1, thinking.text);
+  for (const c of tcs) {
+    assert.equal(c.function.name, 'set_unit');
+    assert.ok(['c', 'f'].includes(JSON.parse(c.function.arguments).unit), c.function.arguments);
+    assert.deepEqual(Object.keys(JSON.parse(c.function.arguments)), ['unit']);
+  }
+  assert.equal(thinking.json.choices[0].message.reasoning_content ?? null, null);
+
   const unknown = await raw('POST', '/v1/chat/completions', { body: { ...base, tools, tool_choice: { type: 'function', function: { name: 'nope' } } } });
   assert.equal(unknown.status, 400);
   assert.equal(unknown.json.message, "Tool 'nope' not found in tools list.");
