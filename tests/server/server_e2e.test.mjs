@@ -615,6 +615,20 @@ test('tool_choice: none renders no tools; a named function forces its call; unkn
     assert.deepEqual(Object.keys(JSON.parse(c.function.arguments)), ['unit']);
   }
   assert.equal(thinking.json.choices[0].message.reasoning_content ?? null, null);
+  // deepseek-r1 reasons by default: a forced call is still the reply, not reasoning.
+  const r1 = await startServer(['--reasoning-parser', 'deepseek-r1', '--tool-call-parser', 'qwen25']);
+  try {
+    const res = await fetch(`http://127.0.0.1:${r1.port}/v1/chat/completions`, { method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'tiny', messages, max_tokens: 48, temperature: 0, tools: unitTool, tool_choice: 'required' }) });
+    const j = await res.json();
+    assert.equal(res.status, 200, JSON.stringify(j));
+    assert.ok((j.choices[0].message.tool_calls ?? []).length >= 1, JSON.stringify(j));
+    assert.equal(j.choices[0].message.tool_calls[0].function.name, 'set_unit');
+    assert.equal(j.choices[0].message.reasoning_content ?? null, null, JSON.stringify(j));
+  } finally {
+    r1.proc.kill('SIGKILL');
+  }
 
   const unknown = await raw('POST', '/v1/chat/completions', { body: { ...base, tools, tool_choice: { type: 'function', function: { name: 'nope' } } } });
   assert.equal(unknown.status, 400);
