@@ -106,8 +106,11 @@ void HandleChat(ServerContext& ctx, const HttpRequest& http_req, HttpResponse& r
   } else {
     if (!ctx.chat) return ReplyApiError(res, api::ApiError::BadRequest(ctx.chat_error));
     api::ChatTemplateInputs in = api::PrepareChatTemplateInputs(req, api::DetectContentFormat(ctx.chat->source()));
+    // continue_final_message as SGLang does it: the final assistant message
+    // removed, the generation prompt added (the assistant's turn header), then
+    // its text (without the header the continuation followed the user's turn).
     auto text = ctx.chat->Render({.messages = in.messages, .tools = in.tools,
-                                  .add_generation_prompt = !in.assistant_prefix.has_value(), .kwargs = in.kwargs});
+                                  .add_generation_prompt = true, .kwargs = in.kwargs});
     if (!text.ok()) return ReplyApiError(res, api::ApiError::BadRequest(text.status().message()));
     rendered = *text + in.assistant_prefix.value_or("");
     forced = api::ForceToolCall(req, parsers, rendered);

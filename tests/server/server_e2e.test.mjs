@@ -196,6 +196,18 @@ test('streamed chat logprobs: every token\'s, as in the whole reply, also where 
   assert.equal(s2.lps.length, cut.json.usage.completion_tokens);
 });
 
+test('continue_final_message: the assistant text follows the assistant turn header, as SGLang renders it', async () => {
+  const messages = [{ role: 'user', content: 'Name a season.' }];
+  const base = { model: 'tiny', max_tokens: 1, temperature: 0, chat_template_kwargs: { enable_thinking: false } };
+  const plain = await raw('POST', '/v1/chat/completions', { body: { ...base, messages } });
+  const cont = await raw('POST', '/v1/chat/completions', { body: { ...base, continue_final_message: true,
+    messages: [...messages, { role: 'assistant', content: 'Autumn' }] } });
+  assert.equal(cont.status, 200, cont.text);
+  const prefix = await raw('POST', '/v1/tokenize', { body: { prompt: 'Autumn', add_special_tokens: false } });
+  // The generation prompt (the assistant header) is kept, and the prefix added after it.
+  assert.equal(cont.json.usage.prompt_tokens, plain.json.usage.prompt_tokens + prefix.json.count);
+});
+
 test('completions, native /generate and tokenize agree', async () => {
   const prompt = 'The capital city of France is';
   const c = await client.completions.create({ model: 'tiny', prompt, max_tokens: 8, temperature: 0 });
