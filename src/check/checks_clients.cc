@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "base/json_linear.h"
 #include "check/checks_common.h"
 #include "check/json_text.h"
 
@@ -114,10 +115,11 @@ CheckResult RunSpecialTokens(CheckContext& ctx) {
 
 Verdict JudgeOpenAiErrorBody(int status, const std::string& body) {
   if (status < 400) return Verdict::Fail(fmt::format("HTTP {} for a malformed request", status));
-  const std::optional<json> parsed = ParseJsonLenient(body);
-  if (!parsed || !parsed->is_object())
+  // Strict JSON (the SDKs parse it so), after the nesting check that keeps the walk below shallow.
+  const json j = JsonNestingDepth(body) > kMaxReplyNesting ? json(json::value_t::discarded)
+                                                           : json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object())
     return Verdict::Fail(fmt::format("HTTP {}: the body is not a JSON object: '{}'", status, Excerpt(body, 60)));
-  const json& j = *parsed;
   const auto e = j.find("error");
   if (e == j.end() || !e->is_object() || !e->contains("message") || !(*e)["message"].is_string() ||
       (*e)["message"].get<std::string>().empty())

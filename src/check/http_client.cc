@@ -30,7 +30,8 @@ constexpr size_t kMaxReplyBytes = size_t(256) << 20;
 class Watchdog {
  public:
   Watchdog(httplib::Client& cli, double seconds)
-      : deadline_(Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds))),
+      : deadline_(Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
+                                     std::clamp(seconds, 0.0, 365.0 * 86400.0)))),  // (inf or 1e300: a year)
         thread_([this, &cli] {
           std::unique_lock lock(mu_);
           if (!cv_.wait_until(lock, deadline_, [this] { return done_; })) {

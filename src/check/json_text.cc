@@ -214,6 +214,10 @@ std::string Excerpt(std::string_view text, size_t max) {
       out += "\\r";
     } else if (c == '\t') {
       out += ' ';
+    } else if (c == '\xC2' && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) >= 0x80 &&
+               static_cast<unsigned char>(text[i + 1]) <= 0x9F) {
+      // C1 controls as UTF-8 (U+009B is CSI, which terminals act on too).
+      out += fmt::format("\\u{:04x}", static_cast<unsigned char>(text[++i]));
     } else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F) {
       // Other control bytes (ESC above all) as text: a server's reply must
       // not move the cursor or recolour the report it is judged in.

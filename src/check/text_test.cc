@@ -116,6 +116,7 @@ TEST(Excerpt, CutsAtCharacterBoundaries) {
   EXPECT_EQ(Excerpt("a\nb", 10), "a\\nb");
   // Control bytes from a server are shown, never sent to the terminal (ESC[1A redrew a row).
   EXPECT_EQ(Excerpt("x\x1b[1A\x7f", 20), "x\\x1b[1A\\x7f");
+  EXPECT_EQ(Excerpt("a\xC2\x9B" "1A\xC3\xA9", 20), "a\\u009b1A\xC3\xA9");  // C1 CSI as UTF-8; é stays
   EXPECT_EQ(Excerpt("abcdef", 3), "abc...");
   // "é" is two bytes; a cut after the first must not leave half of it.
   EXPECT_EQ(Excerpt("ab\xC3\xA9zz", 3), "ab...");

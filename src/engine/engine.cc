@@ -365,8 +365,10 @@ void Engine::ReleaseBlocks(Sequence& s, bool publish) {
     }
   free_state_slots_.insert(free_state_slots_.end(), s.step_slots.begin(), s.step_slots.end());
   s.step_slots.clear();
-  // A leader that leaves before its prompt is cached must not hold its followers back.
-  if (s.group && s.leader) s.group->prompt_ready = true;
+  // A leader that leaves before its prompt is cached must not hold its
+  // followers back, unless it was retracted while it still scores the prompt
+  // for all of them: they wait for those scores (it comes back and finishes).
+  if (s.group && s.leader && (s.finished || !s.wants_prompt_logits())) s.group->prompt_ready = true;
 }
 
 int64_t Engine::BlocksStillNeeded() const {

@@ -151,7 +151,7 @@ bool PrefixCache::Allocate(int64_t n, std::vector<int32_t>& out) {
     // Each eviction scans the tree, so free a little ahead (1/64 of the pool)
     // rather than scanning again at the next block a decoding sequence needs.
     const int64_t ahead = std::min<int64_t>(alloc_.num_blocks() / 64, evictable_);
-    Evict(std::max(n - alloc_.num_free(), ahead));
+    Evict(std::max(n - alloc_.num_free(), ahead), n - alloc_.num_free());
   }
   return alloc_.Allocate(n, out);
 }
@@ -189,7 +189,7 @@ void PrefixCache::Release(std::vector<int32_t>& blocks, Cursor& cursor) {
   cursor = {};
 }
 
-int64_t PrefixCache::Evict(int64_t n) {
+int64_t PrefixCache::Evict(int64_t n, int64_t hard) {
   // Unused leaves, least recently used first (SGLang's evict with the LRU policy);
   // a parent whose last child goes becomes a candidate in turn.
   auto older = [](const Node* a, const Node* b) { return a->last_use > b->last_use; };
@@ -222,7 +222,7 @@ int64_t PrefixCache::Evict(int64_t n) {
       }
     if (parent != root_.get() && parent->children.empty() && alloc_.ref_count(parent->block) == 1) heap.push(parent);
   }
-  if (freed >= n || num_snapshots_ == 0) return freed;
+  if (freed >= hard || num_snapshots_ == 0) return freed;
   // Then the snapshots of nodes that running sequences hold (every node left
   // with one is held: an unused one would have been a leaf or above one),
   // least recently used first. Nothing running needs them: a sequence that
@@ -240,7 +240,7 @@ int64_t PrefixCache::Evict(int64_t n) {
   }
   std::sort(held.begin(), held.end(), [](const Node* a, const Node* b) { return a->last_use < b->last_use; });
   for (Node* x : held) {
-    if (freed >= n) break;
+    if (freed >= hard) break;
     for (int32_t b : x->snapshot) alloc_.Release(b);
     evictable_ -= int64_t(x->snapshot.size());
     freed += int64_t(x->snapshot.size());
@@ -250,6 +250,6 @@ int64_t PrefixCache::Evict(int64_t n) {
   return freed;
 }
 
-int64_t PrefixCache::Flush() { return Evict(std::numeric_limits<int64_t>::max()); }
+int64_t PrefixCache::Flush() { return Evict(std::numeric_limits<int64_t>::max(), std::numeric_limits<int64_t>::max()); }
 
 }  // namespace tern

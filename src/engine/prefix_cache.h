@@ -112,9 +112,10 @@ class PrefixCache {
   Node* AddChild(Node* parent, std::span<const int32_t> key, int32_t block);
   // Takes a sequence's reference on a cached block.
   void RetainCached(int32_t block);
-  // Frees unused leaves (LRU first), then the snapshots of held nodes (LRU
-  // first), until n blocks are freed or none is left.
-  int64_t Evict(int64_t n);
+  // Frees unused leaves (LRU first) until n blocks are freed, then the
+  // snapshots of held nodes (LRU first) until `hard` are: the look-ahead that
+  // spares the next allocations a scan takes no snapshot a sequence holds.
+  int64_t Evict(int64_t n, int64_t hard);
   // Blocks a node frees when evicted: its own and its snapshot's.
   static int64_t Weight(const Node* n);
 

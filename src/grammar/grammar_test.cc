@@ -224,6 +224,10 @@ TEST(JsonSchema, RefChainsAndMultiplyingCombinatorsAreBounded) {
                                                                                   nlohmann::json::object(),
                                                                                   nlohmann::json::object()}}};
   EXPECT_NE(CompileError(ConstraintKind::kJsonSchema, branches.dump()).find("too large a grammar"), std::string::npos);
+  // A 900 KB enum beside 10,000 anyOf branches: each branch compiled with it carried the whole literal.
+  nlohmann::json wide = {{"enum", {std::string(900000, 'x')}}, {"anyOf", nlohmann::json::array()}};
+  for (int i = 0; i < 10000; ++i) wide["anyOf"].push_back(nlohmann::json::object());
+  EXPECT_NE(CompileError(ConstraintKind::kJsonSchema, wide.dump()).find("too large a grammar"), std::string::npos);
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 60.0);
   // A keyword of the wrong JSON type is the schema's error, not an exception.
   EXPECT_NE(CompileError(ConstraintKind::kJsonSchema, R"({"type":"string","nullable":"yes"})").find("wrong type"),

@@ -208,6 +208,17 @@ class Compiler {
       int& n;
       ~Leave() { --n; }
     } leave{active_};
+    // Every subschema's text counted as it returns (a parent's includes its
+    // children's, so this over-counts nesting, never under-counts): the
+    // branches of an anyOf beside a 1 MB enum each carried the megabyte in
+    // locals that the grammar-size check on out_ never saw.
+    Result<std::string> body = VisitBody(s, path, depth);
+    if (body.ok() && (bytes_ += body->size()) > kMaxGrammarText)
+      return Unsupported(path, "the schema expands to too large a grammar");
+    return body;
+  }
+
+  Result<std::string> VisitBody(const Json& s, const std::string& path, int depth) {
     if (s.is_boolean()) return s.get<bool>() ? R("value") : std::string("[]");
     if (!s.is_object()) return Unsupported(path, "a schema must be an object or a boolean");
     for (const auto& [k, v] : s.items())
@@ -584,6 +595,7 @@ class Compiler {
   static constexpr size_t kMaxGrammarText = size_t(16) << 20;  // the EBNF text so far
   int active_ = 0;
   int64_t work_ = 0;
+  size_t bytes_ = 0;  // text the subschemas returned, in all
   std::string out_;
   std::map<std::string, std::string> refs_;
   int objects_ = 0, other_keys_ = 0, patterns_ = 0;

@@ -230,8 +230,14 @@ Result<std::unique_ptr<Model>> LoadModel(const std::string& dir, const LoadOptio
     part = Status::Errorf("loading {} failed: {}", dir, e.what());
   }
   TERN_RETURN_IF_ERROR(dist::AgreeOnStatus(part.ok() ? Status::Ok() : part.status()));
+  std::string fingerprint;
+  try {  // (a directory iterator throws on a failing increment: this rank's record, not a hang of the others)
+    fingerprint = ModelFingerprint(dir);
+  } catch (const std::exception& e) {
+    fingerprint = std::string("unreadable: ") + e.what();
+  }
   TERN_RETURN_IF_ERROR(dist::AgreeOnText(
-      ModelFingerprint(dir), "its model files (a digest of config.json and of the safetensors files' headers and samples)"));
+      fingerprint, "its model files (a digest of config.json and of the safetensors files' headers and samples)"));
   std::unique_ptr<Model> m = std::move(*part);
   if (dist::WorldRank() != 0 || dist::WorldSize() == 1) return m;
   return MakeLockstepModel(std::move(m), dist::World());

@@ -49,12 +49,15 @@ void ReplyNativeError(HttpResponse& res, int status, const std::string& message)
 }
 
 bool IsJsonContentType(const HttpRequest& req) {
-  const std::string ct = req.Header("Content-Type");
-  constexpr std::string_view kJson = "application/json";
-  if (ct.size() < kJson.size()) return false;
-  for (size_t i = 0; i < kJson.size(); ++i)
-    if (std::tolower(static_cast<unsigned char>(ct[i])) != kJson[i]) return false;
-  return ct.size() == kJson.size() || ct[kJson.size()] == ';' || ct[kJson.size()] == ' ';
+  std::string ct = req.Header("Content-Type");
+  for (char& c : ct) c = char(std::tolower(static_cast<unsigned char>(c)));
+  const std::string type = ct.substr(0, ct.find_first_of("; "));
+  // application/json, or a +json subtype (application/vnd.x+json), as
+  // FastAPI takes them; neither is a type a page may send without asking.
+  if (type == "application/json") return true;
+  constexpr std::string_view kSuffix = "+json";
+  return type.rfind("application/", 0) == 0 && type.size() > kSuffix.size() &&
+         type.compare(type.size() - kSuffix.size(), kSuffix.size(), kSuffix) == 0;
 }
 
 int HttpStatusFor(EngineError kind) {

@@ -22,11 +22,13 @@ void ReplyFlatError(HttpResponse& res, int status, const std::string& message, c
 // Native-route error: {"error": {"message", "type", "param", "code"}}.
 void ReplyNativeError(HttpResponse& res, int status, const std::string& message);
 
-// Whether a request's body is declared JSON (Content-Type application/json,
-// any case, parameters allowed), as SGLang's FastAPI requires. Routes that act
-// must refuse other bodies: a web page may POST text/plain to any origin
-// without asking (no CORS preflight), so without this check any site a user
-// visits could make a local server abort requests or generate.
+// Whether a request's body is declared JSON (Content-Type application/json or
+// application/...+json, any case, parameters allowed). Routes that act must
+// refuse other bodies: a web page may POST text/plain, or a body with no
+// Content-Type, to any origin without asking (no CORS preflight), so without
+// this check any site a user visits could make a local server abort requests
+// or generate. (SGLang's FastAPI also parses a body without a Content-Type;
+// tern refuses that one too, for that reason.)
 bool IsJsonContentType(const HttpRequest& req);
 inline constexpr char kJsonOnly[] = "Unsupported Media Type: Only 'application/json' is allowed";
 

@@ -276,6 +276,8 @@ test('errors: statuses and SGLang bodies; the server stays healthy', async () =>
   }
   const cased = await raw('POST', '/v1/tokenize', { body: '{"prompt":"x"}', headers: { 'content-type': 'Application/JSON; charset=utf-8' } });
   assert.equal(cased.status, 200, cased.text);
+  const plusJson = await raw('POST', '/v1/tokenize', { body: '{"prompt":"x"}', headers: { 'content-type': 'application/vnd.api+json' } });
+  assert.equal(plusJson.status, 200, plusJson.text);
   const empty = await raw('POST', '/v1/chat/completions', { body: { model: 'tiny', messages: [] } });
   assert.equal(empty.status, 400);
   assert.equal(empty.json.message, 'Messages cannot be empty.');
