@@ -249,6 +249,19 @@ TEST(Ebnf, LongRuleChainsCompile) {
   EXPECT_FALSE(FullMatch(compiled, std::string(n, 'a')));
 }
 
+// In strict mode (the default) too, a subschema with annotations only is
+// any JSON value, as `true` is: its objects once had to be empty.
+TEST(JsonSchema, AnnotationOnlySubschemasTakeAnyValue) {
+  auto g = Compile(ConstraintKind::kJsonSchema,
+                   R"({"type":"object","properties":{"meta":{"description":"free-form"}},"required":["meta"]})");
+  EXPECT_TRUE(FullMatch(g, R"({"meta":{"a":[1,{"b":null}]}})"));
+  EXPECT_TRUE(FullMatch(g, R"({"meta":"x"})"));
+  EXPECT_FALSE(FullMatch(g, R"({"meta":1,"other":2})")) << "the listing object stays closed";
+  auto any = Compile(ConstraintKind::kJsonSchema, "{}");
+  EXPECT_TRUE(FullMatch(any, R"({"k":{"x":1}})"));
+  EXPECT_TRUE(FullMatch(any, "[1,2]"));
+}
+
 TEST(JsonSchema, ErrorsNameTheKeyword) {
   EXPECT_NE(CompileError(ConstraintKind::kJsonSchema, R"({"type":"object","patternProperties":{}})").find("'patternProperties'"),
             std::string::npos);

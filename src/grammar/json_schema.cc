@@ -233,6 +233,11 @@ class Compiler {
     std::vector<std::string> constraint_keys;
     for (const auto& [k, v] : s.items())
       if (!Annotations().count(k)) constraint_keys.push_back(k);
+    // {} or annotations only: any JSON value, as the schema `true` is (and
+    // xgrammar's basic_any). Strict mode closes the objects of schemas that
+    // list properties; here it made every object empty ({"description": ...}
+    // on a free-form field allowed only {}).
+    if (constraint_keys.empty()) return R("value");
     if (s.contains("$ref")) {
       if (constraint_keys.size() > 1)
         return Unsupported(path, "keywords beside $ref are not supported (wrap them in allOf)");
