@@ -304,6 +304,15 @@ BENCHMARK(BM_Nvfp4<W4A4Fn>)->Apply(DecodeShapes)->Name("BM_W4A4<NVFP4>");
 BENCHMARK(BM_Nvfp4<W4A4Fn>)->Apply(Nvfp4SmallBatchShapes)->Name("BM_W4A4<NVFP4>");
 BENCHMARK(BM_Nvfp4<W4A4Fn, true>)->Args({1, 256, 2048})->Args({1, 512, 1024})->Apply(BenchTiming)
     ->Name("BM_W4A4<NVFP4,L2>");
+// W4A8 (8-bit activations, ops.h MatMulW4A8): the same shapes.
+void W4A8Fn(const float* x, int64_t M, int64_t ldx, const MatrixView& w, float* y, int64_t ldy, ThreadPool& pool) {
+  const MatMulTarget t{.w = w, .y = y, .ldy = ldy};
+  MatMulW4A8(x, M, ldx, {&t, 1}, pool);
+}
+BENCHMARK(BM_Nvfp4<W4A8Fn>)->Apply(DecodeShapes)->Name("BM_W4A8<NVFP4>");
+BENCHMARK(BM_Nvfp4<W4A8Fn>)->Apply(Nvfp4SmallBatchShapes)->Name("BM_W4A8<NVFP4>");
+BENCHMARK(BM_Nvfp4<W4A8Fn, true>)->Args({1, 256, 2048})->Args({1, 512, 1024})->Apply(BenchTiming)
+    ->Name("BM_W4A8<NVFP4,L2>");
 BENCHMARK(BM_Nvfp4<MatMulGemm>)->Apply(Nvfp4BatchShapes)->Name("BM_Gemm<NVFP4>");
 BENCHMARK(BM_Nvfp4<MatMul>)->Args({512, 2048, 2048})->Apply(BenchTiming)->Unit(benchmark::kMillisecond);
 

@@ -1,4 +1,5 @@
-// W4A4: NVFP4 activations (ops.h QuantizeNvfp4Activations, MatMulW4A4).
+// W4A4: NVFP4 activations (ops.h QuantizeNvfp4Activations, MatMulW4A4); W4A8:
+// 8-bit ones (QuantizeInt8Activations, MatMulW4A8).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -6,6 +7,7 @@
 
 #include "base/dtype.h"
 #include "kernels/cpu_features.h"
+#include "kernels/int8_block-inl.h"
 #include "kernels/matmul_internal.h"
 #include "kernels/nvfp4_gemv_vnni.h"
 #include "kernels/nvfp4_w4a4_int.h"
@@ -48,6 +50,33 @@ void QuantizeBlock(const float* x, float inv_scale, float* out) {
   }
 }
 
+// One block of 16 elements as an 8-bit activation (the portable version of
+// nvfp4_w4a4_vnni.cc's QuantizeBlock8): x / 2^e in double, exact.
+void QuantizeBlock8(const float* x, float* out) {
+  float amax = 0.0f;
+  bool finite = true;
+  for (int i = 0; i < 16; ++i) {
+    finite = finite && std::isfinite(x[i]);
+    amax = std::fabs(x[i]) > amax ? std::fabs(x[i]) : amax;
+  }
+  const int e = finite ? Int8BlockExponent(amax) : 0;
+  const double inv = Pow2(-e);
+  const float scale = float(Pow2(e));
+  for (int i = 0; i < 16; ++i)
+    out[i] = finite ? float(std::nearbyint(double(x[i]) * inv)) * scale : std::numeric_limits<float>::quiet_NaN();
+}
+
+// The integer kernels take NVFP4 targets of one K, whole scale blocks, rows
+// starting on a byte, at most kMaxGemvTargets of them.
+bool IntegerTargets(std::span<const MatMulTarget> targets) {
+  if (targets.size() > kMaxGemvTargets) return false;
+  const int64_t K = targets[0].w.cols;
+  for (const MatMulTarget& t : targets)
+    if (t.w.format != WeightFormat::kNvfp4 || t.w.cols != K || t.w.cols % kNvfp4Block != 0 || t.w.row_stride % 2 != 0)
+      return false;
+  return true;
+}
+
 }  // namespace
 
 void QuantizeNvfp4Activations(const float* x, int64_t M, int64_t ldx, int64_t K, float input_scale, float* out,
@@ -64,13 +93,9 @@ void MatMulW4A4(const float* x, int64_t M, int64_t ldx, float input_scale, std::
                 ThreadPool& pool) {
   if (M <= 0 || targets.empty()) return;
   const int64_t K = targets[0].w.cols;
-  // The integer kernels take NVFP4 targets of one K, whole scale blocks,
-  // rows starting on a byte: AVX-512 VNNI up to vnni::kMaxRows rows, else
-  // AVX2 (where the target has it) up to w4a4_int::kMaxRows.
-  bool integer = targets.size() <= kMaxGemvTargets;
-  for (const MatMulTarget& t : targets)
-    integer = integer && t.w.format == WeightFormat::kNvfp4 && t.w.cols == K && t.w.cols % kNvfp4Block == 0 &&
-              t.w.row_stride % 2 == 0;
+  // The integer kernels: AVX-512 VNNI up to vnni::kMaxRows rows, else AVX2
+  // (where the target has it) up to w4a4_int::kMaxRows.
+  const bool integer = IntegerTargets(targets);
   if (integer && VnniAllowed()) {
     if (size_t(M) <= vnni::kMaxRows) return vnni::Nvfp4W4A4MatMul(x, size_t(M), size_t(ldx), input_scale, targets, pool);
   } else if (integer && size_t(M) <= w4a4_int::kMaxRows) {
@@ -94,6 +119,34 @@ void MatMulW4A4(const float* x, int64_t M, int64_t ldx, float input_scale, std::
     }
     MatMulMany(q, M, K, {scaled, n}, pool);
   }
+}
+
+
+void QuantizeInt8Activations(const float* x, int64_t M, int64_t ldx, int64_t K, float* out, int64_t ldo) {
+  if (VnniAllowed()) return vnni::QuantizeInt8ActivationValues(x, size_t(M), size_t(ldx), size_t(K), out, size_t(ldo));
+  if (w4a4_int::QuantizeInt8(x, size_t(M), size_t(ldx), size_t(K), out, size_t(ldo))) return;
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t k = 0; k < K; k += kNvfp4Block) QuantizeBlock8(x + m * ldx + k, out + m * ldo + k);
+}
+
+void MatMulW4A8(const float* x, int64_t M, int64_t ldx, std::span<const MatMulTarget> targets, ThreadPool& pool) {
+  if (M <= 0 || targets.empty()) return;
+  const int64_t K = targets[0].w.cols;
+  const bool integer = IntegerTargets(targets);
+  if (integer && VnniAllowed()) {
+    if (size_t(M) <= vnni::kMaxRows) return vnni::Nvfp4W4A8MatMul(x, size_t(M), size_t(ldx), targets, pool);
+  } else if (integer && size_t(M) <= w4a4_int::kMaxRows) {
+    if (w4a4_int::MatMulW4A8(x, size_t(M), size_t(ldx), targets, pool)) return;
+  }
+  // Otherwise the quantized values (exact in BF16: the BF16 GEMMs take them
+  // as they are) through MatMulMany, rows quantized in parallel.
+  float* q = ThreadScratch(ScratchSlot::kW4A4X, size_t(M * K));
+  constexpr int64_t kRowsPerTask = 4;
+  pool.Run(size_t((M + kRowsPerTask - 1) / kRowsPerTask), [&](size_t task, size_t) {
+    const int64_t m0 = int64_t(task) * kRowsPerTask, rows = std::min(kRowsPerTask, M - m0);
+    QuantizeInt8Activations(x + m0 * ldx, rows, ldx, K, q + m0 * K, K);
+  });
+  MatMulMany(q, M, K, targets, pool);
 }
 
 }  // namespace tern::kernels

@@ -1,6 +1,7 @@
 // NVFP4 decode with AVX-512 VNNI (nvfp4_gemv_vnni.cc): the integer dot
 // products of nvfp4_gemv_int-inl.h on 512-bit vpdpbusd; and the W4A4
-// product (NVFP4 activations) the same way (nvfp4_w4a4_vnni.cc). Called only when
+// product (NVFP4 activations) and W4A8 (8-bit ones) the same way
+// (nvfp4_w4a4_vnni.cc). Called only when
 // UseAvx512Vnni() (cpu_features.h) says the CPU has it and it is allowed.
 #pragma once
 
@@ -31,19 +32,28 @@ void Nvfp4MatMul(const float* x, size_t M, size_t ldx, std::span<const MatMulTar
 void Nvfp4W4A4MatMul(const float* x, size_t M, size_t ldx, float input_scale, std::span<const MatMulTarget> targets,
                      ThreadPool& pool);
 
+// W4A8 (the same file): ops.h MatMulW4A8 for 1 to kMaxRows rows of x and the
+// targets nvfp4_int::Supports takes: every block's term exact, f32 across
+// blocks.
+void Nvfp4W4A8MatMul(const float* x, size_t M, size_t ldx, std::span<const MatMulTarget> targets, ThreadPool& pool);
+
+// out[m, k] = x[m, k] as ops.h QuantizeInt8Activations quantizes it. K % 16 == 0.
+void QuantizeInt8ActivationValues(const float* x, size_t M, size_t ldx, size_t K, float* out, size_t ldo);
+
 // out[m, k] = the NVFP4 value of x[m, k] as ops.h QuantizeNvfp4Activations
 // quantizes it (E2M1 value times its block's scale, exact in f32 and in
 // BF16), NaN for every element of a block with a NaN or an infinity. K % 16 == 0.
 void QuantizeNvfp4ActivationValues(const float* x, size_t M, size_t ldx, size_t K, float input_scale, float* out,
                                    size_t ldo);
 
-// The two kernels above as compiled with AVX512-VBMI (nvfp4_*_vnni_vpermb.cc:
+// The three kernels above as compiled with AVX512-VBMI (nvfp4_*_vnni_vpermb.cc:
 // W's codes decoded by vpermb, the same results bit for bit). The functions
 // above call these where UseNvfp4Vpermb() (cpu_features.h); nothing else does.
 namespace vpermb {
 void Nvfp4MatMul(const float* x, size_t M, size_t ldx, std::span<const MatMulTarget> targets, ThreadPool& pool);
 void Nvfp4W4A4MatMul(const float* x, size_t M, size_t ldx, float input_scale, std::span<const MatMulTarget> targets,
                      ThreadPool& pool);
+void Nvfp4W4A8MatMul(const float* x, size_t M, size_t ldx, std::span<const MatMulTarget> targets, ThreadPool& pool);
 }  // namespace vpermb
 
 }  // namespace tern::kernels::vnni

@@ -18,16 +18,24 @@
 // the block's sum: every block's term is exact; f32 adds the K / 16 terms (8
 // lanes, then across them) and multiplies by W's global scale and the input
 // scale.
+//
+// W4A8 (ops.h QuantizeInt8Activations, MatMulW4A8) runs the same loop with
+// x's bytes q = x / 2^e rounded (|q| <= 127): i16 pairs at most 2 * 24 * 127
+// = 6096, two vectors 12192, no saturation; a block's sum at most 24384; its
+// multiplier W's E4M3 scale times 2^(e - 1): every block's term exact again
+// (f32 subnormals aside).
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/nvfp4_w4a4_hwy.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 // The includes below are re-read once per target by foreach_target.h.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <span>
 
 #include "hwy/highway.h"
+#include "kernels/int8_block-inl.h"
 #include "kernels/matmul_internal.h"
 #include "kernels/nvfp4_gemv_int-inl.h"
 #include "kernels/nvfp4_w4a4_int.h"
@@ -110,11 +118,12 @@ HWY_INLINE bool QuantizeBlock(const float* x, float inv_scale, __m256i& q0, __m2
   return true;
 }
 
-// x for one step of 128 elements: for each group of 64, the q2 bytes of the
-// even elements, then of the odd ones (byte b: element 2b or 2b + 1 of the
-// group, W's order: nvfp4_gemv_int-inl.h); 12 * the sum of q2 over each
-// lane's 8 elements; each block's scale / 4 (the 1/4 undoes the doubled
-// E2M1 values of both sides), in kBlockOrder.
+// x for one step of 128 elements: for each group of 64, one signed byte an
+// element (W4A4: q2, twice the E2M1 value; W4A8: q), of the even elements,
+// then of the odd ones (byte b: element 2b or 2b + 1 of the group, W's
+// order: nvfp4_gemv_int-inl.h); 12 * the sum of the bytes over each lane's 8
+// elements; each block's multiplier (W4A4: its scale / 4, the 1/4 undoing
+// the doubled E2M1 values of both sides; W4A8: 2^(e - 1)), in kBlockOrder.
 struct alignas(32) Step4 {
   int8_t x[2][2][32];  // [group][even, odd][byte]
   int32_t c[2][8];     // [group][lane]
@@ -123,9 +132,12 @@ struct alignas(32) Step4 {
 static_assert(sizeof(Step4) == 224);
 
 // Quantizes x[0, K) (K a multiple of 16) into steps, the last one
-// zero-padded. A block with a NaN or an infinity gets a NaN scale (its codes
-// zero): the row's outputs are NaN.
-inline void Prepare(const float* x, size_t K, float inv_scale, Step4* steps) {
+// zero-padded, a block at a time by quantize(x, q0, q1, step): the bytes of
+// elements 0-7 and 8-15 as i32 lanes and the block's multiplier, false for
+// a block with a NaN or an infinity (its multiplier is then NaN, its bytes
+// zero: the row's outputs are NaN).
+template <class Quantize>
+inline void PrepareBytes(const float* x, size_t K, Step4* steps, const Quantize& quantize) {
   const size_t num_steps = (K + kStep - 1) / kStep;
   const __m128i deinterleave = _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
   for (size_t st = 0; st < num_steps; ++st) {
@@ -134,12 +146,10 @@ inline void Prepare(const float* x, size_t K, float inv_scale, Step4* steps) {
     for (size_t b = 0; b < 8 && st * kStep + b * 16 < K; ++b) {
       float& step = p.step[std::find(kBlockOrder, kBlockOrder + 8, b) - kBlockOrder];
       __m256i q0, q1;
-      float s;
-      if (!QuantizeBlock(x + st * kStep + b * 16, inv_scale, q0, q1, s)) {
+      if (!quantize(x + st * kStep + b * 16, q0, q1, step)) {
         step = std::numeric_limits<float>::quiet_NaN();
         continue;
       }
-      step = s * 0.25f;  // (2v)(2q) / 4 = vq
       // Elements 0-15 as bytes in order (packs interleave 128-bit halves:
       // the permute puts q0's 8 before q1's), then even ones, odd ones.
       const __m256i w16 = _mm256_permute4x64_epi64(_mm256_packs_epi32(q0, q1), 0xD8);
@@ -150,7 +160,7 @@ inline void Prepare(const float* x, size_t K, float inv_scale, Step4* steps) {
       _mm_storel_epi64(reinterpret_cast<__m128i*>(&p.x[g][0][byte0]), bytes);
       _mm_storel_epi64(reinterpret_cast<__m128i*>(&p.x[g][1][byte0]), _mm_unpackhi_epi64(bytes, bytes));
     }
-    // c = 12 * each lane's sum of q2: its 4 even and 4 odd bytes.
+    // c = 12 * each lane's sum of its bytes: its 4 even and 4 odd ones (|pair| <= 2 * 127, no saturation).
     for (size_t g = 0; g < 2; ++g) {
       const __m256i ones8 = _mm256_set1_epi8(1);
       const __m256i pairs =
@@ -162,8 +172,53 @@ inline void Prepare(const float* x, size_t K, float inv_scale, Step4* steps) {
   }
 }
 
-// The NVFP4 x side for nvfp4_int::Rows. GroupSums: the integer sums of
-// group g of a step, lane l = sum over its 8 elements of 2v * 2q.
+inline void Prepare(const float* x, size_t K, float inv_scale, Step4* steps) {
+  PrepareBytes(x, K, steps, [inv_scale](const float* xb, __m256i& q0, __m256i& q1, float& step) {
+    float s;
+    if (!QuantizeBlock(xb, inv_scale, q0, q1, s)) return false;
+    step = s * 0.25f;  // (2v)(2q) / 4 = vq
+    return true;
+  });
+}
+
+// One block of 16 elements of x as ops.h QuantizeInt8Activations: q of
+// elements 0-7 and 8-15 (|q| <= 127) and the exponent e. False for a block
+// with a NaN or an infinity.
+HWY_INLINE bool QuantizeBlock8(const float* x, __m256i& q0, __m256i& q1, int& e) {
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  const __m256 v0 = _mm256_loadu_ps(x), v1 = _mm256_loadu_ps(x + 8);
+  const __m256 a0 = _mm256_andnot_ps(sign, v0), a1 = _mm256_andnot_ps(sign, v1);
+  const __m256 big = _mm256_set1_ps(std::numeric_limits<float>::max());  // not finite: > FLT_MAX or NaN
+  if (_mm256_movemask_ps(_mm256_or_ps(_mm256_cmp_ps(a0, big, _CMP_NLE_UQ), _mm256_cmp_ps(a1, big, _CMP_NLE_UQ))) != 0)
+    return false;
+  const __m256 a = _mm256_max_ps(a0, a1);
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  m = _mm_max_ss(m, _mm_movehdup_ps(m));
+  e = Int8BlockExponent(_mm_cvtss_f32(m));
+  // x / 2^e in double (exact; 2^-e may lie past f32's range), to the nearest integer, ties to even.
+  const __m256d inv = _mm256_set1_pd(Pow2(-e));
+  const auto quarter = [&](__m128 v) {
+    return _mm256_cvtpd_epi32(
+        _mm256_round_pd(_mm256_mul_pd(_mm256_cvtps_pd(v), inv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  };
+  q0 = _mm256_set_m128i(quarter(_mm256_extractf128_ps(v0, 1)), quarter(_mm256_castps256_ps128(v0)));
+  q1 = _mm256_set_m128i(quarter(_mm256_extractf128_ps(v1, 1)), quarter(_mm256_castps256_ps128(v1)));
+  return true;
+}
+
+inline void Prepare8(const float* x, size_t K, Step4* steps) {
+  PrepareBytes(x, K, steps, [](const float* xb, __m256i& q0, __m256i& q1, float& step) {
+    int e;
+    if (!QuantizeBlock8(xb, q0, q1, e)) return false;
+    step = float(Pow2(e - 1));  // (2v) q / 2 * 2^e = vq 2^e; >= 2^-134, exact in f32
+    return true;
+  });
+}
+
+// The byte x side for nvfp4_int::Rows. GroupSums: the integer sums of group
+// g of a step, lane l = sum over its 8 elements of 2v * the byte (i16 pairs
+// at most 2 * 24 * 127 = 6096, two vectors added 12192: no saturation).
 struct X4 {
   using Step = Step4;
   static HWY_INLINE __m256i GroupSums(const Consts& c, __m256i ue, __m256i uo, const Step4& p, size_t g) {
@@ -207,9 +262,39 @@ bool Quantize(const float* x, size_t M, size_t ldx, size_t K, float input_scale,
   return true;
 }
 
+bool MatMul8(const float* x, size_t M, size_t ldx, std::span<const MatMulTarget> targets, ThreadPool& pool) {
+  HWY_DASSERT(M >= 1 && M <= w4a4_int::kMaxRows && !targets.empty() && targets.size() <= kMaxGemvTargets);
+  const size_t K = size_t(targets[0].w.cols);
+  for (const MatMulTarget& t : targets) HWY_DASSERT(nvfp4_int::Supports(t.w) && size_t(t.w.cols) == K);
+  const size_t num_steps = (K + kStep - 1) / kStep;
+  auto* steps =
+      reinterpret_cast<Step4*>(ThreadScratch(ScratchSlot::kMatMulX, M * num_steps * sizeof(Step4) / sizeof(float)));
+  for (size_t m = 0; m < M; ++m) Prepare8(x + m * ldx, K, steps + m * num_steps);
+  nvfp4_int::RowsOfTargets<X4>(M, steps, num_steps, targets, pool, 1.0f);
+  return true;
+}
+
+bool Quantize8(const float* x, size_t M, size_t ldx, size_t K, float* out, size_t ldo) {
+  for (size_t m = 0; m < M; ++m)
+    for (size_t k = 0; k < K; k += 16) {
+      float* o = out + m * ldo + k;
+      __m256i q0, q1;
+      int e;
+      if (!QuantizeBlock8(x + m * ldx + k, q0, q1, e)) {
+        std::fill(o, o + 16, std::numeric_limits<float>::quiet_NaN());
+        continue;
+      }
+      const __m256 scale = _mm256_set1_ps(float(Pow2(e)));  // exact: q * 2^e
+      _mm256_storeu_ps(o, _mm256_mul_ps(_mm256_cvtepi32_ps(q0), scale));
+      _mm256_storeu_ps(o + 8, _mm256_mul_ps(_mm256_cvtepi32_ps(q1), scale));
+    }
+  return true;
+}
 #else
 bool MatMul(const float*, size_t, size_t, float, std::span<const MatMulTarget>, ThreadPool&) { return false; }
 bool Quantize(const float*, size_t, size_t, size_t, float, float*, size_t) { return false; }
+bool MatMul8(const float*, size_t, size_t, std::span<const MatMulTarget>, ThreadPool&) { return false; }
+bool Quantize8(const float*, size_t, size_t, size_t, float*, size_t) { return false; }
 #endif
 
 }  // namespace w4a4
@@ -222,6 +307,12 @@ bool W4A4MatMulImpl(const float* x, size_t M, size_t ldx, float input_scale, con
 bool W4A4QuantizeImpl(const float* x, size_t M, size_t ldx, size_t K, float input_scale, float* out, size_t ldo) {
   return w4a4::Quantize(x, M, ldx, K, input_scale, out, ldo);
 }
+bool W4A8MatMulImpl(const float* x, size_t M, size_t ldx, const MatMulTarget* targets, size_t count, ThreadPool* pool) {
+  return w4a4::MatMul8(x, M, ldx, {targets, count}, *pool);
+}
+bool W4A8QuantizeImpl(const float* x, size_t M, size_t ldx, size_t K, float* out, size_t ldo) {
+  return w4a4::Quantize8(x, M, ldx, K, out, ldo);
+}
 
 }  // namespace HWY_NAMESPACE
 }  // namespace tern::kernels
@@ -232,6 +323,8 @@ namespace tern::kernels::w4a4_int {
 
 HWY_EXPORT(W4A4MatMulImpl);
 HWY_EXPORT(W4A4QuantizeImpl);
+HWY_EXPORT(W4A8MatMulImpl);
+HWY_EXPORT(W4A8QuantizeImpl);
 
 bool MatMul(const float* x, size_t M, size_t ldx, float input_scale, std::span<const MatMulTarget> targets,
             ThreadPool& pool) {
@@ -240,6 +333,12 @@ bool MatMul(const float* x, size_t M, size_t ldx, float input_scale, std::span<c
 
 bool Quantize(const float* x, size_t M, size_t ldx, size_t K, float input_scale, float* out, size_t ldo) {
   return HWY_DYNAMIC_DISPATCH(W4A4QuantizeImpl)(x, M, ldx, K, input_scale, out, ldo);
+}
+bool MatMulW4A8(const float* x, size_t M, size_t ldx, std::span<const MatMulTarget> targets, ThreadPool& pool) {
+  return HWY_DYNAMIC_DISPATCH(W4A8MatMulImpl)(x, M, ldx, targets.data(), targets.size(), &pool);
+}
+bool QuantizeInt8(const float* x, size_t M, size_t ldx, size_t K, float* out, size_t ldo) {
+  return HWY_DYNAMIC_DISPATCH(W4A8QuantizeImpl)(x, M, ldx, K, out, ldo);
 }
 
 }  // namespace tern::kernels::w4a4_int

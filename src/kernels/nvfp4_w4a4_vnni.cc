@@ -19,14 +19,24 @@
 // rounding is f32's in adding the K / 16 terms (16 lanes, then across them)
 // and the final products by W's global scale and the input scale.
 //
+// W4A8 (ops.h QuantizeInt8Activations, MatMulW4A8) is the same kernel with
+// another byte: q, x / 2^e rounded, |q| <= 127, so a block's sum u * q - 12 *
+// sum q = sum 2v * q is at most 16 * 12 * 127 = 24384 in magnitude, and its
+// multiplier W's E4M3 scale times 2^(e - 1) (>= 2^-134, a power of two):
+// again every block's term is exact (unless it falls below f32's normals),
+// and f32 rounds only in adding them and in the final product by W's global
+// scale.
+//
 // Compiled for AVX-512 VNNI by a target pragma, not -m flags (see
 // nvfp4_gemv_vnni.cc).
 #include <immintrin.h>
 
+#include <cmath>
 #include <cstring>
 #include <limits>
 
 #include "kernels/cpu_features.h"
+#include "kernels/int8_block-inl.h"
 #include "kernels/matmul_internal.h"
 #include "kernels/nvfp4_gemv_vnni.h"
 #include "kernels/scratch.h"
@@ -101,55 +111,93 @@ inline bool QuantizeBlock(__m512 v, float inv_scale, __m512i& q2, float& s) {
 }
 
 // x for a pair of steps (s, s + 1), s even, in W's block-major order
-// (nvfp4_vnni_w-inl.h): in steps[s] q2 of the even elements of each block's
-// elements 0 .. 7, then of the odd ones, in steps[s + 1] the same of
+// (nvfp4_vnni_w-inl.h), one signed byte an element (W4A4: q2, twice the E2M1
+// value; W4A8: q): in steps[s] the bytes of the even elements of each
+// block's elements 0 .. 7, then of the odd ones, in steps[s + 1] the same of
 // elements 8 .. 15 (lane j: the pair's block j); in steps[s] also minus 12 *
-// the sum of q2 over each block and the block scales / 4 (steps[s + 1]'s
-// are zero and unused).
-struct alignas(64) Step4 {
+// the sum of the bytes over each block and the block multipliers (steps[s +
+// 1]'s are zero and unused).
+struct alignas(64) ByteStep {
   int8_t x[2][64];  // [even, odd][byte]
   int32_t nc[16];   // [block of the pair], in the pair's first step
-  float step[16];   // [block of the pair], in the pair's first step: the block scale / 4
+  float step[16];   // [block of the pair], in the pair's first step: W4A4 the block scale / 4, W4A8 2^(e - 1)
 };
-static_assert(sizeof(Step4) == 256);
+static_assert(sizeof(ByteStep) == 256);
 
 // Quantizes x[0, K) (K a multiple of 16) into PaddedSteps(K) steps, the last
-// ones zero-padded. A block with a NaN or an infinity gets a NaN scale: the
-// row's outputs are NaN.
-void Prepare4(const float* x, size_t K, float inv_scale, Step4* steps) {
+// ones zero-padded, a block at a time by quantize(v, q, step): the bytes as
+// i32 lanes and the block's multiplier, false for a block with a NaN or an
+// infinity (its multiplier is then NaN: the row's outputs are NaN).
+template <class Quantize>
+void PrepareBytes(const float* x, size_t K, ByteStep* steps, const Quantize& quantize) {
   const size_t num_steps = PaddedSteps(K);
   const __m128i deinterleave = _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
   for (size_t s = 0; s < num_steps; ++s) {
-    Step4* pair = steps + (s & ~size_t(1));
-    if ((s & 1) == 0) std::memset(pair, 0, 2 * sizeof(Step4));  // num_steps is even
+    ByteStep* pair = steps + (s & ~size_t(1));
+    if ((s & 1) == 0) std::memset(pair, 0, 2 * sizeof(ByteStep));  // num_steps is even
     for (size_t b = 0; b < 8 && s * kStep + b * 16 < K; ++b) {
       const size_t j = 8 * (s & 1) + b;  // the block's lane in the pair
-      __m512i q2;
-      float bs;
-      if (!QuantizeBlock(_mm512_loadu_ps(x + s * kStep + b * 16), inv_scale, q2, bs)) {
+      __m512i q;
+      float step;
+      if (!quantize(_mm512_loadu_ps(x + s * kStep + b * 16), q, step)) {
         pair[0].step[j] = std::numeric_limits<float>::quiet_NaN();
         continue;
       }
-      pair[0].step[j] = bs * 0.25f;  // (2v)(2q) / 4 = vq
-      StoreBlock(_mm_shuffle_epi8(_mm512_cvtepi32_epi8(q2), deinterleave), &pair[0].x[0][4 * j], &pair[1].x[0][4 * j],
+      pair[0].step[j] = step;
+      StoreBlock(_mm_shuffle_epi8(_mm512_cvtepi32_epi8(q), deinterleave), &pair[0].x[0][4 * j], &pair[1].x[0][4 * j],
                  &pair[0].x[1][4 * j], &pair[1].x[1][4 * j]);
     }
     if ((s & 1) == 0) continue;
-    // nc = -12 * each block's sum of q2: its lane's bytes in both steps, even and odd.
-    const __m512i ones = _mm512_set1_epi8(1);
+    // nc = -12 * each block's sum of its bytes: its lane's bytes in both steps, even and odd.
     __m512i sum = _mm512_setzero_si512();
     for (int h = 0; h < 2; ++h)
-      for (int e = 0; e < 2; ++e) sum = _mm512_dpbusd_epi32(sum, ones, _mm512_load_si512(pair[h].x[e]));
+      for (int e = 0; e < 2; ++e) sum = _mm512_dpbusd_epi32(sum, _mm512_set1_epi8(1), _mm512_load_si512(pair[h].x[e]));
     _mm512_store_si512(pair[0].nc, _mm512_mullo_epi32(sum, _mm512_set1_epi32(-12)));
   }
 }
 
-// The NVFP4 x side for RowGroup (nvfp4_vnni_w-inl.h).
-struct X4 {
-  using Step = Step4;
+// W4A4's block: q2 and the block scale / 4 ((2v)(2q) / 4 = vq).
+void Prepare4(const float* x, size_t K, float inv_scale, ByteStep* steps) {
+  PrepareBytes(x, K, steps, [inv_scale](__m512 v, __m512i& q2, float& step) {
+    float bs;
+    if (!QuantizeBlock(v, inv_scale, q2, bs)) return false;
+    step = bs * 0.25f;
+    return true;
+  });
+}
 
-  // Lane j: sum over the pair's block j of 2v * 2q.
-  static __m512i PairSum(const __m512i (&ue)[2], const __m512i (&uo)[2], const Step4* p) {
+// One block of 16 elements of x as ops.h QuantizeInt8Activations: q (i32
+// lanes, |q| <= 127) and the exponent e. False for a block with a NaN or an
+// infinity.
+inline bool QuantizeBlock8(__m512 v, __m512i& q, int& e) {
+  if (_mm512_fpclass_ps_mask(v, 0x99) != 0) return false;  // QNaN, SNaN, +inf, -inf
+  e = Int8BlockExponent(_mm512_reduce_max_ps(_mm512_abs_ps(v)));
+  // x / 2^e in double (exact; 2^-e may lie past f32's range), to the nearest integer, ties to even.
+  const __m512d inv = _mm512_set1_pd(Pow2(-e));
+  constexpr int kNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+  const __m256i lo = _mm512_cvt_roundpd_epi32(_mm512_mul_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(v)), inv), kNearest);
+  const __m256i hi = _mm512_cvt_roundpd_epi32(_mm512_mul_pd(_mm512_cvtps_pd(_mm512_extractf32x8_ps(v, 1)), inv), kNearest);
+  q = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+  return true;
+}
+
+// W4A8's block: q and 2^(e - 1) ((2v) q / 2 * 2^e = vq 2^e; 2^(e - 1) >= 2^-134 is exact in f32).
+void Prepare8(const float* x, size_t K, ByteStep* steps) {
+  PrepareBytes(x, K, steps, [](__m512 v, __m512i& q, float& step) {
+    int e;
+    if (!QuantizeBlock8(v, q, e)) return false;
+    step = float(Pow2(e - 1));
+    return true;
+  });
+}
+
+// The byte x side for RowGroup (nvfp4_vnni_w-inl.h).
+struct XBytes {
+  using Step = ByteStep;
+
+  // Lane j: sum over the pair's block j of 2v * the byte (W4A4: 2v * 2q,
+  // |.| <= 16 * 12 * 12; W4A8: 2v * q, |.| <= 16 * 12 * 127 < 2^15).
+  static __m512i PairSum(const __m512i (&ue)[2], const __m512i (&uo)[2], const ByteStep* p) {
     const __m512i* a = reinterpret_cast<const __m512i*>(p[0].x);  // elements 0 .. 7 of each block
     const __m512i* b = reinterpret_cast<const __m512i*>(p[1].x);  // elements 8 .. 15
     const __m512i sum = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_load_si512(p[0].nc), ue[0], a[0]), uo[0], a[1]);
@@ -157,21 +205,33 @@ struct X4 {
   }
 };
 
-void W4A4(const float* x, size_t M, size_t ldx, float input_scale, std::span<const MatMulTarget> targets,
-          ThreadPool& pool) {
+// y = x · W^T * out_scale for the targets, each row of x prepared by prepare(row, K, steps).
+template <class PrepareRow>
+void BytesMatMul(const float* x, size_t M, size_t ldx, std::span<const MatMulTarget> targets, ThreadPool& pool,
+                 float out_scale, const PrepareRow& prepare) {
   const size_t K = size_t(targets[0].w.cols);
   const size_t num_steps = PaddedSteps(K);
-  const float inv_scale = 1.0f / input_scale;
-  auto* steps = reinterpret_cast<Step4*>(
-      ThreadScratch(ScratchSlot::kMatMulX, M * num_steps * sizeof(Step4) / sizeof(float)));
-  for (size_t m = 0; m < M; ++m) Prepare4(x + m * ldx, K, inv_scale, steps + m * num_steps);
+  auto* steps = reinterpret_cast<ByteStep*>(
+      ThreadScratch(ScratchSlot::kMatMulX, M * num_steps * sizeof(ByteStep) / sizeof(float)));
+  for (size_t m = 0; m < M; ++m) prepare(x + m * ldx, K, steps + m * num_steps);
   const Nvfp4Chunks chunks = PlanNvfp4Chunks(targets, pool.size());
   static const Consts consts;
   pool.Run(chunks.first[targets.size()], [&](size_t chunk, size_t) {
     size_t n0, n1;
     const MatMulTarget& t = chunks.Locate(targets, chunk, n0, n1);
-    RowsOfM<X4>(M, consts, steps, num_steps, t.w, n0, n1, t.y, size_t(t.ldy), input_scale);
+    RowsOfM<XBytes>(M, consts, steps, num_steps, t.w, n0, n1, t.y, size_t(t.ldy), out_scale);
   });
+}
+
+void W4A4(const float* x, size_t M, size_t ldx, float input_scale, std::span<const MatMulTarget> targets,
+          ThreadPool& pool) {
+  const float inv_scale = 1.0f / input_scale;
+  BytesMatMul(x, M, ldx, targets, pool, input_scale,
+              [inv_scale](const float* row, size_t K, ByteStep* steps) { Prepare4(row, K, inv_scale, steps); });
+}
+
+void W4A8(const float* x, size_t M, size_t ldx, std::span<const MatMulTarget> targets, ThreadPool& pool) {
+  BytesMatMul(x, M, ldx, targets, pool, 1.0f, Prepare8);
 }
 
 }  // namespace
@@ -181,11 +241,32 @@ void vpermb::Nvfp4W4A4MatMul(const float* x, size_t M, size_t ldx, float input_s
                              std::span<const MatMulTarget> targets, ThreadPool& pool) {
   W4A4(x, M, ldx, input_scale, targets, pool);
 }
+void vpermb::Nvfp4W4A8MatMul(const float* x, size_t M, size_t ldx, std::span<const MatMulTarget> targets,
+                             ThreadPool& pool) {
+  W4A8(x, M, ldx, targets, pool);
+}
 #else
 void Nvfp4W4A4MatMul(const float* x, size_t M, size_t ldx, float input_scale, std::span<const MatMulTarget> targets,
                      ThreadPool& pool) {
   if (UseNvfp4Vpermb()) return vpermb::Nvfp4W4A4MatMul(x, M, ldx, input_scale, targets, pool);
   W4A4(x, M, ldx, input_scale, targets, pool);
+}
+
+void Nvfp4W4A8MatMul(const float* x, size_t M, size_t ldx, std::span<const MatMulTarget> targets, ThreadPool& pool) {
+  if (UseNvfp4Vpermb()) return vpermb::Nvfp4W4A8MatMul(x, M, ldx, targets, pool);
+  W4A8(x, M, ldx, targets, pool);
+}
+
+void QuantizeInt8ActivationValues(const float* x, size_t M, size_t ldx, size_t K, float* out, size_t ldo) {
+  for (size_t m = 0; m < M; ++m)
+    for (size_t k = 0; k < K; k += 16) {
+      __m512i q;
+      int e;
+      __m512 v = _mm512_set1_ps(std::numeric_limits<float>::quiet_NaN());
+      if (QuantizeBlock8(_mm512_loadu_ps(x + m * ldx + k), q, e))
+        v = _mm512_mul_ps(_mm512_cvtepi32_ps(q), _mm512_set1_ps(float(Pow2(e))));  // exact: q * 2^e
+      _mm512_storeu_ps(out + m * ldo + k, v);
+    }
 }
 
 void QuantizeNvfp4ActivationValues(const float* x, size_t M, size_t ldx, size_t K, float input_scale, float* out,

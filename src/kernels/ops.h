@@ -133,6 +133,34 @@ void QuantizeNvfp4Activations(const float* x, int64_t M, int64_t ldx, int64_t K,
 void MatMulW4A4(const float* x, int64_t M, int64_t ldx, float input_scale, std::span<const MatMulTarget> targets,
                 ThreadPool& pool);
 
+// --- W4A8: 8-bit activations --------------------------------------------------
+// A CPU speed mode for NVFP4 layers (--quant-numerics w4a8), llama.cpp's
+// trade (its 4-bit types multiply 8-bit activations): x's 16-element blocks
+// as 8-bit integers under a power-of-two scale (OCP MXINT8's form, in NVFP4's
+// blocks). The integer decode kernels then take one byte an element instead
+// of W4A16's three digits: a third of the vpdpbusd.
+
+// out[m, k] = x[m, k] as an 8-bit activation: per block of 16 elements along
+// K (K % 16 == 0) with amax its largest |x|,
+//   e   = max(-133, the least integer with amax <= 127 * 2^e)
+//   out = q * 2^e,  q = x / 2^e rounded to the nearest integer, ties to even
+// so |q| <= 127 and |out - x| <= 2^(e-1), under amax / 127 (2^-134 where
+// the floor binds: blocks below 127 * 2^-134). Each out is exact in f32 and
+// in BF16 (7 significant bits, no finer than BF16's least subnormal 2^-133).
+// An all-zero block is zero; a block with a NaN or an infinity is NaN
+// throughout. out: row stride ldo (may equal x when ldo == ldx). A negative
+// element that rounds to zero may be -0 or +0.
+void QuantizeInt8Activations(const float* x, int64_t M, int64_t ldx, int64_t K, float* out, int64_t ldo);
+
+// The W4A8 product for each target (NVFP4 W, one K): y[M, N] = Q8(x) · W^T,
+// Q8 = QuantizeInt8Activations. Numerics: for M <= 8 (decode) on x86 with
+// AVX-512 VNNI (nvfp4_w4a4_vnni.cc) or AVX2 (nvfp4_w4a4_hwy.cc), every
+// block's term Q8(x)-block · W-block is exact (an integer sum times a power
+// of two times W's E4M3 block scale; f32 subnormals aside) and f32 adds the
+// K / 16 of them; otherwise MatMulMany of Q8(x) (MatMul's numerics; BF16
+// rounding leaves Q8(x) unchanged). No y may alias x or another y.
+void MatMulW4A8(const float* x, int64_t M, int64_t ldx, std::span<const MatMulTarget> targets, ThreadPool& pool);
+
 // out[r, :] = x[r, :] / sqrt(mean(x[r, :]^2) + eps) * weight   for r in [0, rows).
 // x and out: [rows, dim] contiguous (out may equal x); weight: [dim] f32.
 void RmsNorm(const float* x, const float* weight, int64_t rows, int64_t dim, float eps, float* out);

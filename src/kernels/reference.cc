@@ -110,6 +110,28 @@ void QuantizeNvfp4Activations(const float* x, int64_t M, int64_t ldx, int64_t K,
     }
 }
 
+// The exponent by search, not by frexp as the kernels find it: the least e
+// from -133 up with amax <= 127 * 2^e (both sides exact in double).
+void QuantizeInt8Activations(const float* x, int64_t M, int64_t ldx, int64_t K, float* out, int64_t ldo) {
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t b = 0; b < K; b += kNvfp4Block) {
+      const float* xb = x + m * ldx + b;
+      float* ob = out + m * ldo + b;
+      double amax = 0.0;
+      bool finite = true;
+      for (int64_t i = 0; i < kNvfp4Block; ++i) {
+        finite = finite && std::isfinite(xb[i]);
+        amax = std::max(amax, std::fabs(double(xb[i])));
+      }
+      int e = -133;
+      while (finite && std::ldexp(127.0, e) < amax) ++e;
+      for (int64_t i = 0; i < kNvfp4Block; ++i) {
+        const double q = std::nearbyint(double(xb[i]) / std::ldexp(1.0, e));  // ties to even (the default mode)
+        ob[i] = finite ? float(q * std::ldexp(1.0, e)) : NAN;
+      }
+    }
+}
+
 void RmsNorm(const float* x, const float* weight, int64_t rows, int64_t dim, float eps, float* out) {
   for (int64_t r = 0; r < rows; ++r) {
     double ss = 0;

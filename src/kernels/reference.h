@@ -14,6 +14,7 @@ float MatrixAt(const MatrixView& w, int64_t n, int64_t k);
 void MatMul(const float* x, int64_t M, int64_t ldx, const MatrixView& w, float* y, int64_t ldy);
 void QuantizeNvfp4Activations(const float* x, int64_t M, int64_t ldx, int64_t K, float input_scale, float* out,
                               int64_t ldo);
+void QuantizeInt8Activations(const float* x, int64_t M, int64_t ldx, int64_t K, float* out, int64_t ldo);
 void DequantizeRows(const MatrixView& w, int64_t n0, int64_t rows, int64_t k0, int64_t k1, float* out, int64_t ldo);
 void RmsNorm(const float* x, const float* weight, int64_t rows, int64_t dim, float eps, float* out);
 void RopeNeox(float* x, int64_t tokens, int64_t heads, int64_t head_dim, int64_t rotary_dim,
