@@ -14,12 +14,16 @@ std::function<Result<ActivationNumerics>()> AddQuantNumericsOption(CLI::App& app
   app.add_option("--quant-numerics", *choice,
                  "quantized layers: w4a16 (exact weights, activations at f32 precision; Hopper/Marlin take BF16) or "
                  "w4a4 (activations quantized to NVFP4 as Blackwell's NVFP4 GEMM does, FP8 layers W8A8; NVFP4 decode then "
-                 "multiplies 4-bit codes as integers on AVX-512 VNNI or AVX2, the faster decode)")
+                 "multiplies 4-bit codes as integers on AVX-512 VNNI or AVX2, the faster decode) or "
+                 "w4a8 (a CPU speed mode: NVFP4 layers' inputs as 8-bit integers per 16-element block under a "
+                 "power-of-two scale, as llama.cpp's 4-bit types take 8-bit activations; a third of W4A16's "
+                 "multiply-adds in NVFP4 decode; FP8 layers unchanged)")
       ->default_val("w4a16");
   return [choice]() -> Result<ActivationNumerics> {
     if (*choice == "w4a16" || *choice == "w8a16") return ActivationNumerics::kFull;
     if (*choice == "w4a4" || *choice == "w8a8") return ActivationNumerics::kGpuQuantized;
-    return Status::Errorf("unknown --quant-numerics \"{}\" (w4a16, w4a4)", *choice);
+    if (*choice == "w4a8") return ActivationNumerics::kInt8;
+    return Status::Errorf("unknown --quant-numerics \"{}\" (w4a16, w4a4, w4a8)", *choice);
   };
 }
 

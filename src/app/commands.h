@@ -33,7 +33,7 @@ Command RegisterPlan(CLI::App& app);
 // flags are taken from the first flag install does not know).
 void DropServiceInstallSeparator(std::vector<char*>& argv);
 
-// Adds --quant-numerics (w4a16 | w4a4) to a command; the returned function
+// Adds --quant-numerics (w4a16 | w4a4 | w4a8) to a command; the returned function
 // reads the parsed choice.
 std::function<Result<ActivationNumerics>()> AddQuantNumericsOption(CLI::App& app);
 // Adds --speculative-algorithm and its options (SGLang's names); the returned

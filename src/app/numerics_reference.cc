@@ -16,11 +16,11 @@ namespace {
 
 class EngineReference : public check::LogprobReference {
  public:
-  EngineReference(std::unique_ptr<Session> s, ChatPrompt chat, std::string numerics, int variants)
-      : s_(std::move(s)), chat_(std::move(chat)), numerics_(std::move(numerics)), variants_(variants) {}
+  EngineReference(std::unique_ptr<Session> s, ChatPrompt chat, std::string numerics, int variants, DType kv)
+      : s_(std::move(s)), chat_(std::move(chat)), numerics_(std::move(numerics)), variants_(variants), kv_(kv) {}
 
   std::string Describe() const override {
-    return fmt::format("tern engine in process, {} ({} numerics, F32 KV cache)", s_->dir, numerics_);
+    return fmt::format("tern engine in process, {} ({} numerics, {} KV cache)", s_->dir, numerics_, DTypeName(kv_));
   }
 
   Result<std::vector<int32_t>> Tokenize(const check::NumericsPrompt& p) override {
@@ -40,7 +40,7 @@ class EngineReference : public check::LogprobReference {
     EngineRequest req{.id = "numerics-reference", .prompt = tokens, .max_tokens = 0, .top_logprobs = top_k,
                       .return_logits = true, .prompt_logprob_start = first};
     req.sampling.temperature = 0;
-    EngineOptions eo = OfflineEngineOptions(*s_->model, {req}, {.kv = {.dtype = DType::kF32}, .enable_prefix_cache = false});
+    EngineOptions eo = OfflineEngineOptions(*s_->model, {req}, {.kv = {.dtype = kv_}, .enable_prefix_cache = false});
     TERN_ASSIGN_OR_RETURN(auto engine, Engine::Create(*s_->model, eo));
     SubmitResult sub = engine->Submit(std::move(req));
     if (!sub.stream) return Status::Errorf("the reference engine refused the sequence: {}", sub.error);
@@ -96,7 +96,8 @@ class EngineReference : public check::LogprobReference {
   std::unique_ptr<Session> s_;
   ChatPrompt chat_;
   std::string numerics_;
-  int variants_;  // BF16-rounded variants (0 under w4a4)
+  int variants_;  // BF16-rounded variants (0 under w4a4 and w4a8)
+  DType kv_;      // the KV cache's dtype (ReferenceModelSpec::kv_cache_dtype)
 };
 
 }  // namespace
@@ -105,19 +106,29 @@ Result<std::unique_ptr<check::LogprobReference>> LoadEngineReference(const check
   // The reference runs in this process, its activations in f32 on any CPU path (the most exact
   // reference the CPU computes; cpu_features.h). full and bf16 differ in how the deployment is
   // judged (check/numerics_compare.h): bf16 also scores with BF16-rounded variants (ops.h's
-  // stochastic rounding, on every CPU). w4a4 quantizes activations as Blackwell's NVFP4 GEMM does.
+  // stochastic rounding, on every CPU). w4a4 quantizes activations as Blackwell's NVFP4 GEMM does,
+  // w4a8 NVFP4 layers' inputs to 8 bits as `--quant-numerics w4a8` does (the same values: ops.h
+  // QuantizeInt8Activations).
   const bool quantized = spec.numerics == "w4a4" || spec.numerics == "w8a8";
-  if (!quantized && spec.numerics != "full" && spec.numerics != "bf16" && spec.numerics != "w4a16" &&
+  const bool int8 = spec.numerics == "w4a8";
+  if (!quantized && !int8 && spec.numerics != "full" && spec.numerics != "bf16" && spec.numerics != "w4a16" &&
       spec.numerics != "w8a16")
-    return Status::Errorf("--reference-numerics {}: use auto, full, bf16 or w4a4", spec.numerics);
+    return Status::Errorf("--reference-numerics {}: use auto, full, bf16, w4a4 or w4a8", spec.numerics);
   TERN_RETURN_IF_ERROR(kernels::SetActivations("f32"));
-  const ActivationNumerics num = quantized ? ActivationNumerics::kGpuQuantized : ActivationNumerics::kFull;
+  const ActivationNumerics num = quantized ? ActivationNumerics::kGpuQuantized
+                                 : int8    ? ActivationNumerics::kInt8
+                                           : ActivationNumerics::kFull;
   auto session = Session::Open(spec.model_dir, spec.threads, /*need_tokenizer=*/true, num);
   if (!session.ok()) return Status::Errorf("--reference-model {}: {}", spec.model_dir, session.status().message());
   auto chat = ChatPrompt::Load(spec.model_dir);
   if (!chat.ok()) return Status::Errorf("--reference-model {}: {}", spec.model_dir, chat.status().message());
-  return std::unique_ptr<check::LogprobReference>(new EngineReference(
-      std::move(*session), std::move(*chat), quantized ? "w4a4" : "full", quantized ? 0 : check::kBf16RoundedVariants));
+  auto kv = (*session)->KvDtype(spec.kv_cache_dtype);
+  if (!kv.ok())
+    return Status::Errorf("--reference-model {}: the deployment's KV cache dtype: {}", spec.model_dir,
+                          kv.status().message());
+  return std::unique_ptr<check::LogprobReference>(
+      new EngineReference(std::move(*session), std::move(*chat), quantized ? "w4a4" : int8 ? "w4a8" : "full",
+                          quantized || int8 ? 0 : check::kBf16RoundedVariants, *kv));
 }
 
 }  // namespace tern::app

@@ -32,7 +32,9 @@ CheckResult Failed(std::string name, std::string detail) {
 
 // --reference-numerics auto: "bf16" when the deployment says it rounds
 // activations to BF16 (tern's /get_server_info "activations"), "w4a4" when it
-// says it quantizes them as Blackwell's NVFP4 GEMM does, else "full";
+// says it quantizes them as Blackwell's NVFP4 GEMM does, "w4a8" when it
+// takes NVFP4 layers' inputs as 8-bit integers (tern's --quant-numerics
+// w4a8), else "full";
 // `why` says which and how it was decided.
 std::string ResolveNumerics(const HttpClient& http, std::string* why) {
   auto r = http.Get("/get_server_info");
@@ -45,7 +47,7 @@ std::string ResolveNumerics(const HttpClient& http, std::string* why) {
                                                   (*j)["activations"].is_string()) {
     const std::string a = (*j)["activations"].get<std::string>();
     *why = fmt::format("auto: the deployment's /get_server_info says activations {}", a);
-    return a == "bf16" || a == "w4a4" ? a : "full";
+    return a == "bf16" || a == "w4a4" || a == "w4a8" ? a : "full";
   } else {
     problem = "/get_server_info has no \"activations\"";
   }
@@ -53,6 +55,16 @@ std::string ResolveNumerics(const HttpClient& http, std::string* why) {
                      "--reference-numerics bf16 for a GPU deployment)",
                      problem);
   return "full";
+}
+
+// The deployment's KV cache dtype as its /get_server_info says ("kv_cache_dtype",
+// tern's and SGLang's field), or "f32" where it does not say.
+std::string DeploymentKvDtype(const HttpClient& http) {
+  auto r = http.Get("/get_server_info");
+  if (!r.ok() || r->status != 200) return "f32";
+  auto j = ParseJsonLenient(r->body);
+  if (!j || !j->is_object() || !j->contains("kv_cache_dtype") || !(*j)["kv_cache_dtype"].is_string()) return "f32";
+  return (*j)["kv_cache_dtype"].get<std::string>();
 }
 
 // The reference the options name: another deployment or the loaded model.
@@ -97,6 +109,7 @@ std::vector<CheckResult> RunNumerics(CheckContext& ctx) {
   ReferenceModelSpec spec = n.reference;
   std::string numerics_why = "--reference-numerics " + spec.numerics;
   if (spec.numerics == "auto") spec.numerics = ResolveNumerics(ctx.http(), &numerics_why);
+  if (spec.numerics == "w4a8") spec.kv_cache_dtype = DeploymentKvDtype(ctx.http());
   // A deployment found quantizing its activations is judged by the looser
   // thresholds that --reference-numerics w4a4 gives (it got f32's before).
   const NumericsThresholds th =
@@ -323,6 +336,8 @@ std::vector<CheckResult> RunNumerics(CheckContext& ctx) {
                                numerics_why);
   else if (spec.numerics == "w4a4" || spec.numerics == "w8a8")
     judged = fmt::format("; judged as a W4A4 deployment ({})", numerics_why);
+  else if (spec.numerics == "w4a8")
+    judged = fmt::format("; judged as a W4A8 deployment against a W4A8 reference ({})", numerics_why);
   else
     judged = fmt::format("; judged as an f32 deployment ({})", numerics_why);
   all.detail = tot.failed ? fmt::format("{} of {} prompts fail (first: {}); {}", tot.failed, prompts.size(),

@@ -117,8 +117,10 @@ std::function<int()> RegisterCheck(CLI::App& sub, ReferenceLoader loader) {
                  "numerics: what the deployment's activations are, which sets the reference and the judging: auto "
                  "(ask the deployment: tern says; others are judged as f32), full (f32: position by position), "
                  "bf16 (rounded to BF16, as on GPUs and tern's amx/avx512-bf16 paths: judged against BF16-rounded "
-                 "references) or w4a4 (Blackwell's NVFP4 GEMM; FP8 layers W8A8)")
-      ->check(CLI::IsMember({"auto", "full", "bf16", "w4a4", "w4a16", "w8a8", "w8a16"}))
+                 "references), w4a4 (Blackwell's NVFP4 GEMM; FP8 layers W8A8) or w4a8 (tern's --quant-numerics w4a8: "
+                 "NVFP4 layers' inputs as 8-bit integers; the reference quantizes them the same way, with the "
+                 "deployment's KV cache dtype)")
+      ->check(CLI::IsMember({"auto", "full", "bf16", "w4a4", "w4a8", "w4a16", "w8a8", "w8a16"}))
       ->capture_default_str();
   sub.add_option("--rounded-references", n.rounded_references,
                  "numerics: BF16-rounded variants of the reference that judge a BF16 deployment's prompt past the "

@@ -258,6 +258,31 @@ TEST_F(NumericsIntegration, AutoW4a4DeploymentGetsW4a4Thresholds) {
   EXPECT_EQ(th["tie_margin"].get<double>(), 0.75) << th.dump();
 }
 
+// One that says it takes 8-bit activations (tern's w4a8) is judged as W4A8
+// (a reference quantizing the same way) by the f32 thresholds, given ones on
+// top; the reference mirrors its KV cache dtype.
+TEST_F(NumericsIntegration, AutoW4a8DeploymentIsJudgedAsW4a8) {
+  START_MOCK(mock, "sglang,w4a8-activations");
+  CheckOptions o = Numerics(mock.url());
+  o.numerics.thresholds.gap_max = 7;  // as --max-logprob-gap 7 sets it
+  ReferenceModelSpec seen;
+  const ReferenceLoader inner = o.numerics.loader;
+  o.numerics.loader = [&](const ReferenceModelSpec& spec) {
+    seen = spec;
+    return inner(spec);
+  };
+  RunReport r = RunChecks(o);
+  auto rows = ByName(r);
+  EXPECT_EQ(rows["numerics"].metrics["judged_as"], "w4a8") << Dump(r);
+  EXPECT_EQ(seen.numerics, "w4a8");
+  EXPECT_EQ(seen.kv_cache_dtype, "fp16");
+  const nlohmann::json& th = rows["numerics"].metrics["thresholds"];
+  EXPECT_EQ(th["kl_max"].get<double>(), NumericsThresholds{}.kl_max) << th.dump();
+  EXPECT_EQ(th["kl_mean"].get<double>(), NumericsThresholds{}.kl_mean) << th.dump();
+  EXPECT_EQ(th["gap_max"].get<double>(), 7.0) << th.dump();
+  EXPECT_NE(rows["numerics"].detail.find("judged as a W4A8 deployment"), std::string::npos) << rows["numerics"].detail;
+}
+
 // Judged as BF16, a deployment off from output token 5 on still fails (more
 // positions than the rounded references), and says why; when the rounded
 // references cannot run, the prompt is judged position by position.

@@ -68,9 +68,20 @@ struct ReferenceModelSpec {
   // how it is judged: "auto" (ask the deployment; see RunNumerics), "full"
   // (f32 activations: a reference in f32, judged position by position),
   // "bf16" (activations rounded to BF16: the reference in f32 and its
-  // BF16-rounded variants), "w4a4" (Blackwell's NVFP4 GEMM; w8a8 for FP8).
+  // BF16-rounded variants), "w4a4" (Blackwell's NVFP4 GEMM; w8a8 for FP8),
+  // "w4a8" (tern's 8-bit activations: the reference quantizes them the same
+  // way, with the deployment's KV cache dtype; judged position by position
+  // by the f32 thresholds).
   std::string numerics = "auto";
   size_t threads = 0;             // 0: all cores
+  // The reference's KV cache dtype (tern's --kv-cache-dtype names): "f32",
+  // the most exact, except for a W4A8 deployment, whose own (from its
+  // /get_server_info "kv_cache_dtype") the reference then mirrors: under
+  // 8-bit steps, an F16 cache's roundings of K and V flip activations to the
+  // next step, and on models/demo such flips moved a prompt position's top-1
+  // by 6 nats against an F32-cache reference (by 2e-3 KL at most with both
+  // caches F32). The same cache leaves only the order of f32 arithmetic.
+  std::string kv_cache_dtype = "f32";
 };
 
 // Loads --reference-model (the tern binary's engine); errors with context.

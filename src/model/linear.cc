@@ -37,10 +37,13 @@ namespace {
 
 // A layer ForwardLinears may run with others through one kernel call.
 bool PlainLayer(const Linear& l) {
-  return l.bias.empty() && l.observer == nullptr && !l.quantize_input && !l.f32_activations;
+  return l.bias.empty() && l.observer == nullptr && !l.quantize_input && !l.int8_input && !l.f32_activations;
 }
 bool W4A4Layer(const Linear& l) {
   return l.bias.empty() && l.observer == nullptr && l.quantize_input && l.format == QuantFormat::kNvfp4;
+}
+bool W4A8Layer(const Linear& l) {
+  return l.bias.empty() && l.observer == nullptr && l.int8_input && !l.f32_activations;
 }
 
 }  // namespace
@@ -56,6 +59,9 @@ void Linear::Forward(const float* x, int64_t M, float* y, ThreadPool& pool) cons
     // (Its quantized values are exact in BF16: f32_activations changes nothing.)
     const kernels::MatMulTarget t{.w = w, .y = y, .ldy = w.rows};
     kernels::MatMulW4A4(x, M, K, input_scale, {&t, 1}, pool);
+  } else if (int8_input && !f32_activations) {
+    const kernels::MatMulTarget t{.w = w, .y = y, .ldy = w.rows};
+    kernels::MatMulW4A8(x, M, K, {&t, 1}, pool);
   } else {
     if (quantize_input) {
       std::vector<float>& q = InputCopy();
@@ -76,9 +82,10 @@ void Linear::Forward(const float* x, int64_t M, float* y, ThreadPool& pool) cons
 void ForwardLinears(std::span<const Linear* const> layers, const float* x, int64_t M, std::span<float* const> ys,
                     ThreadPool& pool) {
   // Plain layers in groups of up to kGroup, on the stack (a decode hot path);
-  // W4A4 layers likewise, a group per input_scale (in order of appearance).
+  // W4A4 layers likewise, a group per input_scale (in order of appearance);
+  // W4A8 layers in groups of their own.
   constexpr size_t kGroup = 8;
-  kernels::MatMulTarget plain[kGroup], w4a4[kGroup];
+  kernels::MatMulTarget plain[kGroup], w4a4[kGroup], w4a8[kGroup];
   size_t n = 0;
   for (size_t i = 0; i < layers.size(); ++i) {
     const Linear& l = *layers[i];
@@ -88,10 +95,20 @@ void ForwardLinears(std::span<const Linear* const> layers, const float* x, int64
         kernels::MatMulMany(x, M, l.in(), {plain, n}, pool);
         n = 0;
       }
-    } else if (!W4A4Layer(l)) {
+    } else if (!W4A4Layer(l) && !W4A8Layer(l)) {
       l.Forward(x, M, ys[i], pool);
     }
   }
+  size_t n8 = 0;
+  for (size_t i = 0; i < layers.size(); ++i) {
+    if (!W4A8Layer(*layers[i])) continue;
+    w4a8[n8++] = {.w = layers[i]->w, .y = ys[i], .ldy = layers[i]->w.rows};
+    if (n8 == kGroup) {
+      kernels::MatMulW4A8(x, M, layers[0]->in(), {w4a8, n8}, pool);
+      n8 = 0;
+    }
+  }
+  if (n8 > 0) kernels::MatMulW4A8(x, M, layers[0]->in(), {w4a8, n8}, pool);
   if (n > 0) kernels::MatMulMany(x, M, layers[0]->in(), {plain, n}, pool);
   for (size_t i = 0; i < layers.size(); ++i) {
     if (!W4A4Layer(*layers[i])) continue;
@@ -110,6 +127,18 @@ void ForwardLinears(std::span<const Linear* const> layers, const float* x, int64
     }
     if (m > 0) kernels::MatMulW4A4(x, M, layers[0]->in(), scale, {w4a4, m}, pool);
   }
+}
+
+const char* ActivationNumericsName(ActivationNumerics n) {
+  switch (n) {
+    case ActivationNumerics::kFull:
+      return "w4a16";
+    case ActivationNumerics::kGpuQuantized:
+      return "w4a4";
+    case ActivationNumerics::kInt8:
+      return "w4a8";
+  }
+  return "?";
 }
 
 void FakeQuantizeFp8Activations(float* x, int64_t n, float input_scale) {
@@ -163,6 +192,7 @@ Result<Linear> WeightLoader::LoadNvfp4(const std::string& prefix, const TensorVi
       return Status::Errorf("{}: W4A4 numerics need '{}.input_scale', which the checkpoint lacks", file, prefix);
     l.quantize_input = true;
   }
+  l.int8_input = numerics_ == ActivationNumerics::kInt8;
   return l;
 }
 

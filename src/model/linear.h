@@ -27,7 +27,18 @@ enum class ActivationNumerics {
   // does (spec §4.5); FP8 layers with an input_scale quantize it to E4M3
   // (W8A8). For telling kernel bugs from quantization error against a GPU.
   kGpuQuantized,
+  // W4A8, a CPU speed mode: NVFP4 layers quantize each 16-element block of
+  // their input to 8-bit integers under a power-of-two scale
+  // (kernels::QuantizeInt8Activations, within 1/127 of the block's largest
+  // magnitude), as llama.cpp's 4-bit types take 8-bit activations; the
+  // integer decode kernels then do a third of W4A16's multiply-adds. FP8
+  // layers, and layers that keep f32 activations (routers, gates), are as in
+  // kFull.
+  kInt8,
 };
+
+// The --quant-numerics name of a mode: "w4a16", "w4a4", "w4a8".
+const char* ActivationNumericsName(ActivationNumerics n);
 
 // Records max |x| over a Linear's inputs (calibration for `tern quantize`).
 struct ActivationObserver {
@@ -44,6 +55,9 @@ struct Linear {
   // ActivationNumerics::kGpuQuantized applies to this layer: NVFP4 through
   // kernels::MatMulW4A4, FP8 by quantizing x to E4M3 first.
   bool quantize_input = false;
+  // ActivationNumerics::kInt8 applies to this layer (NVFP4): kernels::MatMulW4A8,
+  // unless f32_activations.
+  bool int8_input = false;
   // Never BF16-rounded input (kernels::MatMulF32Activations): routers and
   // gates, whose outputs feed a discontinuous choice (top-k experts).
   bool f32_activations = false;
@@ -62,9 +76,10 @@ struct Linear {
 
 // y_i = Linear_i(x) for layers that share their input (q/k/v, gate/up):
 // exactly what each Forward computes, with plain layers (no bias, observer
-// or input quantization) run together by kernels::MatMulMany, and NVFP4
-// layers that quantize their input under one input_scale (W4A4) together by
-// kernels::MatMulW4A4. x: [M, in];
+// or input quantization) run together by kernels::MatMulMany, NVFP4 layers
+// that quantize their input under one input_scale (W4A4) together by
+// kernels::MatMulW4A4, and those that take it as 8-bit integers (W4A8)
+// together by kernels::MatMulW4A8. x: [M, in];
 // ys[i]: [M, layers[i]->out()] contiguous.
 void ForwardLinears(std::span<const Linear* const> layers, const float* x, int64_t M, std::span<float* const> ys,
                     ThreadPool& pool);

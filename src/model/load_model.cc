@@ -217,7 +217,7 @@ Result<std::unique_ptr<Model>> LoadModel(const std::string& dir, const LoadOptio
   // experts differently (every rank routes from its own replicated router).
   TERN_RETURN_IF_ERROR(dist::AgreeOnText(
       fmt::format("--tp {} --ep {}, {} activations for quantized layers, cpu path {}", opts.tp, opts.ep,
-                  opts.numerics == ActivationNumerics::kFull ? "full" : "quantized", kernels::CpuPathName()),
+                  ActivationNumericsName(opts.numerics), kernels::CpuPathName()),
       "its parallel layout and numerics (set the same flags, and TERN_CPU_PATH if the hosts' CPUs differ)"));
   (void)dist::Group(opts.tp);
   // An exception (std::bad_alloc copying this rank's slices) is this rank's

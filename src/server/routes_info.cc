@@ -66,11 +66,12 @@ json ServerInfo(const ServerContext& ctx) {
            o.speculative.algorithm == SpeculativeAlgorithm::kNextn ? json(o.speculative.eagle_topk) : json(nullptr)},
           {"internal_states", json::array({{{"avg_spec_accept_length", AcceptLength(ctx.engine->metrics())}}})},
           // What the kernels compute (tern check --suite numerics reads "activations"): "w4a4" under
-          // --quant-numerics w4a4 (quantized layers' inputs quantized as Blackwell's GEMMs do); else
-          // "bf16" where prefill GEMMs round their inputs to BF16 (the amx and avx512-bf16 paths),
+          // --quant-numerics w4a4 (quantized layers' inputs quantized as Blackwell's GEMMs do); "w4a8"
+          // under --quant-numerics w4a8 (NVFP4 layers' inputs as 8-bit integers); else "bf16" where prefill GEMMs round their inputs to BF16 (the amx and avx512-bf16 paths),
           // else "f32".
           {"cpu_path", kernels::CpuPathName()},
           {"activations", o.quant_numerics == ActivationNumerics::kGpuQuantized ? "w4a4"
+                          : o.quant_numerics == ActivationNumerics::kInt8        ? "w4a8"
                           : kernels::UseAmx() || kernels::UseBf16Dot()           ? "bf16"
                                                                                   : "f32"},
           {"version", "tern-0.1.0"}};

@@ -11,7 +11,9 @@
 #      deployment is judged as a BF16 one (--reference-numerics bf16: against BF16-rounded references);
 #   3. where this CPU has a BF16 path (amx, avx512-bf16), tern serve in its default BF16-activation mode
 #      passes, judged as BF16 because its /get_server_info says so (--reference-numerics auto, the
-#      default); the f32 deployments above are judged as f32 the same way.
+#      default); the f32 deployments above are judged as f32 the same way;
+#   4. tern serve --quant-numerics w4a8 passes judged as W4A8 (auto: a W4A8 reference with the
+#      deployment's KV cache dtype, the f32 thresholds), and the faults of step 2 fail so judged.
 # Usage: numerics_check.sh TERN WORKDIR (run with TERN_ACTIVATIONS=f32: the right deployment is an f32 one)
 set -euo pipefail
 tern=$1 work=$2/numerics_check
@@ -144,4 +146,37 @@ else
   echo "FAIL: tern serve (TERN_ACTIVATIONS=bf16) never answered /get_server_info with activations"
   cat "$work/right-bf16.serve.log"; exit 1
 fi
+# 4. --quant-numerics w4a8 (NVFP4 layers' inputs as 8-bit integers): judged as W4A8 because its
+# /get_server_info says so, against a reference that quantizes the same way with the deployment's KV
+# cache dtype, by the f32 thresholds; the three faults of step 2 still fail so judged.
+for kv in auto f32; do
+  serve "$demo" "w4a8-$kv" --quant-numerics w4a8 --kv-cache-dtype $kv
+  rc=$(numerics "w4a8-$kv")
+  stop
+  cat "$work/w4a8-$kv.txt"
+  [ "$rc" = 0 ] || { echo "FAIL: the W4A8 deployment (KV $kv) exited $rc"; cat "$work/w4a8-$kv.err"; exit 1; }
+  /usr/bin/python3 - "$work/w4a8-$kv.json" $kv <<'PY'
+import json, sys
+m = {c["name"]: c for c in json.load(open(sys.argv[1]))["checks"]}["numerics"]["metrics"]
+kv = {"auto": "F16", "f32": "F32"}[sys.argv[2]]
+if m["judged_as"] != "w4a8" or "activations w4a8" not in m["judged_as_why"] or f"w4a8 numerics, {kv} KV" not in m["reference"]:
+    sys.exit(f"FAIL: the W4A8 deployment judged as {m['judged_as']} ({m['judged_as_why']}; {m['reference']})")
+print(f"W4A8 deployment (KV {sys.argv[2]}): passes judged as W4A8, KL max {m['kl_max']:.2e}, "
+      f"top-1 {100 * m['top1_agreement']:.2f}%")
+PY
+done
+for fault in perturb block-scale rope; do
+  serve "$work/$fault" "$fault-w4a8" --quant-numerics w4a8
+  rc=$(numerics "$fault-w4a8")
+  stop
+  [ "$rc" = 1 ] || { cat "$work/$fault-w4a8.txt"; echo "FAIL: $fault under w4a8: --suite numerics exited $rc, expected 1"; exit 1; }
+  /usr/bin/python3 - "$work/$fault-w4a8.json" $fault <<'PY'
+import json, sys
+rows = {c["name"]: c for c in json.load(open(sys.argv[1]))["checks"]}
+if rows["numerics"]["metrics"]["judged_as"] != "w4a8":
+    sys.exit(f"FAIL: {sys.argv[2]} under w4a8: judged as {rows['numerics']['metrics']['judged_as']}")
+failed = [n for n, c in rows.items() if n != "numerics" and c["result"] == "fail"]
+print(f"{sys.argv[2]} under w4a8: fails judged as W4A8 on {', '.join(failed)}")
+PY
+done
 echo "numerics_check: ok"

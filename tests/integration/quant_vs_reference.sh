@@ -10,7 +10,8 @@
 #      --quant-numerics w4a4 against the reference's Blackwell fake-quant (w4a4_check.py: one
 #      activation landing on the other side of an E2M1 rounding boundary moves a logit by a
 #      quantization step, so float32 vs float64 activations cannot agree to 1e-3; tern must be
-#      within half the W4A4 effect of the reference's W4A4 logits, and pick the same token).
+#      within half the W4A4 effect of the reference's W4A4 logits, and pick the same token); and
+#      --quant-numerics w4a8 the same way against the reference's 8-bit fake-quant.
 #  (b) tern synth BF16 -> tests/reference/quantize_np.py --format FORMAT (the independent
 #      ModelOpt-layout producer) -> compare.py as in (a): tern loads what another producer wrote.
 #  (c) nvfp4 and fp8 only (`tern quantize` has no block format): tern quantize and quantize_np.py
@@ -58,6 +59,8 @@ step "(a) tern synth --quant $fmt" \
 step "(a) tern vs reference on tern's synthetic $fmt checkpoint" compare "$base/synth" --tol 1e-3
 if [ "$fmt" = nvfp4 ]; then
   step "(a) W4A4 numerics" $py "$here/integration/w4a4_check.py" --tern "$tern" --model "$base/synth" --prompt-ids "$prompt"
+  step "(a) W4A8 numerics" $py "$here/integration/w4a4_check.py" --tern "$tern" --model "$base/synth" \
+    --prompt-ids "$prompt" --numerics w4a8
 fi
 
 # (b)

@@ -251,6 +251,26 @@ def fake_quant_nvfp4_activation(x, input_scale, group=NVFP4_GROUP):
     return np.where((s == 0)[..., None], 0.0, out).reshape(t, k)
 
 
+def fake_quant_int8_activation(x, group=NVFP4_GROUP):
+    """tern's W4A8 (--quant-numerics w4a8) for the activation of an NVFP4 Linear, float64: per row
+    and 16-block b with a = max|x_b| > 0, e = the least integer with a <= 127·2^e (at least -133);
+    returns round_half_even(x_b / 2^e) · 2^e (an all-zero block stays zero). x: [T, K] -> [T, K].
+    The exponent comes from log2 and is then corrected by comparisons, not from the float bits."""
+    x = np.asarray(x, dtype=np.float64)
+    t, k = x.shape
+    if k % group:
+        raise ValueError(f"W4A8: activation width {k} is not a multiple of {group}")
+    xb = x.reshape(t, k // group, group)
+    amax = np.max(np.abs(xb), axis=-1)                                            # [T, K/g]
+    pos = amax > 0
+    e = np.where(pos, np.ceil(np.log2(np.where(pos, amax, 1.0) / 127.0)), -133.0)
+    e = np.where(127.0 * np.exp2(e) < amax, e + 1, e)                             # log2 rounded down
+    e = np.where(pos & (127.0 * np.exp2(e - 1) >= amax), e - 1, e)                # log2 rounded up
+    e = np.maximum(e, -133.0)
+    unit = np.exp2(e)[..., None]
+    return (np.round(xb / unit) * unit).reshape(t, k)                             # np.round: half to even
+
+
 # ----------------------------------------------------------------------------------------------
 # Quantization config: hf_quant_config.json and/or config.json quantization_config
 

@@ -26,7 +26,10 @@ Quantized checkpoints (quant_np.py): every Linear stored as NVFP4, FP8 (per tens
 (what Hopper-class GPUs do with Marlin: W4A16). w4a4=True reproduces Blackwell's NVFP4 numerics
 by also fake-quantizing the input of every NVFP4 Linear per 16-element block with its own
 input_scale as the global scale (quant_np.fake_quant_nvfp4_activation). observer(module, x), when
-given, sees the input x [T, in] of every Linear (calibration in quantize_np.py).
+given, sees the input x [T, in] of every Linear (calibration in quantize_np.py). w4a8=True
+reproduces tern's --quant-numerics w4a8: every NVFP4 Linear's input (routers and gates aside)
+fake-quantized to 8-bit integers per 16-element block under a power-of-two scale
+(quant_np.fake_quant_int8_activation).
 """
 
 import dataclasses
@@ -345,12 +348,13 @@ class Weights:
     and a quantized module that the quantization config excludes is an error naming it."""
 
     def __init__(self, model_dir, full_config, cache=True, w4a4=False, observer=None, bf16_activations=False,
-                 bf16_attention=None):
+                 bf16_attention=None, w4a8=False):
         self.ckpt = Checkpoint(model_dir)
         self.cache = {} if cache else None
         self.w4a4 = w4a4
-        if w4a4 and bf16_activations:
-            raise ValueError("w4a4 and bf16 activations are separate numerics modes")
+        self.w4a8 = w4a8
+        if (w4a4 + w4a8 + bool(bf16_activations)) > 1:
+            raise ValueError("w4a4, w4a8 and bf16 activations are separate numerics modes")
         self.bf16_activations = bf16_activations
         # Attention's inputs rounded too (tern's avx512-bf16 path; its amx path keeps attention in
         # f32 for now): by default with bf16_activations.
@@ -391,6 +395,8 @@ class Weights:
                 raise ValueError(f"{full}: --w4a4 needs an input_scale for this NVFP4 Linear")
             act = lambda x, s=input_scale: quant_np.fake_quant_nvfp4_activation(x, s)  # noqa: E731
         module = full[: -len(".weight")]
+        if self.w4a8 and fmt == "nvfp4" and tiles_round_input(fmt, None, module):  # (routers and gates: f32)
+            act = quant_np.fake_quant_int8_activation
         if self.bf16_activations and tiles_round_input(fmt, self.ckpt.info(full)["dtype"], module):
             act = round_bf16
         return Lin(w, module, act, self.observer)
@@ -432,11 +438,11 @@ class KVCache:
 
 class Model:
     def __init__(self, model_dir, cache_weights=True, w4a4=False, observer=None, bf16_activations=False,
-                 bf16_attention=None):
+                 bf16_attention=None, w4a8=False):
         text_cfg, full_cfg = load_config(model_dir)
         self.cfg = parse_config(text_cfg)
         self.w = Weights(model_dir, full_cfg, cache=cache_weights, w4a4=w4a4, observer=observer,
-                         bf16_activations=bf16_activations, bf16_attention=bf16_attention)
+                         bf16_activations=bf16_activations, bf16_attention=bf16_attention, w4a8=w4a8)
         c = self.cfg
         self.embed = self.w.get("embed_tokens.weight", (c.vocab_size, c.hidden_size))
 
@@ -549,9 +555,9 @@ class Model:
         return out_ids, (np.stack(rows) if rows else np.zeros((0, vocab)))
 
 
-def forward(model_dir, input_ids, w4a4=False):
+def forward(model_dir, input_ids, w4a4=False, w4a8=False):
     """-> logits [T, vocab] float64 for input_ids (one sequence, positions 0..T-1)."""
-    return Model(model_dir, w4a4=w4a4).forward(input_ids)
+    return Model(model_dir, w4a4=w4a4, w4a8=w4a8).forward(input_ids)
 
 
 def greedy(model_dir, prompt_ids, steps):

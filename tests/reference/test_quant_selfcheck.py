@@ -267,6 +267,26 @@ def w4a4_activation_by_hand():
     check(np.array_equal(got, want), f"w4a4 {got[0, :4]} {got[1, :2]}")
 
 
+@test
+def w4a8_activation_fake_quant_by_hand():
+    # Block 0: amax 127 -> e = 0, unit steps (0.5 ties to 0, 1.5 to 2, -2.5 to -2). Block 1: amax just
+    # over 127 -> e = 1, steps of 2 (3 -> 4, 1 -> 0, amax -> 128). Block 2: amax 1 -> 127*2^-7 < 1 <=
+    # 127*2^-6: e = -6 (0.3 -> 19/64). Block 3: zeros. Block 4: amax 127*2^-140, under the floor:
+    # e = -133, 127*2^-140 = 0.99 units -> 1 unit = 2^-133.
+    x = np.zeros((1, 80))
+    x[0, :4] = [127.0, 0.5, 1.5, -2.5]
+    x[0, 16:19] = [float(np.nextafter(np.float32(127), np.float32(200))), 3.0, 1.0]
+    x[0, 32:34] = [1.0, 0.3]
+    x[0, 64] = 127.0 * 2.0 ** -140
+    got = qn.fake_quant_int8_activation(x)
+    want = np.zeros((1, 80))
+    want[0, :4] = [127.0, 0.0, 2.0, -2.0]
+    want[0, 16:19] = [128.0, 4.0, 0.0]
+    want[0, 32:34] = [1.0, 19 / 64]
+    want[0, 64] = 2.0 ** -133
+    check(np.array_equal(got, want), f"w4a8 {got[0, :4]} {got[0, 16:19]} {got[0, 32:34]} {got[0, 64]}")
+
+
 # ----------------------------------------------------------------------------------------------
 # Exclusion and configuration
 

@@ -48,6 +48,7 @@
 //   bf16-activations      /get_server_info says "activations": "bf16" (tern on a BF16 path);
 //   f32-activations       ... "f32"; without either there is no /get_server_info
 //   w4a4-activations      ... "w4a4" (tern --quant-numerics w4a4)
+//   w4a8-activations      ... "w4a8" (tern --quant-numerics w4a8), and "kv_cache_dtype": "fp16"
 //   anonymous             /v1/models owned_by "someone" (an unknown OpenAI-compatible server)
 //   with nan-logprobs     output token 3's logprobs are NaN
 //   nan-prompt-logprobs   vllm: prompt_logprobs of prompt position 4 are NaN (a reference that fails)
@@ -446,9 +447,12 @@ function route(req, res, body) {
     if (dialect === 'sglang') return send(res, 401, { error: 'Unauthorized' });
     return send(res, 401, { error: { message: 'Invalid API key', type: 'invalid_request_error', code: 401 } });
   }
-  if (path === '/get_server_info' && (flags.has('bf16-activations') || flags.has('f32-activations') || flags.has('w4a4-activations'))) {
+  if (path === '/get_server_info' && (flags.has('bf16-activations') || flags.has('f32-activations') || flags.has('w4a4-activations') ||
+                                        flags.has('w4a8-activations'))) {
     return send(res, 200, { model_path: MODEL,
-      activations: flags.has('bf16-activations') ? 'bf16' : flags.has('w4a4-activations') ? 'w4a4' : 'f32' });
+      activations: flags.has('bf16-activations') ? 'bf16' : flags.has('w4a4-activations') ? 'w4a4'
+        : flags.has('w4a8-activations') ? 'w4a8' : 'f32',
+      ...(flags.has('w4a8-activations') ? { kv_cache_dtype: 'fp16' } : {}) });
   }
   if ((path === '/model_info' || path === '/get_model_info') && dialect === 'sglang') {
     return send(res, 200, { model_path: MODEL, tokenizer_path: MODEL, is_generation: true, preferred_sampling_params: null,
