@@ -20,20 +20,28 @@ constexpr int kInt8Max = 127;
 constexpr int kInt8MinExponent = -133;
 
 // max(kInt8MinExponent, the least e with amax <= 127 * 2^e) for a finite
-// amax >= 0. d = amax / 127 in double is a power of two exactly when amax is
-// 127 times one (amax has 24 significant bits, so a quotient that is not one
-// lies at least 2^-25 of it away, far past double's rounding): then its
-// exponent is e, else the next one up. d is a normal double (amax >= 2^-149),
-// read from its bits (frexp and ldexp are calls, each as long as the rest of
-// a block's quantization).
+// amax >= 0, from amax's bits. A normal amax = 1.m * 2^k lies in [2^k,
+// 2^(k+1)), above 127 * 2^(k-7) < 2^k, so e is k - 6 when 1.m <= 127/64 =
+// 1.984375 (mantissa bits 0x7E0000) and k - 5 past it. A subnormal amax
+// (below 2^-126 < 127 * 2^-132) needs e = -132 only above 127 * 2^-133.
 inline int Int8BlockExponent(float amax) {
-  if (amax == 0.0f) return kInt8MinExponent;
-  const double d = double(amax) / double(kInt8Max);
-  uint64_t bits;
-  std::memcpy(&bits, &d, 8);
-  const int exponent = int(bits >> 52) - 1023;  // d = 1.m * 2^exponent (d > 0)
-  const int e = (bits & ((uint64_t(1) << 52) - 1)) == 0 ? exponent : exponent + 1;
+  uint32_t bits;
+  std::memcpy(&bits, &amax, 4);
+  const int biased = int(bits >> 23) & 0xff;
+  if (biased == 0) return amax > 127.0f * 0x1p-133f ? -132 : kInt8MinExponent;  // (127 * 2^-133: exact)
+  const int e = biased - 127 - 6 + ((bits & 0x7fffff) > 0x7e0000u);
   return e < kInt8MinExponent ? kInt8MinExponent : e;
+}
+
+// 2^-e as a float where that is one (e >= -127), else 0: the kernels then
+// scale x by it in f32, exactly (a power of two; a product that falls below
+// f32's normals is under 2^-126 and rounds to 0 either way).
+inline float Int8InverseUnit(int e) {
+  if (e < -127) return 0.0f;
+  const uint32_t bits = uint32_t(127 - e) << 23;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
 }
 
 // 2^n as a double, for n in [-1022, 1023].

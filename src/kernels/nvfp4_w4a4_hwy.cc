@@ -196,7 +196,14 @@ HWY_INLINE bool QuantizeBlock8(const float* x, __m256i& q0, __m256i& q1, int& e)
   m = _mm_max_ps(m, _mm_movehl_ps(m, m));
   m = _mm_max_ss(m, _mm_movehdup_ps(m));
   e = Int8BlockExponent(_mm_cvtss_f32(m));
-  // x / 2^e in double (exact; 2^-e may lie past f32's range), to the nearest integer, ties to even.
+  // x / 2^e exactly, to the nearest integer, ties to even: in f32 where 2^-e is one, else in double.
+  if (const float invf = Int8InverseUnit(e); invf != 0.0f) {
+    const __m256 s = _mm256_set1_ps(invf);
+    constexpr int kNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+    q0 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v0, s), kNearest));
+    q1 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v1, s), kNearest));
+    return true;
+  }
   const __m256d inv = _mm256_set1_pd(Pow2(-e));
   const auto quarter = [&](__m128 v) {
     return _mm256_cvtpd_epi32(

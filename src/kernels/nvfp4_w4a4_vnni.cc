@@ -172,9 +172,13 @@ void Prepare4(const float* x, size_t K, float inv_scale, ByteStep* steps) {
 inline bool QuantizeBlock8(__m512 v, __m512i& q, int& e) {
   if (_mm512_fpclass_ps_mask(v, 0x99) != 0) return false;  // QNaN, SNaN, +inf, -inf
   e = Int8BlockExponent(_mm512_reduce_max_ps(_mm512_abs_ps(v)));
-  // x / 2^e in double (exact; 2^-e may lie past f32's range), to the nearest integer, ties to even.
-  const __m512d inv = _mm512_set1_pd(Pow2(-e));
+  // x / 2^e exactly, to the nearest integer, ties to even: in f32 where 2^-e is one, else in double.
   constexpr int kNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+  if (const float inv = Int8InverseUnit(e); inv != 0.0f) {
+    q = _mm512_cvt_roundps_epi32(_mm512_mul_ps(v, _mm512_set1_ps(inv)), kNearest);
+    return true;
+  }
+  const __m512d inv = _mm512_set1_pd(Pow2(-e));
   const __m256i lo = _mm512_cvt_roundpd_epi32(_mm512_mul_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(v)), inv), kNearest);
   const __m256i hi = _mm512_cvt_roundpd_epi32(_mm512_mul_pd(_mm512_cvtps_pd(_mm512_extractf32x8_ps(v, 1)), inv), kNearest);
   q = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);

@@ -58,8 +58,10 @@ std::vector<float> EdgeRows(int64_t K, std::mt19937& rng) {
       case 3:
         std::fill(xb, xb + 16, 0.0f);
         break;
-      case 4:  // under the floor: the exponent stays -133
+      case 4:  // under the floor (the exponent stays -133), and just under 2^-126 (subnormal, e = -132)
         for (int i = 0; i < 16; ++i) xb[i] = u(rng) * (b % 16 == 4 ? 1e-39f : 127.0f * 0x1p-135f);
+        if (b % 24 == 20) xb[7] = -std::nextafter(0x1p-126f, 0.0f);
+        if (b % 24 == 12) xb[7] = std::nextafter(127.0f * 0x1p-133f, 1.0f);
         break;
       case 5:
         for (int i = 0; i < 16; ++i) xb[i] = u(rng) * 3.0e38f;
