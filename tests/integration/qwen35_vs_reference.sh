@@ -15,7 +15,8 @@
 #         nvfp4, fp8  the wrapper (fused BF16 experts) quantized by tests/reference/quantize_np.py in
 #                     ModelOpt's layout (per-expert; in_proj_a/b, conv1d, routers, shared_expert_gate,
 #                     lm_head, mtp.*, model.visual.* left unquantized); default numerics (W4A16 /
-#                     exact weight dequantization on both sides)
+#                     exact weight dequantization on both sides); nvfp4 also under --quant-numerics
+#                     w4a8 (8-bit activations, the reference quantizing them the same way)
 set -euo pipefail
 tern=$1 work=$2/qwen35 case=$3 tol=${4:-1e-3}
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -44,3 +45,10 @@ prompt=$(seq 0 149 | awk '{printf "%s%d", (NR > 1 ? "," : ""), ($1 * 37 + 11) % 
 "$py" "$here/reference/compare.py" --tern "$tern" --model "$model" --prompt-ids "$prompt" \
   --steps 32 --tol "$tol" --tern-arg=--ignore-eos --mtp \
   --prefill-chunks 4096,1,7,64 --chunk-tern-arg=--kv-cache-dtype=f32
+if [ "$case" = nvfp4 ]; then
+  # --quant-numerics w4a8: the reference fake-quantizes every NVFP4 Linear's input to 8 bits the same
+  # way (quant_np.fake_quant_int8_activation); an F32 KV cache, since F16's roundings would flip 8-bit
+  # steps that say nothing about the kernels (prefill in one chunk, decode 16 steps: both W4A8 paths).
+  "$py" "$here/reference/compare.py" --tern "$tern" --model "$model" --prompt-ids "$prompt" \
+    --steps 16 --tol "$tol" --tern-arg=--ignore-eos --tern-arg=--kv-cache-dtype=f32 --quant-numerics w4a8
+fi

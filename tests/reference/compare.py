@@ -4,7 +4,7 @@
 Usage (CTest runs it with /usr/bin/python3):
   compare.py --tern PATH_TO_TERN --model DIR --prompt-ids 1,2,3 [--steps 32] [--tol 1e-3]
              [--tie-rel 1e-4] [--tern-arg=--threads=2 ...] [--timeout 600] [--verbose]
-             [--quant-numerics w4a16|w4a4]
+             [--quant-numerics w4a16|w4a4|w4a8]
 
 --activations f32|bf16 (default: $TERN_TEST_ACTIVATIONS, else f32) selects tern's activation
 numerics (kernels/cpu_features.h). f32 runs tern with TERN_ACTIVATIONS=f32 (no GEMM input is
@@ -262,8 +262,9 @@ def main(argv=None):
                     help="extra argument for tern generate (repeatable; use --tern-arg=--flag)")
     ap.add_argument("--timeout", type=float, default=600, help="seconds allowed for tern (default 600)")
     ap.add_argument("--verbose", action="store_true", help="print every row")
-    ap.add_argument("--quant-numerics", choices=("w4a16", "w4a4"),
-                    help="pass to tern generate; w4a4 also makes the reference fake-quantize NVFP4 inputs")
+    ap.add_argument("--quant-numerics", choices=("w4a16", "w4a4", "w4a8"),
+                    help="pass to tern generate; w4a4 and w4a8 also make the reference fake-quantize NVFP4 inputs "
+                         "the same way (give w4a8 an F32 KV cache: --tern-arg=--kv-cache-dtype=f32)")
     ap.add_argument("--activations", choices=("f32", "bf16"), default=os.environ.get("TERN_TEST_ACTIVATIONS") or "f32",
                     help="tern's activation numerics, matched by the reference (default $TERN_TEST_ACTIVATIONS or f32)")
     ap.add_argument("--mtp", action="store_true",
@@ -287,6 +288,7 @@ def main(argv=None):
     try:
         # tern's avx512-bf16 path rounds attention's inputs too; its amx path keeps attention in f32.
         model = load_reference(args.model, cache_weights=False, w4a4=args.quant_numerics == "w4a4",
+                               w4a8=args.quant_numerics == "w4a8",
                                bf16_activations=args.activations == "bf16",
                                bf16_attention=args.activations == "bf16"
                                and _TERN_ENV.get("TERN_CPU_PATH") == "avx512-bf16")

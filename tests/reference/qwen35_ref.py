@@ -312,11 +312,11 @@ class MtpState:
 
 class Model:
     def __init__(self, model_dir, cache_weights=True, w4a4=False, observer=None, bf16_activations=False,
-                 bf16_attention=None):
+                 bf16_attention=None, w4a8=False):
         text_cfg, full_cfg = load_config(model_dir)
         self.cfg = parse_config(text_cfg)
         self.w = Weights(model_dir, full_cfg, cache=cache_weights, w4a4=w4a4, observer=observer,
-                         bf16_activations=bf16_activations, bf16_attention=bf16_attention)
+                         bf16_activations=bf16_activations, bf16_attention=bf16_attention, w4a8=w4a8)
         c = self.cfg
         self.embed = self.w.get("embed_tokens.weight", (c.vocab_size, c.hidden_size))
 
@@ -517,8 +517,8 @@ class Model:
         return out, (np.stack(rows) if rows else np.zeros((0, self.cfg.vocab_size)))
 
 
-def forward(model_dir, input_ids, w4a4=False):
-    return Model(model_dir, w4a4=w4a4).forward(input_ids)
+def forward(model_dir, input_ids, w4a4=False, w4a8=False):
+    return Model(model_dir, w4a4=w4a4, w4a8=w4a8).forward(input_ids)
 
 
 if __name__ == "__main__":
