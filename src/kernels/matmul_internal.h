@@ -55,13 +55,16 @@ struct Nvfp4Chunks {
     return targets[i];
   }
 };
-inline Nvfp4Chunks PlanNvfp4Chunks(std::span<const MatMulTarget> targets, size_t threads) {
+// passes: how many times each chunk's W is read (the W4A4 / W4A8 VNNI
+// kernels' groups of rows of x past their 8); the kMinChunkBytes rule counts
+// them all.
+inline Nvfp4Chunks PlanNvfp4Chunks(std::span<const MatMulTarget> targets, size_t threads, size_t passes = 1) {
   size_t total = 0;
   for (const MatMulTarget& t : targets) total += size_t(t.w.rows);
   const size_t K = size_t(targets[0].w.cols), row_bytes = K / 2 + K / size_t(kNvfp4Block);
   Nvfp4Chunks c;
   c.rows = std::max<size_t>(16, (total + 2 * threads - 1) / (2 * threads));
-  if (total * row_bytes < threads * kMinChunkBytes)
+  if (total * row_bytes * passes < threads * kMinChunkBytes)
     c.rows = std::max(c.rows, (kMinChunkBytes + row_bytes - 1) / row_bytes);
   for (size_t i = 0; i < targets.size(); ++i)
     c.first[i + 1] = c.first[i] + (size_t(targets[i].w.rows) + c.rows - 1) / c.rows;

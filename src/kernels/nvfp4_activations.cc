@@ -66,6 +66,15 @@ void QuantizeBlock8(const float* x, float* out) {
     out[i] = finite ? float(std::nearbyint(double(x[i]) * inv)) * scale : std::numeric_limits<float>::quiet_NaN();
 }
 
+// Past vnni::kMaxRows rows of x, the VNNI kernels run 8 rows at a time and
+// win from this K on: tern bench prefill of 512 tokens, w4a8 against w4a16
+// (whose GEMM the quantized values took before), Intel Emerald Rapids VM, 2
+// threads, two rounds: qwen3-0.6b NVFP4 (K 1024-3072) 293 / 212 and 231 / 201
+// tokens/s; models/demo (K 192) 19.6k / 27.4k and 19.1k / 30.2k, where
+// each group's eight final lane sums per W row outweigh its one pair of
+// steps: below this K such batches keep the quantized values and the GEMM.
+constexpr int64_t kVnniManyRowsMinK = 1024;
+
 // The integer kernels take NVFP4 targets of one K, whole scale blocks, rows
 // starting on a byte, at most kMaxGemvTargets of them.
 bool IntegerTargets(std::span<const MatMulTarget> targets) {
@@ -93,11 +102,13 @@ void MatMulW4A4(const float* x, int64_t M, int64_t ldx, float input_scale, std::
                 ThreadPool& pool) {
   if (M <= 0 || targets.empty()) return;
   const int64_t K = targets[0].w.cols;
-  // The integer kernels: AVX-512 VNNI up to vnni::kMaxRows rows, else AVX2
-  // (where the target has it) up to w4a4_int::kMaxRows.
+  // The integer kernels: AVX-512 VNNI up to vnni::kMaxRows rows, or any M
+  // from kVnniManyRowsMinK, else AVX2 (where the target has it) up to
+  // w4a4_int::kMaxRows.
   const bool integer = IntegerTargets(targets);
   if (integer && VnniAllowed()) {
-    if (size_t(M) <= vnni::kMaxRows) return vnni::Nvfp4W4A4MatMul(x, size_t(M), size_t(ldx), input_scale, targets, pool);
+    if (size_t(M) <= vnni::kMaxRows || K >= kVnniManyRowsMinK)
+      return vnni::Nvfp4W4A4MatMul(x, size_t(M), size_t(ldx), input_scale, targets, pool);
   } else if (integer && size_t(M) <= w4a4_int::kMaxRows) {
     if (w4a4_int::MatMul(x, size_t(M), size_t(ldx), input_scale, targets, pool)) return;
   }
@@ -134,7 +145,8 @@ void MatMulW4A8(const float* x, int64_t M, int64_t ldx, std::span<const MatMulTa
   const int64_t K = targets[0].w.cols;
   const bool integer = IntegerTargets(targets);
   if (integer && VnniAllowed()) {
-    if (size_t(M) <= vnni::kMaxRows) return vnni::Nvfp4W4A8MatMul(x, size_t(M), size_t(ldx), targets, pool);
+    if (size_t(M) <= vnni::kMaxRows || K >= kVnniManyRowsMinK)
+      return vnni::Nvfp4W4A8MatMul(x, size_t(M), size_t(ldx), targets, pool);
   } else if (integer && size_t(M) <= w4a4_int::kMaxRows) {
     if (w4a4_int::MatMulW4A8(x, size_t(M), size_t(ldx), targets, pool)) return;
   }

@@ -26,13 +26,15 @@ inline constexpr size_t kMaxRows = 8;
 // sums in i32, f32 across blocks. A non-finite x makes its row's outputs NaN.
 void Nvfp4MatMul(const float* x, size_t M, size_t ldx, std::span<const MatMulTarget> targets, ThreadPool& pool);
 
-// W4A4 (nvfp4_w4a4_vnni.cc): ops.h MatMulW4A4 for 1 to kMaxRows rows of x and
+// W4A4 (nvfp4_w4a4_vnni.cc): ops.h MatMulW4A4 for any M >= 1 (kMaxRows rows
+// of x at a time: each task reads its W rows once per group, from L2 where
+// they fit; past kMaxRows the rows of x are prepared in parallel) and
 // the targets nvfp4_int::Supports takes: every block's term exact (integer
 // sums, scale products exact in f32), f32 across blocks.
 void Nvfp4W4A4MatMul(const float* x, size_t M, size_t ldx, float input_scale, std::span<const MatMulTarget> targets,
                      ThreadPool& pool);
 
-// W4A8 (the same file): ops.h MatMulW4A8 for 1 to kMaxRows rows of x and the
+// W4A8 (the same file): ops.h MatMulW4A8 for any M >= 1, the same way, and the
 // targets nvfp4_int::Supports takes: every block's term exact, f32 across
 // blocks.
 void Nvfp4W4A8MatMul(const float* x, size_t M, size_t ldx, std::span<const MatMulTarget> targets, ThreadPool& pool);

@@ -217,13 +217,23 @@ void BytesMatMul(const float* x, size_t M, size_t ldx, std::span<const MatMulTar
   const size_t num_steps = PaddedSteps(K);
   auto* steps = reinterpret_cast<ByteStep*>(
       ThreadScratch(ScratchSlot::kMatMulX, M * num_steps * sizeof(ByteStep) / sizeof(float)));
-  for (size_t m = 0; m < M; ++m) prepare(x + m * ldx, K, steps + m * num_steps);
-  const Nvfp4Chunks chunks = PlanNvfp4Chunks(targets, pool.size());
+  if (M <= kMaxRows) {
+    for (size_t m = 0; m < M; ++m) prepare(x + m * ldx, K, steps + m * num_steps);
+  } else {
+    pool.Run((M + kMaxRows - 1) / kMaxRows, [&](size_t g, size_t) {
+      const size_t end = (g + 1) * kMaxRows < M ? (g + 1) * kMaxRows : M;  // (no std::min: see the top)
+      for (size_t m = g * kMaxRows; m < end; ++m)
+        prepare(x + m * ldx, K, steps + m * num_steps);
+    });
+  }
+  const Nvfp4Chunks chunks = PlanNvfp4Chunks(targets, pool.size(), (M + kMaxRows - 1) / kMaxRows);
   static const Consts consts;
   pool.Run(chunks.first[targets.size()], [&](size_t chunk, size_t) {
     size_t n0, n1;
     const MatMulTarget& t = chunks.Locate(targets, chunk, n0, n1);
-    RowsOfM<XBytes>(M, consts, steps, num_steps, t.w, n0, n1, t.y, size_t(t.ldy), out_scale);
+    for (size_t m0 = 0; m0 < M; m0 += kMaxRows)
+      RowsOfM<XBytes>(M - m0 < kMaxRows ? M - m0 : kMaxRows, consts, steps + m0 * num_steps, num_steps, t.w, n0, n1,
+                      t.y + m0 * size_t(t.ldy), size_t(t.ldy), out_scale);
   });
 }
 

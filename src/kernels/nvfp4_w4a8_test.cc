@@ -186,7 +186,7 @@ TEST(W4A8Test, MatMulMatchesFloat64) {
         // each element to 2^-23 of its block's largest magnitude).
         const std::string target = SimdTargetName();
         const bool vnni = target == "AVX3" && UseAvx512Vnni();
-        const bool integer = vnni ? size_t(M) <= vnni::kMaxRows
+        const bool integer = vnni ? size_t(M) <= vnni::kMaxRows || sh.K >= 1024  // (kVnniManyRowsMinK)
                                   : kX86 && (target == "AVX2" || target == "AVX3") && size_t(M) <= w4a4_int::kMaxRows;
         std::vector<std::vector<float>> ys;
         std::vector<MatMulTarget> targets;

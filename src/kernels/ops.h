@@ -124,9 +124,9 @@ void QuantizeNvfp4Activations(const float* x, int64_t M, int64_t ldx, int64_t K,
                               int64_t ldo);
 
 // The W4A4 product for each target (NVFP4 W, one K): y[M, N] =
-// (Q(x) · W^T) * input_scale, Q = QuantizeNvfp4Activations. Numerics: for
-// M <= 8 (decode) on x86 with AVX-512 VNNI (nvfp4_w4a4_vnni.cc) or AVX2
-// (nvfp4_w4a4_hwy.cc), every block's term Q(x)-block · W-block is exact and
+// (Q(x) · W^T) * input_scale, Q = QuantizeNvfp4Activations. Numerics: on
+// x86 with AVX-512 VNNI (nvfp4_w4a4_vnni.cc; M <= 8, or any M from K =
+// 1024) or AVX2 for M <= 8 (decode; nvfp4_w4a4_hwy.cc), every block's term Q(x)-block · W-block is exact and
 // f32 adds the K / 16 of them; otherwise MatMulMany of Q(x) with input_scale
 // folded into W's global scale (MatMul's numerics; BF16 rounding leaves Q(x)
 // unchanged). No y may alias x or another y.
@@ -153,9 +153,9 @@ void MatMulW4A4(const float* x, int64_t M, int64_t ldx, float input_scale, std::
 void QuantizeInt8Activations(const float* x, int64_t M, int64_t ldx, int64_t K, float* out, int64_t ldo);
 
 // The W4A8 product for each target (NVFP4 W, one K): y[M, N] = Q8(x) · W^T,
-// Q8 = QuantizeInt8Activations. Numerics: for M <= 8 (decode) on x86 with
-// AVX-512 VNNI (nvfp4_w4a4_vnni.cc) or AVX2 (nvfp4_w4a4_hwy.cc), every
-// block's term Q8(x)-block · W-block is exact (an integer sum times a power
+// Q8 = QuantizeInt8Activations. Numerics: on x86 with AVX-512 VNNI
+// (nvfp4_w4a4_vnni.cc; M <= 8, or any M from K = 1024: prefill on vpdpbusd
+// too) or AVX2 for M <= 8 (decode; nvfp4_w4a4_hwy.cc), every block's term Q8(x)-block · W-block is exact (an integer sum times a power
 // of two times W's E4M3 block scale; f32 subnormals aside) and f32 adds the
 // K / 16 of them; otherwise MatMulMany of Q8(x) (MatMul's numerics; BF16
 // rounding leaves Q8(x) unchanged). No y may alias x or another y.
