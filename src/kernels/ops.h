@@ -148,7 +148,8 @@ void MatMulW4A4(const float* x, int64_t M, int64_t ldx, float input_scale, std::
 // the floor binds: blocks below 127 * 2^-134). Each out is exact in f32 and
 // in BF16 (7 significant bits, no finer than BF16's least subnormal 2^-133).
 // An all-zero block is zero; a block with a NaN or an infinity is NaN
-// throughout. out: row stride ldo (may equal x when ldo == ldx). A negative
+// throughout; a block whose largest magnitude is past 1.984375 * 2^127
+// (within 1.6% of FLT_MAX) may round it to 2^128, an infinity. out: row stride ldo (may equal x when ldo == ldx). A negative
 // element that rounds to zero may be -0 or +0.
 void QuantizeInt8Activations(const float* x, int64_t M, int64_t ldx, int64_t K, float* out, int64_t ldo);
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cfloat>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -127,7 +128,8 @@ void QuantizeInt8Activations(const float* x, int64_t M, int64_t ldx, int64_t K, 
       while (finite && std::ldexp(127.0, e) < amax) ++e;
       for (int64_t i = 0; i < kNvfp4Block; ++i) {
         const double q = std::nearbyint(double(xb[i]) / std::ldexp(1.0, e));  // ties to even (the default mode)
-        ob[i] = finite ? float(q * std::ldexp(1.0, e)) : NAN;
+        const double v = q * std::ldexp(1.0, e);  // (2^128 past FLT_MAX: infinity, ops.h)
+        ob[i] = !finite ? NAN : std::fabs(v) > double(FLT_MAX) ? std::copysign(INFINITY, v) : float(v);
       }
     }
 }

@@ -67,7 +67,8 @@ json ServerInfo(const ServerContext& ctx) {
           {"internal_states", json::array({{{"avg_spec_accept_length", AcceptLength(ctx.engine->metrics())}}})},
           // What the kernels compute (tern check --suite numerics reads "activations"): "w4a4" under
           // --quant-numerics w4a4 (quantized layers' inputs quantized as Blackwell's GEMMs do); "w4a8"
-          // under --quant-numerics w4a8 (NVFP4 layers' inputs as 8-bit integers); else "bf16" where prefill GEMMs round their inputs to BF16 (the amx and avx512-bf16 paths),
+          // under --quant-numerics w4a8 (NVFP4 layers' inputs as 8-bit integers, every other activation
+          // in f32: AddQuantNumericsOption); else "bf16" where prefill GEMMs round their inputs to BF16 (the amx and avx512-bf16 paths),
           // else "f32".
           {"cpu_path", kernels::CpuPathName()},
           {"activations", o.quant_numerics == ActivationNumerics::kGpuQuantized ? "w4a4"
